@@ -1,0 +1,51 @@
+# kiln: `make run` serves on http://127.0.0.1:8080; `make test` runs the linter and every test.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8080
+PYTEST_WORKERS ?= 2
+
+.PHONY: install install-dev run test lint test-sqlite test-postgres system-deps bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+install: $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+
+install-dev: $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[dev]'
+
+run: install
+	KILN_EXTERNAL_URL=$${KILN_EXTERNAL_URL:-http://$(HOST):$(PORT)} $(BIN)/kiln serve --host $(HOST) --port $(PORT)
+
+# What the tests need from the system: git, and a PostgreSQL server the tests start themselves.
+system-deps:
+	@missing=""; \
+	command -v git >/dev/null 2>&1 || missing="$$missing git"; \
+	{ command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; } || missing="$$missing postgresql"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+		else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi; \
+	fi
+
+lint: install-dev
+	$(BIN)/ruff check kiln tests bench
+	$(BIN)/ruff format --check kiln tests bench
+
+test-sqlite: install-dev
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --db=sqlite
+
+test-postgres: install-dev system-deps
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --db=postgres
+
+test: install-dev system-deps lint test-sqlite test-postgres
+
+bench: install-dev
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) .kiln-data .pytest_cache .ruff_cache *.egg-info

@@ -1,0 +1,113 @@
+"""Dependencies every route draws from: the database session and the caller.
+
+`viewer` may be anonymous (None); `actor` is always someone (401 otherwise). Both check
+the token's scopes against the route's declaration and apply sudo."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import parse_qsl
+
+from litestar import Request
+from litestar.di import NamedDependency, Provide
+from sqlalchemy.orm import Session
+
+from kiln.auth.actor import Actor
+from kiln.auth.credentials import Credentials, authenticate
+from kiln.auth.sudo import apply_sudo
+from kiln.errors import RouteNotFound, Unauthorized
+from kiln.runtime import Runtime
+
+SESSION_COOKIE = "_service_session"
+_SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
+
+
+def int_id(value: str) -> int:
+    """A numeric path segment; anything else is no route at all (GitLab's requirements)."""
+    if not value.isdigit():
+        raise RouteNotFound()
+    return int(value)
+
+
+def runtime(request: Request[Any, Any, Any]) -> Runtime:
+    return request.app.state.kiln  # type: ignore[no-any-return]
+
+
+def provide_db(request: Request[Any, Any, Any]) -> Iterator[Session]:
+    db = runtime(request).sessions()
+    try:
+        yield db
+    finally:
+        db.close()
+
+
+def credentials_of(request: Request[Any, Any, Any]) -> tuple[Credentials, str | None]:
+    """The credentials and sudo target the request presents, from headers or query."""
+    headers = request.headers
+    query: dict[str, str] = {}
+    raw_query = request.scope.get("query_string", b"")
+    if raw_query:
+        try:
+            query = dict(parse_qsl(raw_query.decode("utf-8"), keep_blank_values=True))
+        except UnicodeError:
+            query = {}
+    private = headers.get("private-token") or query.get("private_token")
+    bearer = None
+    authorization = headers.get("authorization")
+    if authorization and authorization[:7].lower() == "bearer ":
+        bearer = authorization[7:].strip()
+    elif "access_token" in query:
+        bearer = query["access_token"]
+    job = headers.get("job-token") or query.get("job_token")
+    session = request.cookies.get(SESSION_COOKIE)
+    sudo = headers.get("sudo") or query.get("sudo")
+    creds = Credentials(
+        private_token=private or None,
+        bearer=bearer or None,
+        job_token=job or None,
+        session=session or None,
+        safe_method=request.method in _SAFE_METHODS,
+        csrf_token=headers.get("x-csrf-token"),
+    )
+    return creds, (sudo or None)
+
+
+def provide_viewer(request: Request[Any, Any, Any], db: NamedDependency[Session]) -> Actor | None:
+    cached = request.scope.get("kiln_actor", False)  # type: ignore[typeddict-item]
+    if cached is not False:
+        return cached  # type: ignore[no-any-return]
+    rt = runtime(request)
+    opt = request.route_handler.opt
+    creds, sudo = credentials_of(request)
+    # Under sudo the token needs the sudo scope instead of the route's (checked by apply_sudo).
+    actor = authenticate(
+        db,
+        rt.settings,
+        creds,
+        scopes=None if sudo is not None else opt["scopes"],
+        job_token_resolver=rt.job_token_resolver,
+    )
+    if sudo is not None:
+        actor = apply_sudo(db, actor, sudo)
+    request.scope["kiln_actor"] = actor  # type: ignore[typeddict-unknown-key]
+    return actor
+
+
+def provide_actor(request: Request[Any, Any, Any], db: NamedDependency[Session]) -> Actor:
+    actor = provide_viewer(request, db)
+    if actor is None:
+        raise Unauthorized()
+    return actor
+
+
+DEPENDENCIES = {
+    "db": Provide(provide_db),
+    "viewer": Provide(provide_viewer, sync_to_thread=False),
+    "actor": Provide(provide_actor, sync_to_thread=False),
+}
+
+# What handlers declare: `db: Db`, `viewer: Viewer` (maybe anonymous), `actor: Authenticated`.
+Db = NamedDependency[Session]
+Viewer = NamedDependency[Actor | None]
+Authenticated = NamedDependency[Actor]

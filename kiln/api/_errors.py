@@ -1,0 +1,55 @@
+"""Exception handlers: domain errors and framework errors become GitLab bodies. Never a
+stack trace, and never a 500 for what the client got wrong."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from litestar import Request, Response
+from litestar.exceptions import (
+    ClientException,
+    HTTPException,
+    MethodNotAllowedException,
+    NotAuthorizedException,
+    NotFoundException,
+    PermissionDeniedException,
+    ValidationException,
+)
+
+from kiln.api._render import render
+from kiln.errors import KilnError, MethodNotAllowed, RouteNotFound
+
+log = logging.getLogger("kiln.api")
+
+
+def kiln_error(_: Request[Any, Any, Any], exc: KilnError) -> Response[bytes]:
+    return render(exc.body(), status=exc.status, headers=exc.headers() or None)
+
+
+def framework_error(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
+    if isinstance(exc, NotFoundException):
+        return kiln_error(request, RouteNotFound())
+    if isinstance(exc, MethodNotAllowedException):
+        return kiln_error(request, MethodNotAllowed())
+    if isinstance(exc, NotAuthorizedException):
+        return render({"message": "401 Unauthorized"}, status=401)
+    if isinstance(exc, PermissionDeniedException):
+        return render({"message": "403 Forbidden"}, status=403)
+    if isinstance(exc, ValidationException):
+        return render({"error": "parameters are invalid"}, status=400)
+    if isinstance(exc, HTTPException):
+        status = exc.status_code
+        if status == 413:
+            return render({"message": "413 Request Entity Too Large"}, status=413)
+        if isinstance(exc, ClientException) or 400 <= status < 500:
+            return render({"message": f"{status} {exc.detail}"}, status=status)
+        return render({"message": f"{status} {exc.detail}"}, status=status)
+    log.exception("unhandled error on %s %s", request.method, request.url.path)
+    return render({"message": "500 Internal Server Error"}, status=500)
+
+
+HANDLERS: dict[type[Exception] | int, Any] = {
+    KilnError: kiln_error,
+    Exception: framework_error,
+}

@@ -1,0 +1,191 @@
+"""The one parameter parser: path + query + form + multipart + JSON, merged as Grape does,
+then validated by the route's Params model with Grape's error messages."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import parse_qsl, unquote
+
+import orjson
+from litestar import Request
+from litestar.datastructures import UploadFile
+from pydantic import ValidationError
+
+from kiln.errors import BadRequest, ParamError, PayloadTooLarge
+from kiln.schemas._types import GrapeMessage, Params, Upload
+
+MALFORMED_JSON = (
+    "message body does not match declared format: when specifying application/json as "
+    "content-type, you must pass valid application/json in the request's 'body'"
+)
+_KEY_PART = re.compile(r"\[([^\[\]]*)\]")
+
+# Pydantic error types that mean "not one of the allowed values".
+_VALUE_ERRORS = {"literal_error", "enum"}
+
+
+async def params(request: Request[Any, Any, Any]) -> Any:
+    """Parse and validate the parameters declared on the route (`params=` in api/_routes)."""
+    model: type[Params] = request.route_handler.opt["params"]
+    raw = await gather(request)
+    return validate(model, raw)
+
+
+def validate(model: type[Params], raw: dict[str, Any]) -> Any:
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        raise ParamError(grape_message(exc)) from None
+
+
+def grape_message(exc: ValidationError) -> str:
+    messages: list[str] = []
+    for err in exc.errors():
+        ctx_error = (err.get("ctx") or {}).get("error")
+        if isinstance(ctx_error, GrapeMessage):
+            text = str(ctx_error)
+        else:
+            name = _loc_name(err["loc"])
+            if err["type"] == "missing":
+                text = f"{name} is missing"
+            elif err["type"] in _VALUE_ERRORS:
+                text = f"{name} does not have a valid value"
+            else:
+                text = f"{name} is invalid"
+        if text not in messages:
+            messages.append(text)
+    return ", ".join(messages)
+
+
+def _loc_name(loc: tuple[int | str, ...]) -> str:
+    parts = [str(p) for p in loc if not (isinstance(p, str) and ("[" in p or p.startswith("function")))]
+    if not parts:
+        return "params"
+    head, *rest = parts
+    return head + "".join(f"[{p}]" for p in rest)
+
+
+async def gather(request: Request[Any, Any, Any]) -> dict[str, Any]:
+    """All parameters of the request in one dict: query < body < path."""
+    cached = request.scope.get("kiln_params")  # type: ignore[typeddict-item]
+    if cached is not None:
+        return dict(cached)
+    merged: dict[str, Any] = {}
+    _fold_pairs(merged, query_pairs(request))
+    merged.update(await body_params(request))
+    for key, value in request.path_params.items():
+        merged[key] = unquote(value) if isinstance(value, str) else value
+    request.scope["kiln_params"] = merged  # type: ignore[typeddict-unknown-key]
+    return dict(merged)
+
+
+def query_pairs(request: Request[Any, Any, Any]) -> list[tuple[str, str]]:
+    raw: bytes = request.scope.get("query_string", b"")
+    if not raw:
+        return []
+    try:
+        text = raw.decode("utf-8")
+        return parse_qsl(text, keep_blank_values=True, encoding="utf-8", errors="strict")
+    except UnicodeError:
+        raise BadRequest("query string is not valid UTF-8") from None
+
+
+async def body_params(request: Request[Any, Any, Any]) -> dict[str, Any]:
+    content_type = (request.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
+    if content_type.startswith("multipart/form-data"):
+        return await _multipart(request)
+    body = await read_body(request)
+    if not body.strip():
+        return {}
+    if content_type in ("application/json", "") or content_type.endswith("+json"):
+        try:
+            data = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            raise ParamError(MALFORMED_JSON) from None
+        if not isinstance(data, dict):
+            raise ParamError("The request body must be a JSON object")
+        return _drop_nulls(data)
+    if content_type == "application/x-www-form-urlencoded":
+        try:
+            pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True, errors="strict")
+        except UnicodeError:
+            raise BadRequest("form body is not valid UTF-8") from None
+        out: dict[str, Any] = {}
+        _fold_pairs(out, pairs)
+        return out
+    raise BadRequest(f"The provided content-type '{content_type}' is not supported.")
+
+
+def _drop_nulls(data: dict[str, Any]) -> dict[str, Any]:
+    # JSON null for an optional field means "not given" (clients.md 5).
+    return {k: v for k, v in data.items() if v is not None}
+
+
+async def read_body(request: Request[Any, Any, Any]) -> bytes:
+    limit: int = request.app.state.kiln.settings.max_request_body_bytes
+    cached = request.scope.get("_body")  # type: ignore[typeddict-item]
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise PayloadTooLarge()
+        chunks.append(chunk)
+    body = b"".join(chunks)
+    request.scope["_body"] = body  # type: ignore[typeddict-unknown-key]
+    return body
+
+
+async def _multipart(request: Request[Any, Any, Any]) -> dict[str, Any]:
+    try:
+        form = await request.form()
+    except Exception:  # a broken multipart body is the client's error
+        raise BadRequest("Malformed multipart body") from None
+    pairs: list[tuple[str, Any]] = []
+    for key, value in form.multi_items():
+        if key == "" and not value:
+            continue  # python-gitlab may send an empty extra part
+        if isinstance(value, UploadFile):
+            pairs.append((key, Upload(value.filename, value.content_type, value.file)))
+        else:
+            pairs.append((key, value))
+    out: dict[str, Any] = {}
+    _fold_pairs(out, pairs)
+    return out
+
+
+def _fold_pairs(target: dict[str, Any], pairs: list[tuple[str, Any]]) -> None:
+    """Rack-style keys: `a[]=1&a[]=2` → a: [1, 2]; `h[k]=v` → h: {k: v}; `v[][key]=x` → list of dicts."""
+    for key, value in pairs:
+        head, _, rest = key.partition("[")
+        if not rest:
+            target[key] = value
+            continue
+        parts = _KEY_PART.findall("[" + rest)
+        _assign(target, head, parts, value)
+
+
+def _assign(container: dict[str, Any], head: str, parts: list[str], value: Any) -> None:
+    if not parts:
+        container[head] = value
+        return
+    first, *more = parts
+    if first == "":
+        existing = container.get(head)
+        if not isinstance(existing, list):
+            existing = container[head] = []
+        if not more:
+            existing.append(value)
+            return
+        # arrays of hashes: start a new element when its key is already set
+        if not existing or not isinstance(existing[-1], dict) or more[0] in existing[-1]:
+            existing.append({})
+        _assign(existing[-1], more[0], more[1:], value)
+        return
+    existing = container.get(head)
+    if not isinstance(existing, dict):
+        existing = container[head] = {}
+    _assign(existing, first, more, value)

@@ -1,0 +1,74 @@
+"""Version, health and readiness, and the OpenAPI document."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Request, Response
+from sqlalchemy import text
+
+from kiln import COMPATIBLE_GITLAB_VERSION, __version__
+from kiln.api import _openapi
+from kiln.api._deps import Authenticated, Db, Viewer, runtime
+from kiln.api._render import render
+from kiln.api._routes import get
+from kiln.auth.tokens import API, READ_API, READ_USER
+
+Req = Request[Any, Any, Any]
+READ = (API, READ_API, READ_USER)
+
+
+def _version() -> dict[str, Any]:
+    return {
+        "version": COMPATIBLE_GITLAB_VERSION,
+        "revision": f"kiln-{__version__}",
+        "kas": {"enabled": False, "externalUrl": None, "externalK8sProxyUrl": None, "version": None},
+        "enterprise": False,
+    }
+
+
+@get("/version", auth="optional", scopes=READ)
+async def version(request: Req, viewer: Viewer) -> Response[bytes]:
+    """Answered anonymously too: it is the readiness probe of tooling."""
+    return render(_version())
+
+
+@get("/metadata", scopes=READ)
+async def metadata(request: Req, actor: Authenticated) -> Response[bytes]:
+    return render(_version())
+
+
+@get("/openapi.json", auth="none")
+async def openapi(request: Req) -> Response[bytes]:
+    rt = runtime(request)
+    doc = rt.__dict__.get("openapi_doc")
+    if doc is None:
+        doc = rt.__dict__["openapi_doc"] = _openapi.build(request.app)
+        doc["servers"] = [{"url": f"{rt.settings.external_url}/api/v4"}]
+    return render(doc)
+
+
+@get("/-/health", auth="none")
+async def health(request: Req) -> Response[bytes]:
+    return Response(content=b"kiln OK", media_type="text/plain")
+
+
+@get("/-/liveness", auth="none")
+async def liveness(request: Req) -> Response[bytes]:
+    return render({"status": "ok"})
+
+
+@get("/-/readiness", auth="none")
+async def readiness(request: Req, db: Db) -> Response[bytes]:
+    try:
+        db.execute(text("SELECT 1"))
+        check = {"status": "ok"}
+    except Exception as exc:  # readiness reports, it never raises
+        check = {"status": "failed", "message": type(exc).__name__}
+    ok = check["status"] == "ok" and runtime(request).ready
+    body = {
+        "status": "ok" if ok else "failed",
+        "master_check": [{"status": "ok" if ok else "failed"}],
+        "db_check": [check],
+    }
+    return render(body, status=200 if ok else 503)

@@ -1,0 +1,118 @@
+"""Personal access tokens and impersonation tokens."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Request, Response
+from litestar.params import FromPath
+
+from kiln.api._deps import Authenticated, Db, runtime
+from kiln.api._pagination import page_of, paginated
+from kiln.api._params import params
+from kiln.api._render import no_content, render
+from kiln.api._routes import delete, get, post
+from kiln.auth.tokens import PAT_SCOPES
+from kiln.entities.tokens import personal_access_token
+from kiln.schemas.tokens import (
+    ImpersonationTokenCreate,
+    ImpersonationTokenList,
+    TokenCreate,
+    TokenList,
+    TokenRotate,
+)
+from kiln.services import tokens as service
+
+Req = Request[Any, Any, Any]
+# A token may always look at, rotate and revoke itself, whatever its scopes.
+ANY_SCOPE = PAT_SCOPES
+
+
+@get("/personal_access_tokens", params=TokenList)
+async def list_tokens(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
+    q: TokenList = await params(request)
+    page = page_of(q)
+    result = service.list_tokens(db, actor, q, page)
+    return paginated(request, [personal_access_token(t) for t in result.items], page, result)
+
+
+@get("/personal_access_tokens/self", scopes=ANY_SCOPE)
+async def current_token(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
+    return render(personal_access_token(service.current_token(db, actor)))
+
+
+@delete("/personal_access_tokens/self", scopes=ANY_SCOPE)
+async def revoke_current(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
+    service.revoke_current(db, actor)
+    return no_content()
+
+
+@post("/personal_access_tokens/self/rotate", params=TokenRotate, status=200)
+async def rotate_current(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
+    p: TokenRotate = await params(request)
+    token = service.current_token(db, actor)
+    new, secret = service.rotate(db, actor, token, p.expires_at, runtime(request).settings)
+    return render(personal_access_token(new, secret), status=200)
+
+
+@get("/personal_access_tokens/{token_id:int}")
+async def get_token(request: Req, db: Db, actor: Authenticated, token_id: FromPath[int]) -> Response[bytes]:
+    return render(personal_access_token(service.get_token(db, actor, token_id)))
+
+
+@delete("/personal_access_tokens/{token_id:int}")
+async def revoke_token(
+    request: Req, db: Db, actor: Authenticated, token_id: FromPath[int]
+) -> Response[bytes]:
+    service.revoke(db, actor, token_id)
+    return no_content()
+
+
+@post("/personal_access_tokens/{token_id:int}/rotate", params=TokenRotate, status=200)
+async def rotate_token(
+    request: Req, db: Db, actor: Authenticated, token_id: FromPath[int]
+) -> Response[bytes]:
+    p: TokenRotate = await params(request)
+    new, secret = service.rotate_by_id(db, actor, token_id, p.expires_at, runtime(request).settings)
+    return render(personal_access_token(new, secret), status=200)
+
+
+@post("/users/{user_id:int}/personal_access_tokens", params=TokenCreate)
+async def create_token(request: Req, db: Db, actor: Authenticated, user_id: FromPath[int]) -> Response[bytes]:
+    p: TokenCreate = await params(request)
+    token, secret = service.create_for_user(db, actor, user_id, p, runtime(request).settings)
+    return render(personal_access_token(token, secret), status=201)
+
+
+@get("/users/{user_id:int}/impersonation_tokens", params=ImpersonationTokenList)
+async def list_impersonation_tokens(
+    request: Req, db: Db, actor: Authenticated, user_id: FromPath[int]
+) -> Response[bytes]:
+    q: ImpersonationTokenList = await params(request)
+    page = page_of(q)
+    result = service.list_impersonation(db, actor, user_id, q, page)
+    return paginated(request, [personal_access_token(t) for t in result.items], page, result)
+
+
+@post("/users/{user_id:int}/impersonation_tokens", params=ImpersonationTokenCreate)
+async def create_impersonation_token(
+    request: Req, db: Db, actor: Authenticated, user_id: FromPath[int]
+) -> Response[bytes]:
+    p: ImpersonationTokenCreate = await params(request)
+    token, secret = service.create_impersonation(db, actor, user_id, p, runtime(request).settings)
+    return render(personal_access_token(token, secret), status=201)
+
+
+@get("/users/{user_id:int}/impersonation_tokens/{token_id:int}")
+async def get_impersonation_token(
+    request: Req, db: Db, actor: Authenticated, user_id: FromPath[int], token_id: int
+) -> Response[bytes]:
+    return render(personal_access_token(service.get_impersonation(db, actor, user_id, token_id)))
+
+
+@delete("/users/{user_id:int}/impersonation_tokens/{token_id:int}")
+async def revoke_impersonation_token(
+    request: Req, db: Db, actor: Authenticated, user_id: FromPath[int], token_id: int
+) -> Response[bytes]:
+    service.revoke_impersonation(db, actor, user_id, token_id)
+    return no_content()

@@ -1,0 +1,54 @@
+"""Web sign-in: sets the `_service_session` cookie the API accepts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Request, Response
+from litestar.datastructures import Cookie
+
+from kiln.api._deps import SESSION_COOKIE, Db, runtime
+from kiln.api._params import params
+from kiln.api._render import render
+from kiln.api._routes import delete, post
+from kiln.errors import ParamError
+from kiln.schemas.tokens import SignIn
+from kiln.services import sessions as service
+
+Req = Request[Any, Any, Any]
+
+
+@post("/users/sign_in", auth="none", params=SignIn, status=302)
+async def sign_in(request: Req, db: Db) -> Response[bytes]:
+    p: SignIn = await params(request)
+    fields = p.fields()
+    if fields is None:
+        raise ParamError("user[login] is missing, user[password] is missing")
+    rt = runtime(request)
+    ip = request.client.host if request.client else None
+    signed_in = service.sign_in(db, rt.settings, fields, ip)
+    response = render(
+        {"message": "Signed in successfully.", "csrf_token": signed_in.csrf_token},
+        status=302,
+        headers={"Location": f"{rt.settings.external_url}/", "X-CSRF-Token": signed_in.csrf_token},
+    )
+    response.cookies.append(
+        Cookie(
+            key=SESSION_COOKIE,
+            value=signed_in.cookie,
+            max_age=signed_in.max_age,
+            httponly=True,
+            samesite="lax",
+            secure=rt.settings.external_url.startswith("https://"),
+            path="/",
+        )
+    )
+    return response
+
+
+@delete("/users/sign_out", auth="none")
+async def sign_out(request: Req, db: Db) -> Response[bytes]:
+    service.sign_out(db, request.cookies.get(SESSION_COOKIE))
+    response = Response(content=b"", status_code=204)
+    response.delete_cookie(SESSION_COOKIE, path="/")
+    return response

@@ -1,0 +1,141 @@
+"""Users (spec part 3 "Users"): /users, /user, status, identities, block/unblock."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Request, Response
+from litestar.params import FromPath
+
+from kiln import policy
+from kiln.api._deps import Authenticated, Db, Viewer, int_id, runtime
+from kiln.api._pagination import page_of, paginated
+from kiln.api._params import params
+from kiln.api._render import no_content, render
+from kiln.api._routes import delete, get, post, put
+from kiln.auth.tokens import API, READ_API, READ_USER
+from kiln.entities.users import (
+    user_admin,
+    user_basic,
+    user_public,
+    user_self,
+    user_status,
+    with_custom_attributes,
+)
+from kiln.models import User
+from kiln.policy import Action
+from kiln.schemas.users import StatusUpdate, UserCreate, UserDelete, UserGet, UserList, UserUpdate
+from kiln.services import users as service
+from kiln.storage import LocalStorage
+
+# read_user reaches every read of this module (GitLab's users API).
+READ = (API, READ_API, READ_USER)
+Req = Request[Any, Any, Any]
+
+
+def _base(request: Req) -> str:
+    return runtime(request).settings.external_url
+
+
+def _storage(request: Req) -> LocalStorage:
+    return LocalStorage(runtime(request).settings.data_dir / "uploads")
+
+
+@get("/users", auth="optional", params=UserList, scopes=READ)
+async def list_users(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
+    q: UserList = await params(request)
+    page = page_of(q, keyset_allowed=True, order_by=q.order_by)
+    listing = service.list_users(db, viewer, q, page)
+    base = _base(request)
+    items = []
+    for user in listing.page.items:
+        if listing.admin_view:
+            view = user_admin(user, base, namespace_id=listing.namespace_ids.get(user.id))
+            if listing.custom_attributes is not None:
+                with_custom_attributes(view, listing.custom_attributes.get(user.id, []))
+        else:
+            view = user_basic(user, base)
+        items.append(view)
+    return paginated(request, items, page, listing.page)
+
+
+@get("/users/{id:str}", auth="optional", params=UserGet, scopes=READ)
+async def get_user(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Response[bytes]:
+    q: UserGet = await params(request)
+    user = service.get_user(db, viewer, int_id(id))
+    return render(_detail(request, db, viewer, user, custom_attributes=q.with_custom_attributes))
+
+
+@post("/users", params=UserCreate)
+async def create_user(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
+    p: UserCreate = await params(request)
+    user = service.create_user(db, actor, p, runtime(request).settings, _storage(request))
+    return render(_detail(request, db, actor, user), status=201)
+
+
+@put("/users/{id:str}", params=UserUpdate)
+async def update_user(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
+    p: UserUpdate = await params(request)
+    user = service.update_user(db, actor, int_id(id), p, runtime(request).settings, _storage(request))
+    return render(_detail(request, db, actor, user))
+
+
+@delete("/users/{id:str}/identities/{provider:str}")
+async def delete_identity(
+    request: Req, db: Db, actor: Authenticated, id: FromPath[str], provider: FromPath[str]
+) -> Response[bytes]:
+    service.delete_identity(db, actor, int_id(id), provider)
+    return no_content()
+
+
+@delete("/users/{id:str}", params=UserDelete)
+async def delete_user(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
+    q: UserDelete = await params(request)
+    service.delete_user(db, actor, int_id(id), hard_delete=q.hard_delete, storage=_storage(request))
+    return no_content()
+
+
+@post("/users/{id:str}/block")
+async def block_user(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
+    return render(service.block(db, actor, int_id(id)), status=201)
+
+
+@post("/users/{id:str}/unblock")
+async def unblock_user(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
+    return render(service.unblock(db, actor, int_id(id)), status=201)
+
+
+@get("/user", scopes=READ)
+async def current_user(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
+    return render(_detail(request, db, actor, actor.user))
+
+
+@get("/user/status", scopes=READ)
+async def current_status(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
+    return render(user_status(service.status_of(db, actor, str(actor.user.id))))
+
+
+@put("/user/status", params=StatusUpdate)
+async def set_status(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
+    p: StatusUpdate = await params(request)
+    return render(user_status(service.set_status(db, actor, p)))
+
+
+@get("/users/{id:str}/status", auth="optional", scopes=READ)
+async def status_of_user(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Response[bytes]:
+    return render(user_status(service.status_of(db, viewer, id)))
+
+
+def _detail(
+    request: Req, db: Db, viewer: Viewer, user: User, *, custom_attributes: bool = False
+) -> dict[str, Any]:
+    """The richest view of `user` the viewer is entitled to."""
+    base = _base(request)
+    admin = policy.is_admin(viewer)
+    if admin:
+        namespace_id, attrs = service.detail_extras(db, user, custom_attributes=custom_attributes)
+        view = user_admin(user, base, namespace_id=namespace_id)
+        return with_custom_attributes(view, attrs) if attrs is not None else view
+    if viewer is not None and viewer.user.id == user.id:
+        return user_self(user, base)
+    return user_public(user, base, profile_visible=policy.may(viewer, Action.READ_USER_PROFILE, user))

@@ -1,0 +1,48 @@
+"""create_app(settings): the ASGI application, wrapped for raw-path routing and HEAD."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from litestar import Litestar, Router
+from litestar.datastructures import State
+
+from kiln.api import API_PREFIX, API_ROUTES, ROOT_ROUTES
+from kiln.api._asgi import KilnASGI
+from kiln.api._deps import DEPENDENCIES
+from kiln.api._errors import HANDLERS
+from kiln.config import Settings, load_settings
+from kiln.runtime import Runtime
+
+log = logging.getLogger("kiln")
+
+
+def create_app(settings: Settings | None = None, *, runtime: Runtime | None = None) -> KilnASGI:
+    rt = runtime or Runtime.build(settings or load_settings())
+
+    async def on_startup() -> None:
+        rt.ready = True
+
+    async def on_shutdown() -> None:
+        rt.ready = False
+        rt.engine.dispose()
+
+    litestar = Litestar(
+        route_handlers=[Router(API_PREFIX, route_handlers=API_ROUTES), *ROOT_ROUTES],
+        dependencies=DEPENDENCIES,
+        exception_handlers=HANDLERS,
+        openapi_config=None,
+        on_startup=[on_startup],
+        on_shutdown=[on_shutdown],
+        state=State({"kiln": rt}),
+        request_max_body_size=rt.settings.max_request_body_bytes,
+        logging_config=None,
+        debug=False,
+    )
+    return KilnASGI(litestar, rt.settings.max_request_body_bytes)
+
+
+def create_app_from_env() -> Any:
+    """uvicorn factory for multi-process serving: settings from KILN_* each process."""
+    return create_app(load_settings())

@@ -1,0 +1,163 @@
+"""Turn presented credentials into an Actor, or refuse them. No HTTP here: the API layer
+extracts the strings, this module decides whether they are good."""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from kiln.auth.actor import Actor
+from kiln.auth.tokens import digest
+from kiln.config import Settings
+from kiln.db import transaction
+from kiln.errors import Forbidden, InsufficientScope, InvalidToken, Unauthorized
+from kiln.models import OAuthAccessToken, PersonalAccessToken, User, WebSession
+
+# Resolves a CI job token (the CI issue plugs its lookup in here).
+JobTokenResolver = Callable[[Session, str], Actor | None]
+
+EXPIRED = "Token is expired. You can either do re-authorization or token refresh."
+REVOKED = "Token was revoked. You have to re-authorize from the user."
+
+# Refresh last_used_at at most this often, so reads don't turn into writes.
+LAST_USED_GRANULARITY = timedelta(minutes=10)
+
+
+@dataclass(slots=True, frozen=True)
+class Credentials:
+    private_token: str | None = None
+    bearer: str | None = None  # Authorization: Bearer or ?access_token=: OAuth first, then PAT
+    job_token: str | None = None
+    session: str | None = None
+    # A cookie counts for unsafe methods only with the session's CSRF token (as GitLab).
+    safe_method: bool = True
+    csrf_token: str | None = None
+
+    @property
+    def present(self) -> bool:
+        return any((self.private_token, self.bearer, self.job_token, self.session))
+
+
+def authenticate(
+    db: Session,
+    settings: Settings,
+    creds: Credentials,
+    *,
+    scopes: tuple[str, ...] | None = None,
+    job_token_resolver: JobTokenResolver | None = None,
+) -> Actor | None:
+    """The caller behind the credentials; None when none were presented.
+
+    `scopes`: a token must carry one of these (None: any token will do, as under sudo)."""
+    if creds.private_token is not None:
+        return _personal_token(db, settings, creds.private_token, scopes)
+    if creds.bearer is not None:
+        return _oauth_token(db, settings, creds.bearer, scopes) or _personal_token(
+            db, settings, creds.bearer, scopes
+        )
+    if creds.job_token is not None:
+        actor = job_token_resolver(db, creds.job_token) if job_token_resolver else None
+        if actor is None:
+            raise Unauthorized()
+        return actor
+    if creds.session is not None:
+        return _session(db, settings, creds)
+    return None
+
+
+def _personal_token(db: Session, settings: Settings, secret: str, scopes: tuple[str, ...] | None) -> Actor:
+    row = db.execute(
+        select(PersonalAccessToken, User)
+        .join(User, User.id == PersonalAccessToken.user_id)
+        .where(PersonalAccessToken.digest == digest(secret))
+    ).first()
+    if row is None:
+        raise Unauthorized()
+    token, user = row
+    # GitLab's order: expired, revoked, scope, impersonation switched off.
+    if token.expires_at is not None and token.expires_at <= datetime.now(UTC).date():
+        raise InvalidToken(EXPIRED)
+    if token.revoked:
+        raise InvalidToken(REVOKED)
+    _require_scope(token.scopes, scopes)
+    if token.impersonation and not settings.impersonation_enabled:
+        raise InvalidToken("Token is an impersonation token but impersonation was disabled.")
+    _require_usable(user)
+    _touch(db, PersonalAccessToken, token.id, token.last_used_at)
+    return Actor(
+        user=user,
+        via="impersonation_token" if token.impersonation else "personal_access_token",
+        scopes=frozenset(token.scopes),
+        token_id=token.id,
+        admin_mode=settings.admin_mode,
+    )
+
+
+def _oauth_token(
+    db: Session, settings: Settings, secret: str, scopes: tuple[str, ...] | None
+) -> Actor | None:
+    row = db.execute(
+        select(OAuthAccessToken, User)
+        .join(User, User.id == OAuthAccessToken.user_id)
+        .where(OAuthAccessToken.digest == digest(secret))
+    ).first()
+    if row is None:
+        return None
+    token, user = row
+    if token.created_at + timedelta(seconds=token.expires_in) <= datetime.now(UTC):
+        raise InvalidToken(EXPIRED)
+    if token.revoked_at is not None:
+        raise InvalidToken(REVOKED)
+    _require_scope(token.scopes, scopes)
+    _require_usable(user)
+    return Actor(
+        user=user,
+        via="oauth",
+        scopes=frozenset(token.scopes),
+        token_id=token.id,
+        admin_mode=settings.admin_mode,
+    )
+
+
+def _session(db: Session, settings: Settings, creds: Credentials) -> Actor | None:
+    secret = creds.session or ""
+    row = db.execute(
+        select(WebSession, User)
+        .join(User, User.id == WebSession.user_id)
+        .where(WebSession.digest == digest(secret))
+    ).first()
+    if row is None:
+        return None
+    web_session, user = row
+    if web_session.expires_at <= datetime.now(UTC) or not user.is_active:
+        return None
+    if not creds.safe_method and not (
+        creds.csrf_token and hmac.compare_digest(creds.csrf_token, web_session.csrf_token)
+    ):
+        return None
+    return Actor(user=user, via="session", scopes=None, admin_mode=settings.admin_mode)
+
+
+def _require_scope(held: list[str], wanted: tuple[str, ...] | None) -> None:
+    if wanted is not None and not set(held).intersection(wanted):
+        raise InsufficientScope(list(wanted))
+
+
+def _require_usable(user: User) -> None:
+    if user.state == "blocked":
+        raise Forbidden("Your account has been blocked.")
+    if user.is_ghost:
+        raise Forbidden("This action cannot be performed by internal users")
+
+
+def _touch(db: Session, model: type[PersonalAccessToken], token_id: int, last: datetime | None) -> None:
+    now = datetime.now(UTC)
+    if last is not None and now - last < LAST_USED_GRANULARITY:
+        return
+    with transaction(db):
+        db.execute(update(model).where(model.id == token_id).values(last_used_at=now))

@@ -1,0 +1,47 @@
+"""Token secrets: generation, SHA-256 digests and the scope vocabulary."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+# Personal access token scopes kiln knows; GitLab's names so clients can ask for them.
+API = "api"
+READ_API = "read_api"
+READ_USER = "read_user"
+READ_REPOSITORY = "read_repository"
+WRITE_REPOSITORY = "write_repository"
+SUDO = "sudo"
+ADMIN_MODE = "admin_mode"
+CREATE_RUNNER = "create_runner"
+READ_REGISTRY = "read_registry"
+WRITE_REGISTRY = "write_registry"
+
+PAT_SCOPES = (
+    API,
+    READ_API,
+    READ_USER,
+    READ_REPOSITORY,
+    WRITE_REPOSITORY,
+    SUDO,
+    ADMIN_MODE,
+    CREATE_RUNNER,
+    READ_REGISTRY,
+    WRITE_REGISTRY,
+)
+# Impersonation tokens can't carry admin_mode (GitLab).
+IMPERSONATION_SCOPES = tuple(s for s in PAT_SCOPES if s != ADMIN_MODE)
+OAUTH_SCOPES = (API, READ_API, READ_USER, READ_REPOSITORY, WRITE_REPOSITORY, SUDO, ADMIN_MODE)
+
+PREFIX_PAT = "kilnpat-"
+PREFIX_OAUTH = "kilnoat-"
+PREFIX_REFRESH = "kilnort-"
+PREFIX_SESSION = "kilnses-"
+
+
+def digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def new_secret(prefix: str) -> str:
+    return prefix + secrets.token_urlsafe(24)

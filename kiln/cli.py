@@ -1,0 +1,110 @@
+"""The `kiln` command: serve, migrate, and user/token administration."""
+
+from __future__ import annotations
+
+import logging
+from datetime import date
+from typing import Annotated
+
+import typer
+import uvicorn
+
+from kiln import migrate
+from kiln.auth.tokens import PAT_SCOPES
+from kiln.config import load_settings
+from kiln.runtime import Runtime
+from kiln.services import tokens as token_service
+from kiln.services import users as user_service
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help="kiln: a GitLab-compatible forge.")
+
+
+def prepare(rt: Runtime) -> None:
+    """Migrate the database and make sure root exists; prints a generated password once."""
+    migrate.upgrade(rt.engine)
+    with rt.sessions() as db:
+        _root, generated = user_service.bootstrap_root(db, rt.settings)
+    saved = rt.settings.data_dir / "initial_root_password"
+    if generated:
+        saved.write_text(generated + "\n")
+        saved.chmod(0o600)
+    if rt.settings.root_password:
+        typer.echo("kiln: root credentials: root / (KILN_ROOT_PASSWORD)", err=True)
+    elif saved.exists():
+        typer.echo(f"kiln: root credentials: root / {saved.read_text().strip()}", err=True)
+        typer.echo(f"kiln: (generated at first start, kept in {saved}; delete it once noted)", err=True)
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8080,
+    processes: Annotated[int, typer.Option(help="HTTP worker processes.")] = 1,
+) -> None:
+    """Run migrations, then serve the API."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings = load_settings()
+    rt = Runtime.build(settings)
+    prepare(rt)
+    typer.echo(f"kiln: serving {settings.external_url} on http://{host}:{port}", err=True)
+    if processes > 1:
+        rt.engine.dispose()
+        uvicorn.run(
+            "kiln.app:create_app_from_env",
+            factory=True,
+            host=host,
+            port=port,
+            workers=processes,
+            loop="uvloop",
+            http="httptools",
+            log_level="warning",
+            proxy_headers=True,
+        )
+        return
+    from kiln.app import create_app
+
+    uvicorn.run(
+        create_app(runtime=rt),
+        host=host,
+        port=port,
+        loop="uvloop",
+        http="httptools",
+        log_level="warning",
+        proxy_headers=True,
+    )
+
+
+@app.command("migrate")
+def migrate_command() -> None:
+    """Bring the database schema up to date (serve does this too)."""
+    rt = Runtime.build(load_settings())
+    prepare(rt)
+    typer.echo("kiln: database is up to date", err=True)
+
+
+@app.command("token")
+def create_token(
+    username: Annotated[str, typer.Argument(help="Whose token.")],
+    name: Annotated[str, typer.Option(help="Token name.")] = "cli",
+    scopes: Annotated[str, typer.Option(help="Comma-separated scopes.")] = "api",
+    expires_at: Annotated[str | None, typer.Option(help="YYYY-MM-DD; none means no expiry.")] = None,
+) -> None:
+    """Create a personal access token and print it."""
+    wanted = [s for s in scopes.split(",") if s]
+    unknown = [s for s in wanted if s not in PAT_SCOPES]
+    if unknown:
+        raise typer.BadParameter(f"unknown scopes: {', '.join(unknown)}")
+    rt = Runtime.build(load_settings())
+    prepare(rt)
+    from kiln.queries.users import by_id_or_username
+
+    with rt.sessions() as db:
+        user = by_id_or_username(db, username)
+        if user is None:
+            raise typer.BadParameter(f"no user {username!r}")
+        expiry = date.fromisoformat(expires_at) if expires_at else None
+        typer.echo(token_service.issue_for_cli(db, user, name, wanted, expiry))
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,56 @@
+"""Settings read once from the environment (KILN_*) and passed down; no globals elsewhere."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="KILN_", extra="ignore")
+
+    data_dir: Path = Path(".kiln-data")
+    database_url: str | None = None
+    external_url: str = "http://127.0.0.1:8080"
+    root_password: str | None = None
+    root_token: str | None = None
+    workers: int = 2
+    # Operators switch impersonation off here, as GitLab's `impersonation_enabled`.
+    impersonation_enabled: bool = True
+    # Requests whose body is larger are refused with 413 before they are parsed.
+    max_request_body_bytes: int = 100 * 1024 * 1024
+    # argon2id cost; tests lower it, production keeps the library's defaults.
+    password_time_cost: int = 3
+    password_memory_cost: int = 65536
+    oauth_access_token_ttl: int = 7200
+    session_ttl: int = 7 * 24 * 3600
+    # Highest lifetime of a personal access token, in days (GitLab's default is 365).
+    max_token_lifetime_days: int = 365
+    # With admin mode on, admin powers through a token need its admin_mode scope.
+    admin_mode: bool = False
+    sql_echo: bool = False
+
+    @field_validator("external_url")
+    @classmethod
+    def _strip_slash(cls, value: str) -> str:
+        return value.rstrip("/")
+
+    @property
+    def sqlalchemy_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.data_dir / 'kiln.db').resolve()}"
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.sqlalchemy_url.startswith("sqlite")
+
+    def ensure_dirs(self) -> None:
+        for sub in ("", "repositories", "uploads", "packages", "artifacts", "exports"):
+            (self.data_dir / sub).mkdir(parents=True, exist_ok=True)
+
+
+def load_settings(**overrides: object) -> Settings:
+    return Settings(**overrides)  # type: ignore[arg-type]

@@ -1,0 +1,106 @@
+"""Engine, sessions and the one way to run a write: `with transaction(db): ...`."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import NullPool
+
+from kiln.config import Settings
+
+# SQLite has one writer at a time; taking it fairly inside the process keeps p99 low
+# (DESIGN.md). Other processes wait on busy_timeout.
+_sqlite_write_lock = threading.RLock()
+
+
+def make_engine(settings: Settings) -> Engine:
+    url = settings.sqlalchemy_url
+    if url.startswith("sqlite"):
+        engine = create_engine(
+            url,
+            echo=settings.sql_echo,
+            connect_args={"check_same_thread": False, "timeout": 30},
+            pool_size=8,
+            max_overflow=16,
+        )
+        _configure_sqlite(engine)
+        return engine
+    return create_engine(
+        url,
+        echo=settings.sql_echo,
+        pool_size=10,
+        max_overflow=20,
+        pool_pre_ping=True,
+    )
+
+
+def make_engine_unpooled(url: str) -> Engine:
+    """For one-off admin work (creating databases) where holding connections would hurt."""
+    return create_engine(url, poolclass=NullPool, isolation_level="AUTOCOMMIT")
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        # Let SQLAlchemy's "begin" event decide how transactions start (pysqlite recipe).
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.execute("PRAGMA busy_timeout=30000")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        if conn.get_execution_options().get("kiln_write"):
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        else:
+            conn.exec_driver_sql("BEGIN")
+
+
+def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
+    return sessionmaker(engine, expire_on_commit=False, autoflush=True)
+
+
+def is_sqlite(db: Session) -> bool:
+    return db.get_bind().dialect.name == "sqlite"
+
+
+@contextmanager
+def transaction(db: Session) -> Iterator[Session]:
+    """Commit on success, roll back on any error. Nested calls join the outer unit of work."""
+    depth = db.info.get("tx_depth", 0)
+    if depth:
+        db.info["tx_depth"] = depth + 1
+        try:
+            yield db
+        finally:
+            db.info["tx_depth"] = depth
+        return
+    sqlite = is_sqlite(db)
+    if sqlite:
+        _sqlite_write_lock.acquire()
+    try:
+        if db.in_transaction():
+            # End the read transaction the request opened (authentication) so the write
+            # starts from a fresh snapshot instead of failing to upgrade.
+            db.commit()
+        db.connection(execution_options={"kiln_write": True})
+        db.info["tx_depth"] = 1
+        try:
+            yield db
+            db.commit()
+        except BaseException:
+            db.rollback()
+            raise
+        finally:
+            db.info["tx_depth"] = 0
+    finally:
+        if sqlite:
+            _sqlite_write_lock.release()

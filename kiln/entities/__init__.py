@@ -1,0 +1,1 @@
+"""Response views as pure functions of loaded rows: they never query."""

@@ -1,0 +1,17 @@
+"""Value formats shared by every entity."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+
+
+def iso(value: datetime | None) -> str | None:
+    """UTC ISO 8601 with milliseconds and Z, as GitLab renders times."""
+    if value is None:
+        return None
+    value = value.astimezone(UTC)
+    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+
+
+def day(value: date | None) -> str | None:
+    return value.isoformat() if value is not None else None

@@ -1,0 +1,171 @@
+"""Domain errors. Services raise these; api/_errors.py is the one place that speaks HTTP.
+
+Each error knows its status and GitLab-style body so the handler stays a table lookup.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class KilnError(Exception):
+    status: int = 500
+
+    def body(self) -> dict[str, Any]:
+        return {"message": str(self)}
+
+    def headers(self) -> dict[str, str]:
+        return {}
+
+
+class ParamError(KilnError):
+    """Grape-style parameter error: 400 {"error": "title is missing"}."""
+
+    status = 400
+
+    def body(self) -> dict[str, Any]:
+        return {"error": str(self)}
+
+
+class BadRequest(KilnError):
+    """400 {"message": "400 Bad request - <what>"} as GitLab's bad_request!."""
+
+    status = 400
+
+    def __init__(self, what: str, *, raw: bool = False) -> None:
+        super().__init__(what if raw else f"400 Bad request - {what}")
+
+
+class ValidationFailed(KilnError):
+    """Model validation: 400 {"message": {"email": ["is invalid"]}}."""
+
+    status = 400
+
+    def __init__(self, errors: dict[str, list[str]], status: int = 400) -> None:
+        super().__init__(str(errors))
+        self.errors = errors
+        self.status = status
+
+    def body(self) -> dict[str, Any]:
+        return {"message": self.errors}
+
+
+class Unauthorized(KilnError):
+    status = 401
+
+    def __init__(self, message: str = "401 Unauthorized") -> None:
+        super().__init__(message)
+
+
+class InvalidToken(KilnError):
+    """A token that is unknown, expired or revoked (OAuth-style body)."""
+
+    status = 401
+
+    def __init__(self, description: str) -> None:
+        super().__init__(description)
+
+    def body(self) -> dict[str, Any]:
+        return {"error": "invalid_token", "error_description": str(self)}
+
+
+class InsufficientScope(KilnError):
+    status = 403
+
+    def __init__(self, scopes: list[str]) -> None:
+        super().__init__("The request requires higher privileges than provided by the access token.")
+        self.scopes = scopes
+
+    def body(self) -> dict[str, Any]:
+        return {
+            "error": "insufficient_scope",
+            "error_description": str(self),
+            "scope": " ".join(self.scopes),
+        }
+
+
+class Forbidden(KilnError):
+    """403 {"message": "403 Forbidden[ - reason]"}; `message=` passes a service's text through."""
+
+    status = 403
+
+    def __init__(self, reason: str | None = None, *, message: str | None = None) -> None:
+        super().__init__(message or (f"403 Forbidden - {reason}" if reason else "403 Forbidden"))
+
+
+class NotFound(KilnError):
+    """404 {"message": "404 <What> Not Found"}; `NotFound()` is the bare "404 Not Found"."""
+
+    status = 404
+
+    def __init__(self, what: str | None = None, *, message: str | None = None) -> None:
+        super().__init__(message or (f"404 {what} Not Found" if what else "404 Not Found"))
+
+
+class RouteNotFound(KilnError):
+    status = 404
+
+    def __init__(self) -> None:
+        super().__init__("404 Not Found")
+
+    def body(self) -> dict[str, Any]:
+        return {"error": "404 Not Found"}
+
+
+class MethodNotAllowed(KilnError):
+    status = 405
+
+    def __init__(self, allow: str = "") -> None:
+        super().__init__("405 Not Allowed")
+        self.allow = allow
+
+    def body(self) -> dict[str, Any]:
+        return {"error": str(self)}
+
+    def headers(self) -> dict[str, str]:
+        return {"Allow": self.allow} if self.allow else {}
+
+
+class Conflict(KilnError):
+    status = 409
+
+
+class PreconditionFailed(KilnError):
+    status = 412
+
+    def __init__(self, message: str = "412 Precondition Failed") -> None:
+        super().__init__(message)
+
+
+class PayloadTooLarge(KilnError):
+    status = 413
+
+    def __init__(self, message: str = "413 Request Entity Too Large") -> None:
+        super().__init__(message)
+
+
+class Unprocessable(KilnError):
+    status = 422
+
+
+class TooManyRequests(KilnError):
+    status = 429
+
+    def __init__(self, retry_after: int = 60) -> None:
+        super().__init__("Retry later")
+        self.retry_after = retry_after
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after)}
+
+
+class OAuthError(KilnError):
+    """RFC 6749 error body for /oauth/token."""
+
+    def __init__(self, error: str, description: str, status: int = 400) -> None:
+        super().__init__(description)
+        self.error = error
+        self.status = status
+
+    def body(self) -> dict[str, Any]:
+        return {"error": self.error, "error_description": str(self)}

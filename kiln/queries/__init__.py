@@ -1,0 +1,1 @@
+"""Read-side statement builders (GitLab's finders): filters, sorting, counts, paging."""

@@ -1,0 +1,50 @@
+"""Run a list statement for one page: fetch per_page + 1 rows, count at most TOTAL_LIMIT + 1."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Select, func, select
+from sqlalchemy.orm import InstrumentedAttribute, Session
+
+from kiln.pagination import TOTAL_LIMIT, Page, PageResult
+
+
+def offset_page(db: Session, stmt: Select[Any], page: Page, *, scalars: bool = True) -> PageResult:
+    result = db.execute(stmt.limit(page.per_page + 1).offset(page.offset))
+    rows = list(result.scalars() if scalars else result.all())
+    has_next = len(rows) > page.per_page
+    rows = rows[: page.per_page]
+    total: int | None
+    if not has_next and (rows or page.page == 1):
+        total = page.offset + len(rows)  # the last page tells the total without counting
+    else:
+        total = count_capped(db, stmt)
+    return PageResult(items=rows, total=total, has_next=has_next)
+
+
+def count_capped(db: Session, stmt: Select[Any]) -> int | None:
+    limited = stmt.order_by(None).limit(TOTAL_LIMIT + 1).subquery()
+    n = db.execute(select(func.count()).select_from(limited)).scalar_one()
+    return None if n > TOTAL_LIMIT else n
+
+
+def keyset_page(
+    db: Session,
+    stmt: Select[Any],
+    page: Page,
+    key: InstrumentedAttribute[int],
+    after: int | None,
+    before: int | None,
+) -> PageResult:
+    """Keyset by one integer column; `sort` decides direction and which bound moves."""
+    if after is not None:
+        stmt = stmt.where(key > after)
+    if before is not None:
+        stmt = stmt.where(key < before)
+    stmt = stmt.order_by(None).order_by(key.asc() if page.sort == "asc" else key.desc())
+    rows = list(db.execute(stmt.limit(page.per_page + 1)).scalars())
+    has_next = len(rows) > page.per_page
+    rows = rows[: page.per_page]
+    next_key = getattr(rows[-1], key.key) if has_next and rows else None
+    return PageResult(items=rows, total=None, has_next=has_next, next_key=next_key)

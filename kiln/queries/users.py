@@ -1,0 +1,151 @@
+"""User finders: the list filters of GET /users, and lookups by id or username."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Select, and_, exists, func, or_, select
+from sqlalchemy.orm import Session
+
+from kiln.models import Identity, Member, Namespace, User, UserCustomAttribute
+from kiln.models.namespaces import KIND_GROUP, OWNER
+from kiln.models.users import USER_TYPE_HUMAN
+from kiln.schemas.users import UserList
+
+
+def by_id_or_username(db: Session, ident: str) -> User | None:
+    if ident.isdigit():
+        return db.get(User, int(ident))
+    return db.scalars(select(User).where(func.lower(User.username) == ident.lower())).first()
+
+
+def username_taken(db: Session, username: str, *, except_user: int | None = None) -> bool:
+    """A username is taken by a user or by any top-level namespace path (groups included)."""
+    lowered = username.lower()
+    user_q = select(User.id).where(func.lower(User.username) == lowered)
+    ns_q = select(Namespace.id).where(Namespace.parent_id.is_(None), func.lower(Namespace.path) == lowered)
+    if except_user is not None:
+        user_q = user_q.where(User.id != except_user)
+        ns_q = ns_q.where(or_(Namespace.owner_id.is_(None), Namespace.owner_id != except_user))
+    return db.execute(select(or_(exists(user_q), exists(ns_q)))).scalar_one()
+
+
+def email_taken(db: Session, email: str, *, except_user: int | None = None) -> bool:
+    q = select(User.id).where(func.lower(User.email) == email.lower())
+    if except_user is not None:
+        q = q.where(User.id != except_user)
+    return db.execute(select(exists(q))).scalar_one()
+
+
+def listing(q: UserList, *, admin: bool) -> Select[Any]:
+    """Non-admins' date, order, two-factor and project filters are dropped, as GitLab does."""
+    stmt = select(User)
+    if q.search:
+        term = f"%{_escape_like(q.search.lower())}%"
+        stmt = stmt.where(
+            or_(
+                func.lower(User.name).like(term, escape="\\"),
+                func.lower(User.username).like(term, escape="\\"),
+                func.lower(User.email) == q.search.lower(),
+            )
+        )
+    if q.username:
+        stmt = stmt.where(func.lower(User.username) == q.username.lower())
+    if q.active:
+        stmt = stmt.where(User.state == "active")
+    if q.blocked:
+        stmt = stmt.where(User.state == "blocked")
+    if q.external:
+        stmt = stmt.where(User.external.is_(True))
+    if q.exclude_external:
+        stmt = stmt.where(User.external.is_(False))
+    if q.exclude_active:
+        stmt = stmt.where(User.state != "active")
+    if q.exclude_internal or q.humans or q.without_project_bots:
+        stmt = stmt.where(User.user_type == USER_TYPE_HUMAN)
+    if q.exclude_humans:
+        stmt = stmt.where(User.user_type != USER_TYPE_HUMAN)
+    if admin:
+        if q.created_before:
+            stmt = stmt.where(User.created_at < q.created_before)
+        if q.created_after:
+            stmt = stmt.where(User.created_at > q.created_after)
+        if q.extern_uid is not None and q.provider is not None:
+            stmt = stmt.where(
+                exists(
+                    select(Identity.id).where(
+                        Identity.user_id == User.id,
+                        Identity.extern_uid == q.extern_uid,
+                        Identity.provider == q.provider,
+                    )
+                )
+            )
+        if q.two_factor == "enabled":
+            stmt = stmt.where(User.two_factor_enabled.is_(True))
+        elif q.two_factor == "disabled":
+            stmt = stmt.where(User.two_factor_enabled.is_(False))
+        if q.admins:
+            stmt = stmt.where(User.admin.is_(True))
+        for key, value in (q.custom_attributes or {}).items():
+            stmt = stmt.where(
+                exists(
+                    select(UserCustomAttribute.id).where(
+                        UserCustomAttribute.user_id == User.id,
+                        UserCustomAttribute.key == key,
+                        UserCustomAttribute.value == value,
+                    )
+                )
+            )
+    if q.id_after is not None:
+        stmt = stmt.where(User.id > q.id_after)
+    if q.id_before is not None:
+        stmt = stmt.where(User.id < q.id_before)
+    order_col = getattr(User, q.order_by) if admin else User.id
+    direction = "asc" if admin and (q.sort or "desc").lower() == "asc" else "desc"
+    primary = order_col.asc() if direction == "asc" else order_col.desc()
+    tiebreak = User.id.asc() if direction == "asc" else User.id.desc()
+    return stmt.order_by(primary, tiebreak) if order_col is not User.id else stmt.order_by(primary)
+
+
+def custom_attributes_of(db: Session, user_ids: list[int]) -> dict[int, list[tuple[str, str]]]:
+    out: dict[int, list[tuple[str, str]]] = {uid: [] for uid in user_ids}
+    if not user_ids:
+        return out
+    rows = db.execute(
+        select(UserCustomAttribute.user_id, UserCustomAttribute.key, UserCustomAttribute.value)
+        .where(UserCustomAttribute.user_id.in_(user_ids))
+        .order_by(UserCustomAttribute.key)
+    )
+    for uid, key, value in rows:
+        out[uid].append((key, value))
+    return out
+
+
+def namespace_ids_of(db: Session, user_ids: list[int]) -> dict[int, int]:
+    if not user_ids:
+        return {}
+    rows = db.execute(select(Namespace.owner_id, Namespace.id).where(Namespace.owner_id.in_(user_ids)))
+    return {owner: ns for owner, ns in rows if owner is not None}
+
+
+def solely_owned_group_ids(db: Session, user_id: int) -> list[int]:
+    """Groups where the user is an Owner and nobody else is."""
+    other_owner = (
+        select(Member.id)
+        .where(
+            Member.namespace_id == Namespace.id,
+            Member.access_level >= OWNER,
+            Member.user_id != user_id,
+        )
+        .exists()
+    )
+    stmt = (
+        select(Namespace.id)
+        .join(Member, and_(Member.namespace_id == Namespace.id, Member.user_id == user_id))
+        .where(Namespace.kind == KIND_GROUP, Member.access_level >= OWNER, ~other_owner)
+    )
+    return list(db.scalars(stmt))
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -1,0 +1,29 @@
+"""What a running kiln holds: settings, the database engine and session factory.
+
+Built once by create_app (or by the CLI) and passed down; nothing else is global."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from kiln.auth.credentials import JobTokenResolver
+from kiln.config import Settings
+from kiln.db import make_engine, make_sessionmaker
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    engine: Engine
+    sessions: sessionmaker[Session]
+    job_token_resolver: JobTokenResolver | None = None
+    ready: bool = field(default=False)
+
+    @classmethod
+    def build(cls, settings: Settings) -> Runtime:
+        settings.ensure_dirs()
+        engine = make_engine(settings)
+        return cls(settings=settings, engine=engine, sessions=make_sessionmaker(engine))

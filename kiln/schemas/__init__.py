@@ -1,0 +1,1 @@
+"""Request contracts (Pydantic), one module per resource, mirroring the spec tables."""

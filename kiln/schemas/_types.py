@@ -1,0 +1,126 @@
+"""The Params base and the small types every request contract shares."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time
+from typing import Annotated, Any, BinaryIO
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainValidator, WithJsonSchema
+
+
+@dataclass(slots=True)
+class Upload:
+    """A file part of a multipart request, detached from the HTTP framework."""
+
+    filename: str
+    content_type: str | None
+    file: BinaryIO
+
+    def size(self) -> int:
+        pos = self.file.tell()
+        self.file.seek(0, 2)
+        end = self.file.tell()
+        self.file.seek(pos)
+        return end
+
+
+class GrapeMessage(ValueError):
+    """A validator's message that becomes the whole 400 `error` text, verbatim."""
+
+
+class Params(BaseModel):
+    """Unknown keys are ignored, as Grape ignores undeclared parameters."""
+
+    model_config = ConfigDict(
+        extra="ignore",
+        coerce_numbers_to_str=True,
+        str_strip_whitespace=False,
+        frozen=False,
+    )
+
+    def given(self) -> set[str]:
+        """Names the caller sent (absent vs null, as Grape's declared_params)."""
+        return set(self.model_fields_set)
+
+
+def _flag(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        v = value.strip().lower()
+        if v in ("true", "t", "1", "yes", "y", "on"):
+            return True
+        if v in ("false", "f", "0", "no", "n", "off"):
+            return False
+    raise ValueError("invalid boolean")
+
+
+# true/false/1/0 in any capitalisation, from query strings, forms and JSON alike.
+Flag = Annotated[bool, PlainValidator(_flag), WithJsonSchema({"type": "boolean"})]
+
+
+def _when(value: Any) -> datetime:
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, date):
+        return datetime.combine(value, time.min, UTC)
+    if isinstance(value, str):
+        text = value.strip()
+        if text.endswith("Z"):
+            text = text[:-1] + "+00:00"
+        try:
+            parsed = datetime.fromisoformat(text)
+        except ValueError:
+            raise ValueError("invalid datetime") from None
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    raise ValueError("invalid datetime")
+
+
+# ISO 8601 date or datetime; a bare date means its midnight UTC.
+When = Annotated[datetime, PlainValidator(_when), WithJsonSchema({"type": "string", "format": "date-time"})]
+
+
+def _day(value: Any) -> date:
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    if isinstance(value, str):
+        try:
+            return date.fromisoformat(value.strip())
+        except ValueError:
+            raise ValueError("invalid date") from None
+    raise ValueError("invalid date")
+
+
+Day = Annotated[date, PlainValidator(_day), WithJsonSchema({"type": "string", "format": "date"})]
+
+
+def _string_list(value: Any) -> Any:
+    # `labels=a,b` in a query and ["a", "b"] in JSON mean the same thing.
+    if isinstance(value, str):
+        return [part for part in (p.strip() for p in value.split(",")) if part]
+    return value
+
+
+CommaList = Annotated[list[str], BeforeValidator(_string_list)]
+
+
+def _blank_is_none(value: Any) -> Any:
+    return None if value == "" else value
+
+
+# An optional integer where an empty string means "not given".
+OptionalInt = Annotated[int | None, BeforeValidator(_blank_is_none)]
+
+
+class PageParams(Params):
+    """Shared by every list: offset pagination, and keyset where the resource allows it."""
+
+    page: int = 1
+    per_page: int = 20
+    pagination: str | None = None
+    sort: str | None = None

@@ -1,0 +1,86 @@
+"""Request contracts for personal access tokens, impersonation tokens, OAuth and sign-in."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BeforeValidator, StringConstraints
+
+from kiln.auth.tokens import IMPERSONATION_SCOPES, PAT_SCOPES
+from kiln.schemas._types import Day, Flag, OptionalInt, PageParams, Params, When, _string_list
+
+PatScope = Literal[PAT_SCOPES]  # type: ignore[valid-type]
+ImpersonationScope = Literal[IMPERSONATION_SCOPES]  # type: ignore[valid-type]
+Name = Annotated[str, StringConstraints(min_length=1)]
+
+
+class TokenList(PageParams):
+    user_id: OptionalInt = None
+    revoked: Flag | None = None
+    state: Literal["active", "inactive"] | None = None
+    search: str | None = None
+    created_before: When | None = None
+    created_after: When | None = None
+    last_used_before: When | None = None
+    last_used_after: When | None = None
+    expires_before: Day | None = None
+    expires_after: Day | None = None
+
+
+class TokenCreate(Params):
+    name: Name
+    scopes: Annotated[list[PatScope], BeforeValidator(_string_list)]
+    description: str | None = None
+    expires_at: Day | None = None
+
+
+class TokenRotate(Params):
+    expires_at: Day | None = None
+
+
+class ImpersonationTokenList(PageParams):
+    state: Literal["all", "active", "inactive"] = "all"
+
+
+class ImpersonationTokenCreate(Params):
+    name: Name
+    scopes: Annotated[list[ImpersonationScope], BeforeValidator(_string_list)]
+    description: str | None = None
+    expires_at: Day | None = None
+
+
+class OAuthTokenRequest(Params):
+    grant_type: str | None = None
+    username: str | None = None
+    password: str | None = None
+    refresh_token: str | None = None
+    scope: str | None = None
+    client_id: str | None = None
+    client_secret: str | None = None
+
+
+class OAuthRevoke(Params):
+    token: str | None = None
+    token_type_hint: str | None = None
+
+
+class SignInFields(Params):
+    login: str
+    password: str
+    new_password: str | None = None
+
+
+class SignIn(Params):
+    """GitLab's form nests the fields under `user[...]`; a flat form is accepted too."""
+
+    user: SignInFields | None = None
+    login: str | None = None
+    password: str | None = None
+    new_password: str | None = None
+
+    def fields(self) -> SignInFields | None:
+        if self.user is not None:
+            return self.user
+        if self.login is not None and self.password is not None:
+            return SignInFields(login=self.login, password=self.password, new_password=self.new_password)
+        return None

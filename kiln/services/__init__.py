@@ -1,0 +1,1 @@
+"""Domain logic: owns the transaction, asks the policy, writes rows and repositories."""

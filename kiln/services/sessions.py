@@ -1,0 +1,92 @@
+"""Web sign-in: password check, the session behind the `_service_session` cookie, sign-out."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import delete, func, or_, select
+from sqlalchemy.orm import Session
+
+from kiln.auth.passwords import MIN_PASSWORD_LENGTH, hash_password, verify_password
+from kiln.auth.tokens import PREFIX_SESSION, digest, new_secret
+from kiln.config import Settings
+from kiln.db import transaction
+from kiln.errors import Forbidden, Unauthorized, ValidationFailed
+from kiln.models import User, WebSession
+from kiln.schemas.tokens import SignInFields
+
+INVALID_LOGIN = "Invalid login or password."
+PASSWORD_EXPIRED = "Your password expired. Sign in again with `new_password` to set a new one."
+
+
+@dataclass(slots=True)
+class SignedIn:
+    user: User
+    cookie: str
+    csrf_token: str
+    max_age: int
+
+
+def check_password(db: Session, login: str, password: str) -> User | None:
+    """The active user with that username or e-mail and password, else None."""
+    lowered = login.lower()
+    user = db.scalars(
+        select(User).where(or_(func.lower(User.username) == lowered, func.lower(User.email) == lowered))
+    ).first()
+    if user is None or not user.is_active or user.is_ghost:
+        # Spend the same effort either way, so timing does not reveal usernames.
+        verify_password(_DUMMY_HASH, password)
+        return None
+    if not verify_password(user.password_hash, password):
+        return None
+    return user
+
+
+def sign_in(db: Session, settings: Settings, fields: SignInFields, ip: str | None) -> SignedIn:
+    user = check_password(db, fields.login, fields.password)
+    if user is None:
+        raise Unauthorized(INVALID_LOGIN)
+    now = datetime.now(UTC)
+    with transaction(db):
+        if user.password_expires_at is not None and user.password_expires_at <= now:
+            if not fields.new_password:
+                raise Forbidden(PASSWORD_EXPIRED)
+            if len(fields.new_password) < MIN_PASSWORD_LENGTH:
+                raise ValidationFailed(
+                    {"new_password": [f"is too short (minimum is {MIN_PASSWORD_LENGTH} characters)"]}
+                )
+            user.password_hash = hash_password(
+                fields.new_password,
+                time_cost=settings.password_time_cost,
+                memory_cost=settings.password_memory_cost,
+            )
+            user.password_expires_at = None
+        user.last_sign_in_at = user.current_sign_in_at
+        user.last_sign_in_ip = user.current_sign_in_ip
+        user.current_sign_in_at = now
+        user.current_sign_in_ip = ip
+        user.last_activity_on = now.date()
+        cookie = new_secret(PREFIX_SESSION)
+        csrf = secrets.token_urlsafe(32)
+        db.add(
+            WebSession(
+                user_id=user.id,
+                digest=digest(cookie),
+                csrf_token=csrf,
+                ip_address=ip,
+                expires_at=now + timedelta(seconds=settings.session_ttl),
+            )
+        )
+    return SignedIn(user=user, cookie=cookie, csrf_token=csrf, max_age=settings.session_ttl)
+
+
+def sign_out(db: Session, cookie: str | None) -> None:
+    if not cookie:
+        return
+    with transaction(db):
+        db.execute(delete(WebSession).where(WebSession.digest == digest(cookie)))
+
+
+_DUMMY_HASH = hash_password("timing-equaliser", time_cost=1, memory_cost=8192)

@@ -1,0 +1,496 @@
+"""Users: listing, profiles, administration, status, blocking and deletion."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import PurePosixPath
+from typing import Any
+
+from sqlalchemy import Column, delete, select, update
+from sqlalchemy.orm import Session, selectinload
+
+from kiln import policy
+from kiln.auth.actor import Actor
+from kiln.auth.passwords import MIN_PASSWORD_LENGTH, hash_password, random_password
+from kiln.config import Settings
+from kiln.db import transaction
+from kiln.errors import BadRequest, Conflict, Forbidden, NotFound, ParamError, ValidationFailed
+from kiln.models import Base, Identity, Namespace, User
+from kiln.models.namespaces import KIND_USER
+from kiln.models.users import USER_TYPE_GHOST
+from kiln.pagination import Page, PageResult
+from kiln.policy import Action
+from kiln.queries import users as finder
+from kiln.queries.paging import keyset_page, offset_page
+from kiln.schemas._types import Upload
+from kiln.schemas.users import StatusUpdate, UserCreate, UserList, UserUpdate
+from kiln.services import tokens as token_service
+from kiln.storage import Storage
+
+_USERNAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+# Paths that collide with kiln's own top-level routes.
+RESERVED_USERNAMES = frozenset(
+    {
+        "-",
+        "api",
+        "admin",
+        "assets",
+        "dashboard",
+        "explore",
+        "groups",
+        "help",
+        "oauth",
+        "projects",
+        "public",
+        "search",
+        "uploads",
+        "users",
+        "user",
+        "health_check",
+        "s",
+        "snippets",
+        "v2",
+    }
+)
+AVATAR_FORMATS = ("png", "jpg", "jpeg", "gif", "bmp", "tiff", "ico", "webp")
+AVATAR_MAX_BYTES = 200 * 1024
+GHOST_USERNAME = "ghost"
+STATUS_CLEAR_AFTER = {
+    "30_minutes": timedelta(minutes=30),
+    "3_hours": timedelta(hours=3),
+    "8_hours": timedelta(hours=8),
+    "1_day": timedelta(days=1),
+    "3_days": timedelta(days=3),
+    "7_days": timedelta(days=7),
+    "30_days": timedelta(days=30),
+}
+
+
+@dataclass(slots=True)
+class UserListing:
+    page: PageResult
+    admin_view: bool
+    namespace_ids: dict[int, int] = field(default_factory=dict)
+    custom_attributes: dict[int, list[tuple[str, str]]] | None = None
+
+
+def list_users(db: Session, viewer: Actor | None, q: UserList, page: Page) -> UserListing:
+    admin = policy.is_admin(viewer)
+    if (q.extern_uid is None) != (q.provider is None):
+        raise ParamError("extern_uid, provider provide all or none of parameters")
+    if q.extern_uid is not None and not admin:
+        raise Forbidden()
+    if viewer is None and not q.username:
+        # Anonymous callers may only look a user up by username (GitLab).
+        raise Forbidden("Not authorized to access /api/v4/users")
+    stmt = finder.listing(q, admin=admin)
+    if page.keyset:
+        result = keyset_page(db, stmt, page, User.id, q.id_after, q.id_before)
+    else:
+        result = offset_page(db, stmt, page)
+    ids = [u.id for u in result.items]
+    listing = UserListing(page=result, admin_view=admin)
+    if admin:
+        _load_identities(db, result.items)
+        listing.namespace_ids = finder.namespace_ids_of(db, ids)
+        if q.with_custom_attributes:
+            listing.custom_attributes = finder.custom_attributes_of(db, ids)
+    return listing
+
+
+def get_user(db: Session, viewer: Actor | None, user_id: int) -> User:
+    if viewer is None:
+        raise Forbidden("Not authorized!")
+    user = db.get(User, user_id)
+    if user is None:
+        raise NotFound("User")
+    policy.require_visible(viewer, Action.READ_USER, user, "User")
+    return user
+
+
+def detail_extras(
+    db: Session, user: User, *, custom_attributes: bool
+) -> tuple[int | None, list[tuple[str, str]] | None]:
+    ns = finder.namespace_ids_of(db, [user.id]).get(user.id)
+    attrs = finder.custom_attributes_of(db, [user.id])[user.id] if custom_attributes else None
+    return ns, attrs
+
+
+def create_user(db: Session, actor: Actor, p: UserCreate, settings: Settings, storage: Storage) -> User:
+    policy.require(actor, Action.ADMIN_USERS)
+    errors = _field_errors(p.email, p.username, p.name, p.password if not _random_password(p) else None)
+    if errors:
+        raise ValidationFailed(errors)
+    avatar_key = _check_avatar(p.avatar)
+    with transaction(db):
+        if finder.email_taken(db, p.email):
+            raise Conflict("Email has already been taken")
+        if finder.username_taken(db, p.username):
+            raise Conflict("Username has already been taken")
+        password = random_password() if _random_password(p) else p.password
+        assert password is not None
+        now = datetime.now(UTC)
+        user = User(
+            username=p.username,
+            email=p.email,
+            name=p.name,
+            password_hash=hash_password(
+                password, time_cost=settings.password_time_cost, memory_cost=settings.password_memory_cost
+            ),
+            password_automatically_set=_random_password(p),
+            confirmed_at=now,
+        )
+        _apply_profile(user, p, admin_fields=True)
+        if p.admin is not None:
+            user.admin = p.admin
+        db.add(user)
+        db.flush()
+        db.add(Namespace(kind=KIND_USER, name=user.name, path=user.username, owner_id=user.id))
+        if p.extern_uid is not None and p.provider is not None:
+            db.add(Identity(user_id=user.id, provider=p.provider, extern_uid=p.extern_uid))
+        if avatar_key is not None:
+            user.avatar_path = _store_avatar(storage, user.id, p.avatar)
+        db.flush()
+    db.refresh(user, attribute_names=["identities"])
+    return user
+
+
+def update_user(
+    db: Session, actor: Actor, user_id: int, p: UserUpdate, settings: Settings, storage: Storage
+) -> User:
+    policy.require(actor, Action.ADMIN_USERS)
+    user = _find(db, user_id)
+    given = p.given()
+    errors = _field_errors(
+        p.email if "email" in given else None,
+        p.username if "username" in given else None,
+        p.name if "name" in given else None,
+        p.password if "password" in given else None,
+        partial=True,
+    )
+    if errors:
+        raise ValidationFailed(errors)
+    _check_avatar(p.avatar)
+    with transaction(db):
+        # The spec: update answers 404 where 409 would fit (e-mail or username taken).
+        if p.email is not None and finder.email_taken(db, p.email, except_user=user.id):
+            raise NotFound(message="404 Email has already been taken")
+        if p.username is not None and finder.username_taken(db, p.username, except_user=user.id):
+            raise NotFound(message="404 Username has already been taken")
+        if p.email is not None:
+            user.email = p.email
+        if p.name is not None:
+            user.name = p.name
+        if p.username is not None and p.username != user.username:
+            user.username = p.username
+            db.execute(update(Namespace).where(Namespace.owner_id == user.id).values(path=p.username))
+        if p.password is not None:
+            user.password_hash = hash_password(
+                p.password, time_cost=settings.password_time_cost, memory_cost=settings.password_memory_cost
+            )
+            user.password_automatically_set = False
+            # Someone else set it: the owner must change it at next sign-in.
+            if actor.user.id != user.id:
+                user.password_expires_at = datetime.now(UTC)
+        _apply_profile(user, p, admin_fields=True)
+        if p.admin is not None:
+            user.admin = p.admin
+        if "note" in given:
+            user.note = p.note
+        if p.extern_uid is not None and p.provider is not None:
+            identity = next((i for i in user.identities if i.provider == p.provider), None)
+            if identity is None:
+                user.identities.append(Identity(provider=p.provider, extern_uid=p.extern_uid))
+            else:
+                identity.extern_uid = p.extern_uid
+        if isinstance(p.avatar, Upload):
+            user.avatar_path = _store_avatar(storage, user.id, p.avatar)
+        elif p.avatar == "" and "avatar" in given:
+            if user.avatar_path:
+                storage.delete(user.avatar_path)
+            user.avatar_path = None
+        db.flush()
+    return user
+
+
+def delete_identity(db: Session, actor: Actor, user_id: int, provider: str) -> None:
+    policy.require(actor, Action.ADMIN_USERS)
+    user = _find(db, user_id)
+    with transaction(db):
+        deleted = db.execute(
+            delete(Identity).where(Identity.user_id == user.id, Identity.provider == provider)
+        ).rowcount
+        if not deleted:
+            raise NotFound("Identity")
+
+
+def delete_user(db: Session, actor: Actor, user_id: int, *, hard_delete: bool, storage: Storage) -> None:
+    """Soft deletion hands contributions to the ghost user; hard deletion removes them and
+    the groups the user owns alone. Either way in one transaction."""
+    policy.require(actor, Action.ADMIN_USERS)
+    user = _find(db, user_id)
+    if user.is_ghost:
+        raise Forbidden("The ghost user cannot be deleted")
+    with transaction(db):
+        owned = finder.solely_owned_group_ids(db, user.id)
+        if owned and not hard_delete:
+            raise Conflict("User cannot be removed while is the sole-owner of a group")
+        if hard_delete:
+            for column in _contribution_columns():
+                db.execute(delete(column.table).where(column == user.id))
+            if owned:
+                db.execute(delete(Namespace).where(Namespace.id.in_(owned)))
+        else:
+            ghost = ghost_user(db)
+            for column in _contribution_columns():
+                db.execute(update(column.table).where(column == user.id).values({column.name: ghost.id}))
+        avatar = user.avatar_path
+        db.delete(user)
+        db.flush()
+    if avatar:
+        storage.delete_prefix(str(PurePosixPath(avatar).parent))
+
+
+def ghost_user(db: Session) -> User:
+    """The placeholder that keeps deleted users' contributions (created on first need)."""
+    ghost = db.scalars(select(User).where(User.user_type == USER_TYPE_GHOST)).first()
+    if ghost is not None:
+        return ghost
+    username = GHOST_USERNAME
+    n = 0
+    while finder.username_taken(db, username):
+        n += 1
+        username = f"{GHOST_USERNAME}{n}"
+    ghost = User(
+        username=username,
+        email=f"{username}@kiln.invalid",
+        name="Ghost User",
+        user_type=USER_TYPE_GHOST,
+        state="blocked",
+        bio='This is a "Ghost User", created to hold all issues authored by users that have '
+        "since been deleted. This user cannot be removed.",
+        can_create_group=False,
+        projects_limit=0,
+    )
+    db.add(ghost)
+    db.flush()
+    db.add(Namespace(kind=KIND_USER, name=ghost.name, path=ghost.username, owner_id=ghost.id))
+    return ghost
+
+
+def block(db: Session, actor: Actor, user_id: int) -> bool | None:
+    """True when blocked now, None when the user already was (GitLab's answers)."""
+    policy.require(actor, Action.ADMIN_USERS)
+    user = _find(db, user_id)
+    if user.is_ghost:
+        raise Forbidden(message="An internal user cannot be blocked")
+    if user.id == actor.user.id:
+        raise Forbidden("The API initiating user cannot be blocked by the API")
+    if user.state == "blocked":
+        return None
+    with transaction(db):
+        user.state = "blocked"
+    return True
+
+
+def unblock(db: Session, actor: Actor, user_id: int) -> bool:
+    """True when unblocked now, False when the user was not blocked."""
+    policy.require(actor, Action.ADMIN_USERS)
+    user = _find(db, user_id)
+    if user.is_ghost:
+        raise Forbidden(message="An internal user cannot be unblocked")
+    if user.state != "blocked":
+        return False
+    with transaction(db):
+        user.state = "active"
+    return True
+
+
+def status_of(db: Session, viewer: Actor | None, ident: str) -> User:
+    user = finder.by_id_or_username(db, ident)
+    if user is None:
+        raise NotFound("User")
+    policy.require_visible(viewer, Action.READ_USER, user, "User")
+    _expire_status(db, user)
+    return user
+
+
+def set_status(db: Session, actor: Actor, p: StatusUpdate) -> User:
+    user = actor.user
+    policy.require(actor, Action.UPDATE_USER_STATUS, user)
+    # PUT replaces the whole status: what is omitted is cleared.
+    with transaction(db):
+        if not p.emoji and not p.message and p.availability in (None, "not_set"):
+            user.status_emoji = None
+            user.status_message = None
+            user.status_availability = None
+            user.status_clear_at = None
+        else:
+            user.status_emoji = p.emoji or "speech_balloon"
+            user.status_message = p.message or None
+            user.status_availability = p.availability or "not_set"
+            after = STATUS_CLEAR_AFTER.get(p.clear_status_after or "")
+            user.status_clear_at = datetime.now(UTC) + after if after else None
+    return user
+
+
+def bootstrap_root(db: Session, settings: Settings) -> tuple[User, str | None]:
+    """First start: root (id 1, admin). Returns the generated password, if one was made."""
+    existing = db.scalars(select(User).where(User.username == "root")).first()
+    generated: str | None = None
+    with transaction(db):
+        if existing is None:
+            password = settings.root_password
+            if not password:
+                password = generated = random_password()
+            existing = User(
+                username="root",
+                email="admin@example.com",
+                name="Administrator",
+                admin=True,
+                password_hash=hash_password(
+                    password, time_cost=settings.password_time_cost, memory_cost=settings.password_memory_cost
+                ),
+                confirmed_at=datetime.now(UTC),
+            )
+            db.add(existing)
+            db.flush()
+            db.add(Namespace(kind=KIND_USER, name=existing.name, path="root", owner_id=existing.id))
+        if settings.root_token:
+            token_service.ensure_root_token(db, existing, settings.root_token)
+    return existing, generated
+
+
+def _find(db: Session, user_id: int) -> User:
+    user = db.get(User, user_id)
+    if user is None:
+        raise NotFound("User")
+    return user
+
+
+def _random_password(p: UserCreate) -> bool:
+    return bool(p.reset_password or p.force_random_password)
+
+
+def _field_errors(
+    email: str | None, username: str | None, name: str | None, password: str | None, *, partial: bool = False
+) -> dict[str, list[str]]:
+    errors: dict[str, list[str]] = {}
+    if email is not None and not _EMAIL.match(email):
+        errors["email"] = ["is invalid"]
+    if username is not None:
+        problems = []
+        if not username:
+            problems.append("can't be blank")
+        elif len(username) > 255:
+            problems.append("is too long (maximum is 255 characters)")
+        elif not _USERNAME.match(username) or username.endswith((".", ".git", ".atom")) or ".." in username:
+            problems.append(
+                "can contain only letters, digits, '_', '-' and '.'. "
+                "Cannot start with '-' or end in '.', '.git' or '.atom'."
+            )
+        elif username.lower() in RESERVED_USERNAMES:
+            problems.append(f"{username} is a reserved name")
+        if problems:
+            errors["username"] = problems
+    if name is not None:
+        if not name.strip():
+            errors["name"] = ["can't be blank"]
+        elif len(name) > 255:
+            errors["name"] = ["is too long (maximum is 255 characters)"]
+    if password is not None and len(password) < MIN_PASSWORD_LENGTH:
+        errors["password"] = [f"is too short (minimum is {MIN_PASSWORD_LENGTH} characters)"]
+    return errors
+
+
+_PROFILE_FIELDS = (
+    "bio",
+    "location",
+    "public_email",
+    "skype",
+    "linkedin",
+    "twitter",
+    "discord",
+    "website_url",
+    "organization",
+    "job_title",
+    "pronouns",
+)
+_ADMIN_FIELDS = (
+    "can_create_group",
+    "color_scheme_id",
+    "external",
+    "extra_shared_runners_minutes_limit",
+    "private_profile",
+    "projects_limit",
+    "shared_runners_minutes_limit",
+    "theme_id",
+)
+
+
+def _apply_profile(user: User, p: UserCreate | UserUpdate, *, admin_fields: bool) -> None:
+    for name in _PROFILE_FIELDS:
+        value = getattr(p, name)
+        if value is not None:
+            setattr(user, name, value)
+    if admin_fields:
+        for name in _ADMIN_FIELDS:
+            value = getattr(p, name)
+            if value is not None:
+                setattr(user, name, value)
+
+
+def _check_avatar(avatar: object) -> str | None:
+    if not isinstance(avatar, Upload):
+        if avatar not in (None, ""):
+            raise BadRequest("avatar is invalid", raw=True)
+        return None
+    ext = PurePosixPath(avatar.filename or "").suffix.lower().lstrip(".")
+    if ext not in AVATAR_FORMATS:
+        raise ValidationFailed(
+            {
+                "avatar": [
+                    "file format is not supported. Please try one of the following supported formats: "
+                    + ", ".join(AVATAR_FORMATS)
+                ]
+            }
+        )
+    if avatar.size() > AVATAR_MAX_BYTES:
+        raise ValidationFailed({"avatar": ["is too big (should be at most 200 KiB)"]})
+    return ext
+
+
+def _store_avatar(storage: Storage, user_id: int, avatar: Upload) -> str:
+    name = PurePosixPath(avatar.filename).name
+    key = f"-/system/user/avatar/{user_id}/{name}"
+    storage.delete_prefix(f"-/system/user/avatar/{user_id}")
+    avatar.file.seek(0)
+    storage.put(key, avatar.file)
+    return key
+
+
+def _contribution_columns() -> list[Column[Any]]:
+    """User references that other tables mark as contributions (models.base.contribution)."""
+    return [
+        column
+        for table in Base.metadata.sorted_tables
+        for column in table.columns
+        if column.info.get("contribution")
+    ]
+
+
+def _load_identities(db: Session, users: list[User]) -> None:
+    if users:
+        db.scalars(
+            select(User).where(User.id.in_([u.id for u in users])).options(selectinload(User.identities))
+        ).all()
+
+
+def _expire_status(db: Session, user: User) -> None:
+    if user.status_clear_at is not None and user.status_clear_at <= datetime.now(UTC):
+        with transaction(db):
+            user.status_emoji = user.status_message = user.status_availability = None
+            user.status_clear_at = None

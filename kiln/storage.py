@@ -1,0 +1,72 @@
+"""The one storage interface for files that are not git objects (uploads, avatars, packages,
+artifacts, exports). Local folders now; an S3-compatible store implements the same protocol."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO, Protocol
+
+CHUNK = 1024 * 1024
+
+
+class Storage(Protocol):
+    def put(self, key: str, data: BinaryIO) -> int: ...
+    def open(self, key: str) -> BinaryIO: ...
+    def exists(self, key: str) -> bool: ...
+    def delete(self, key: str) -> None: ...
+    def delete_prefix(self, prefix: str) -> None: ...
+    def iter_bytes(self, key: str) -> Iterator[bytes]: ...
+
+
+class LocalStorage:
+    """Keys are relative paths under `root`; writes land atomically (temp file + rename)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.resolve()
+
+    def _path(self, key: str) -> Path:
+        path = (self.root / key).resolve()
+        if path != self.root and self.root not in path.parents:
+            raise ValueError(f"storage key escapes its root: {key!r}")
+        return path
+
+    def put(self, key: str, data: BinaryIO) -> int:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        size = 0
+        try:
+            with os.fdopen(fd, "wb") as out:
+                while chunk := data.read(CHUNK):
+                    out.write(chunk)
+                    size += len(chunk)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return size
+
+    def open(self, key: str) -> BinaryIO:
+        return self._path(key).open("rb")
+
+    def exists(self, key: str) -> bool:
+        return self._path(key).is_file()
+
+    def delete(self, key: str) -> None:
+        self._path(key).unlink(missing_ok=True)
+
+    def delete_prefix(self, prefix: str) -> None:
+        path = self._path(prefix)
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+
+    def iter_bytes(self, key: str) -> Iterator[bytes]:
+        with self.open(key) as fh:
+            while chunk := fh.read(CHUNK):
+                yield chunk

@@ -1,0 +1,108 @@
+"""Users, their tokens and group ownership."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from kiln.auth.passwords import hash_password
+from kiln.auth.tokens import PREFIX_PAT, digest, new_secret
+from kiln.config import Settings
+from kiln.db import transaction
+from kiln.models import Member, Namespace, PersonalAccessToken, User
+from kiln.models.namespaces import KIND_GROUP, KIND_USER, OWNER
+
+DEFAULT_PASSWORD = "password-123"
+
+
+@dataclass
+class MadeUser:
+    id: int
+    username: str
+    email: str
+    token: str
+    password: str
+    row: User
+
+
+class UserFactory:
+    db: Session
+    settings: Settings
+
+    def seq(self) -> int:
+        raise NotImplementedError
+
+    def user(
+        self,
+        *,
+        username: str | None = None,
+        scopes: list[str] | None = None,
+        password: str = DEFAULT_PASSWORD,
+        **fields: Any,
+    ) -> MadeUser:
+        n = self.seq()
+        username = username or f"user{n}"
+        with transaction(self.db):
+            user = User(
+                username=username,
+                email=fields.pop("email", f"{username}@example.com"),
+                name=fields.pop("name", f"User {n}"),
+                password_hash=hash_password(password, time_cost=1, memory_cost=8192),
+                **fields,
+            )
+            self.db.add(user)
+            self.db.flush()
+            self.db.add(Namespace(kind=KIND_USER, name=user.name, path=user.username, owner_id=user.id))
+            secret = self._token(user, scopes or ["api"])
+        return MadeUser(user.id, user.username, user.email, secret, password, user)
+
+    def admin(self, **fields: Any) -> MadeUser:
+        return self.user(admin=True, **fields)
+
+    def token(
+        self,
+        user: MadeUser,
+        *,
+        scopes: list[str] | None = None,
+        expires_at: date | None = None,
+        revoked: bool = False,
+        impersonation: bool = False,
+        name: str = "test",
+    ) -> str:
+        with transaction(self.db):
+            return self._token(
+                user.row,
+                scopes or ["api"],
+                expires_at=expires_at,
+                revoked=revoked,
+                impersonation=impersonation,
+                name=name,
+            )
+
+    def _token(self, user: User, scopes: list[str], **fields: Any) -> str:
+        secret = new_secret(PREFIX_PAT)
+        self.db.add(
+            PersonalAccessToken(
+                user_id=user.id,
+                name=fields.pop("name", "test"),
+                digest=digest(secret),
+                scopes=scopes,
+                **fields,
+            )
+        )
+        self.db.flush()
+        return secret
+
+    def group(self, *, owners: list[MadeUser], path: str | None = None) -> Namespace:
+        """A group namespace with these users as Owner members."""
+        n = self.seq()
+        with transaction(self.db):
+            group = Namespace(kind=KIND_GROUP, name=path or f"group{n}", path=path or f"group{n}")
+            self.db.add(group)
+            self.db.flush()
+            for owner in owners:
+                self.db.add(Member(namespace_id=group.id, user_id=owner.id, access_level=OWNER))
+        return group
