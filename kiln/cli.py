@@ -21,9 +21,10 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, help="kiln: a GitL
 
 def prepare(rt: Runtime) -> None:
     """Migrate the database and make sure root exists; prints a generated password once."""
-    migrate.upgrade(rt.engine)
-    with rt.sessions() as db:
-        _root, generated = user_service.bootstrap_root(db, rt.settings)
+    with migrate.exclusive(rt.engine, rt.settings.data_dir):
+        migrate.upgrade(rt.engine)
+        with rt.sessions() as db:
+            _root, generated = user_service.bootstrap_root(db, rt.settings)
     saved = rt.settings.data_dir / "initial_root_password"
     if generated:
         saved.write_text(generated + "\n")

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
@@ -19,6 +22,33 @@ def alembic_config(engine: Engine) -> Config:
         "file_template", "%%(year)d-%%(month).2d-%%(day).2d-%%(hour).2d%%(minute).2d_%%(slug)s"
     )
     return cfg
+
+
+# Any constant will do: it names kiln's start-up lock among PostgreSQL advisory locks.
+_ADVISORY_KEY = 0x6B696C6E
+
+
+@contextmanager
+def exclusive(engine: Engine, lock_dir: Path) -> Iterator[None]:
+    """One node at a time migrates and bootstraps: an advisory lock on PostgreSQL, a file
+    lock beside the SQLite database."""
+    if engine.dialect.name == "postgresql":
+        with engine.connect() as conn:
+            conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": _ADVISORY_KEY})
+            conn.commit()
+            try:
+                yield
+            finally:
+                conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _ADVISORY_KEY})
+                conn.commit()
+        return
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    with (lock_dir / ".startup.lock").open("w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:

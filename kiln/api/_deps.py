@@ -6,7 +6,7 @@ the token's scopes against the route's declaration and apply sudo."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qsl
 
 from litestar import Request
@@ -76,7 +76,7 @@ def credentials_of(request: Request[Any, Any, Any]) -> tuple[Credentials, str | 
 def provide_viewer(request: Request[Any, Any, Any], db: NamedDependency[Session]) -> Actor | None:
     cached = request.scope.get("kiln_actor", False)  # type: ignore[typeddict-item]
     if cached is not False:
-        return cached  # type: ignore[no-any-return]
+        return cast("Actor | None", cached)
     rt = runtime(request)
     opt = request.route_handler.opt
     creds, sudo = credentials_of(request)
