@@ -126,6 +126,18 @@ class MethodNotAllowed(KilnError):
         return {"Allow": self.allow} if self.allow else {}
 
 
+class KeysetUnavailable(KilnError):
+    """GitLab answers 405 when keyset pagination cannot serve a list (resource or order)."""
+
+    status = 405
+
+    def __init__(self) -> None:
+        super().__init__("Keyset pagination is not yet available for this type of request")
+
+    def body(self) -> dict[str, Any]:
+        return {"error": str(self)}
+
+
 class Conflict(KilnError):
     status = 409
 

@@ -3,7 +3,8 @@
 - route on the raw path, so `%2F` inside a segment stays one parameter
   (`/projects/group%2Fproject`); every other escape is decoded;
 - answer HEAD on every GET route (headers of the GET, no body);
-- refuse oversized bodies (Content-Length) and non-UTF-8 paths before any work.
+- refuse oversized bodies (Content-Length up front, chunked bodies as they stream) and
+  non-UTF-8 paths before any work.
 """
 
 from __future__ import annotations
@@ -13,12 +14,16 @@ from typing import Any
 
 import orjson
 
+from kiln.errors import PayloadTooLarge
+
 Scope = dict[str, Any]
 _ESCAPE = re.compile(rb"%([0-9A-Fa-f]{2})")
 _KEEP = {b"2F", b"2f", b"25"}  # '/' and '%' stay escaped; the dependency decodes them
 
 
 def decode_path(raw: bytes) -> str | None:
+    """The routing path: every escape decoded except `%2F` and `%25`; None if not UTF-8."""
+
     def repl(m: re.Match[bytes]) -> bytes:
         if m.group(1) in _KEEP:
             return m.group(0)
@@ -35,6 +40,12 @@ class KilnASGI:
         self.app = app
         self.max_body = max_body
 
+    def body_limit(self) -> int:
+        """Read per request from the runtime's settings, so a reconfigured limit applies at once."""
+        runtime = getattr(getattr(self.app, "state", None), "kiln", None)
+        settings = getattr(runtime, "settings", None)
+        return int(getattr(settings, "max_request_body_bytes", self.max_body))
+
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
@@ -46,10 +57,11 @@ class KilnASGI:
                 await _reply(send, 400, {"error": "path is not valid UTF-8"})
                 return
             scope = {**scope, "path": path}
+        limit = self.body_limit()
         for name, value in scope.get("headers", ()):
             if name == b"content-length":
                 try:
-                    too_big = int(value) > self.max_body
+                    too_big = int(value) > limit
                 except ValueError:
                     await _reply(send, 400, {"error": "Content-Length is invalid"})
                     return
@@ -59,7 +71,24 @@ class KilnASGI:
         if scope["method"] == "HEAD":
             scope = {**scope, "method": "GET", "kiln_head": True}
             send = _without_body(send)
-        await self.app(scope, receive, send)
+        await self.app(scope, _limited(receive, limit), send)
+
+
+def _limited(receive: Any, limit: int) -> Any:
+    """A body without Content-Length is counted as it arrives; whoever reads past the limit
+    gets PayloadTooLarge, which the error handlers answer with 413."""
+    received = 0
+
+    async def wrapped() -> dict[str, Any]:
+        nonlocal received
+        message: dict[str, Any] = await receive()
+        if message["type"] == "http.request":
+            received += len(message.get("body", b""))
+            if received > limit:
+                raise PayloadTooLarge()
+        return message
+
+    return wrapped
 
 
 def _without_body(send: Any) -> Any:

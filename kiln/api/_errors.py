@@ -4,6 +4,7 @@ stack trace, and never a 500 for what the client got wrong."""
 from __future__ import annotations
 
 import logging
+from http import HTTPStatus
 from typing import Any
 
 from litestar import Request, Response
@@ -31,7 +32,7 @@ def framework_error(request: Request[Any, Any, Any], exc: Exception) -> Response
     if isinstance(exc, NotFoundException):
         return kiln_error(request, RouteNotFound())
     if isinstance(exc, MethodNotAllowedException):
-        return kiln_error(request, MethodNotAllowed())
+        return kiln_error(request, MethodNotAllowed(_allow(exc)))
     if isinstance(exc, NotAuthorizedException):
         return render({"message": "401 Unauthorized"}, status=401)
     if isinstance(exc, PermissionDeniedException):
@@ -44,9 +45,26 @@ def framework_error(request: Request[Any, Any, Any], exc: Exception) -> Response
             return render({"message": "413 Request Entity Too Large"}, status=413)
         if isinstance(exc, ClientException) or 400 <= status < 500:
             return render({"message": f"{status} {exc.detail}"}, status=status)
-        return render({"message": f"{status} {exc.detail}"}, status=status)
+        # A server-side detail may name internals; the client gets the status phrase only.
+        log.error("%s on %s %s: %s", status, request.method, request.url.path, exc.detail)
+        return render({"message": f"{status} {_phrase(status)}"}, status=status)
     log.exception("unhandled error on %s %s", request.method, request.url.path)
     return render({"message": "500 Internal Server Error"}, status=500)
+
+
+def _allow(exc: MethodNotAllowedException) -> str:
+    """The route's methods; HEAD is served wherever GET is (api/_asgi)."""
+    listed = [m.strip() for m in (exc.headers or {}).get("allow", "").split(",") if m.strip()]
+    if "GET" in listed and "HEAD" not in listed:
+        listed.append("HEAD")
+    return ", ".join(sorted(listed))
+
+
+def _phrase(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Error"
 
 
 HANDLERS: dict[type[Exception] | int, Any] = {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlencode
 
 from litestar import Request, Response
@@ -10,7 +10,7 @@ from litestar import Request, Response
 from kiln.api._deps import runtime
 from kiln.api._params import query_pairs
 from kiln.api._render import render
-from kiln.errors import BadRequest, ParamError
+from kiln.errors import KeysetUnavailable, ParamError
 from kiln.pagination import DEFAULT_PER_PAGE, MAX_PER_PAGE, Page, PageResult
 from kiln.schemas._types import PageParams
 
@@ -20,12 +20,10 @@ def page_of(q: PageParams, *, keyset_allowed: bool = False, order_by: str | None
         raise ParamError("per_page has a value not allowed")
     # Negative values fall back to the defaults; above the cap is silently capped.
     per_page = min(q.per_page if q.per_page > 0 else DEFAULT_PER_PAGE, MAX_PER_PAGE)
-    sort = "asc" if (q.sort or "").lower() == "asc" else "desc"
+    sort: Literal["asc", "desc"] = "asc" if (q.sort or "").lower() == "asc" else "desc"
     if q.pagination == "keyset":
-        if not keyset_allowed:
-            raise BadRequest("Keyset pagination is not yet available for this type of request", raw=True)
-        if order_by not in (None, "id"):
-            raise BadRequest("Keyset pagination is only supported with order_by=id", raw=True)
+        if not keyset_allowed or order_by not in (None, "id"):
+            raise KeysetUnavailable()
         return Page(page=1, per_page=per_page, keyset=True, sort=sort)
     return Page(page=max(q.page, 1), per_page=per_page, sort=sort)
 
@@ -55,14 +53,15 @@ def offset_headers(request: Request[Any, Any, Any], page: Page, result: PageResu
     if total is not None and total_pages is not None:
         headers["X-Total"] = str(total)
         headers["X-Total-Pages"] = str(total_pages)
+    per_page = page.per_page
     links = []
     if prev_page:
-        links.append(f'<{_url(request, page=prev_page)}>; rel="prev"')
+        links.append(f'<{_url(request, page=prev_page, per_page=per_page)}>; rel="prev"')
     if next_page:
-        links.append(f'<{_url(request, page=next_page)}>; rel="next"')
-    links.append(f'<{_url(request, page=1)}>; rel="first"')
+        links.append(f'<{_url(request, page=next_page, per_page=per_page)}>; rel="next"')
+    links.append(f'<{_url(request, page=1, per_page=per_page)}>; rel="first"')
     if total_pages is not None:
-        links.append(f'<{_url(request, page=total_pages)}>; rel="last"')
+        links.append(f'<{_url(request, page=total_pages, per_page=per_page)}>; rel="last"')
     headers["Link"] = ", ".join(links)
     return headers
 
@@ -71,11 +70,18 @@ def _keyset_headers(request: Request[Any, Any, Any], page: Page, result: PageRes
     if not result.has_next or result.next_key is None:
         return {}
     bound = "id_after" if page.sort == "asc" else "id_before"
-    url = _url(request, drop=("id_after", "id_before", "page"), **{bound: result.next_key})
+    url = _url(
+        request,
+        drop=("id_after", "id_before", "page"),
+        per_page=page.per_page,
+        **{bound: result.next_key},
+    )
     return {"Link": f'<{url}>; rel="next"'}
 
 
 def _url(request: Request[Any, Any, Any], drop: tuple[str, ...] = ("page",), **set_: Any) -> str:
+    """Absolute (clients follow it verbatim), on the external URL, with the request's query
+    plus the page keys, sorted by key as Rails' to_query does."""
     base = runtime(request).settings.external_url
     pairs = [(k, v) for k, v in query_pairs(request) if k not in drop and k not in set_]
     pairs += [(k, str(v)) for k, v in set_.items()]

@@ -4,7 +4,7 @@ then validated by the route's Params model with Grape's error messages."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, BinaryIO, cast
 from urllib.parse import parse_qsl, unquote
 
 import orjson
@@ -68,7 +68,7 @@ def _loc_name(loc: tuple[int | str, ...]) -> str:
 
 async def gather(request: Request[Any, Any, Any]) -> dict[str, Any]:
     """All parameters of the request in one dict: query < body < path."""
-    cached = request.scope.get("kiln_params")  # type: ignore[typeddict-item]
+    cached = cast("dict[str, Any] | None", request.scope.get("kiln_params"))  # type: ignore[typeddict-item]
     if cached is not None:
         return dict(cached)
     merged: dict[str, Any] = {}
@@ -93,6 +93,8 @@ def query_pairs(request: Request[Any, Any, Any]) -> list[tuple[str, str]]:
 
 async def body_params(request: Request[Any, Any, Any]) -> dict[str, Any]:
     content_type = (request.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
+    if request.headers.get("content-length", "").strip() == "0":
+        return {}  # an empty body means no parameters, whatever its declared type
     if content_type.startswith("multipart/form-data"):
         return await _multipart(request)
     body = await read_body(request)
@@ -123,19 +125,11 @@ def _drop_nulls(data: dict[str, Any]) -> dict[str, Any]:
 
 
 async def read_body(request: Request[Any, Any, Any]) -> bytes:
+    """The whole body, cached on the request (Litestar's cache, so a later form() still works)."""
     limit: int = request.app.state.kiln.settings.max_request_body_bytes
-    cached = request.scope.get("_body")  # type: ignore[typeddict-item]
-    if cached is not None:
-        return cached  # type: ignore[no-any-return]
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise PayloadTooLarge()
-        chunks.append(chunk)
-    body = b"".join(chunks)
-    request.scope["_body"] = body  # type: ignore[typeddict-unknown-key]
+    body = await request.body()
+    if len(body) > limit:
+        raise PayloadTooLarge()
     return body
 
 
@@ -149,7 +143,7 @@ async def _multipart(request: Request[Any, Any, Any]) -> dict[str, Any]:
         if key == "" and not value:
             continue  # python-gitlab may send an empty extra part
         if isinstance(value, UploadFile):
-            pairs.append((key, Upload(value.filename, value.content_type, value.file)))
+            pairs.append((key, Upload(value.filename, value.content_type, cast(BinaryIO, value.file))))
         else:
             pairs.append((key, value))
     out: dict[str, Any] = {}

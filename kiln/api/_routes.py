@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from litestar.handlers import HTTPRouteHandler
+from litestar.types import Method as HttpMethodName
 
 from kiln.auth.tokens import API, READ_API
 from kiln.schemas._types import Params
@@ -41,7 +42,7 @@ def route(
         # needs a code that allows a body here.
         handler = HTTPRouteHandler(
             path=path,
-            http_method=method,
+            http_method=cast(HttpMethodName, method),
             status_code=200 if status == 204 else status,
             opt=opt | {"status": status},
             sync_to_thread=None if inspect.iscoroutinefunction(fn) else False,

@@ -44,7 +44,7 @@ async def openapi(request: Req) -> Response[bytes]:
     doc = rt.__dict__.get("openapi_doc")
     if doc is None:
         doc = rt.__dict__["openapi_doc"] = _openapi.build(request.app)
-        doc["servers"] = [{"url": f"{rt.settings.external_url}/api/v4"}]
+        doc["servers"] = [{"url": rt.settings.external_url}]  # paths carry /api/v4
     return render(doc)
 
 

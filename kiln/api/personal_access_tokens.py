@@ -50,7 +50,7 @@ async def revoke_current(request: Req, db: Db, actor: Authenticated) -> Response
 @post("/personal_access_tokens/self/rotate", params=TokenRotate, status=200)
 async def rotate_current(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
     p: TokenRotate = await params(request)
-    token = service.current_token(db, actor)
+    token = service.current_token_for_rotation(db, actor)
     new, secret = service.rotate(db, actor, token, p.expires_at, runtime(request).settings)
     return render(personal_access_token(new, secret), status=200)
 
@@ -105,14 +105,14 @@ async def create_impersonation_token(
 
 @get("/users/{user_id:int}/impersonation_tokens/{token_id:int}")
 async def get_impersonation_token(
-    request: Req, db: Db, actor: Authenticated, user_id: FromPath[int], token_id: int
+    request: Req, db: Db, actor: Authenticated, user_id: FromPath[int], token_id: FromPath[int]
 ) -> Response[bytes]:
     return render(personal_access_token(service.get_impersonation(db, actor, user_id, token_id)))
 
 
 @delete("/users/{user_id:int}/impersonation_tokens/{token_id:int}")
 async def revoke_impersonation_token(
-    request: Req, db: Db, actor: Authenticated, user_id: FromPath[int], token_id: int
+    request: Req, db: Db, actor: Authenticated, user_id: FromPath[int], token_id: FromPath[int]
 ) -> Response[bytes]:
     service.revoke_impersonation(db, actor, user_id, token_id)
     return no_content()

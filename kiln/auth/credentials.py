@@ -12,7 +12,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from kiln.auth.actor import Actor
-from kiln.auth.tokens import digest
+from kiln.auth.tokens import API, READ_API, digest
 from kiln.config import Settings
 from kiln.db import transaction
 from kiln.errors import Forbidden, InsufficientScope, InvalidToken, Unauthorized
@@ -23,6 +23,9 @@ JobTokenResolver = Callable[[Session, str], Actor | None]
 
 EXPIRED = "Token is expired. You can either do re-authorization or token refresh."
 REVOKED = "Token was revoked. You have to re-authorize from the user."
+
+# Scopes GitLab registers on every API route, after the route's own.
+GLOBAL_SCOPES = (API, READ_API)
 
 # Refresh last_used_at at most this often, so reads don't turn into writes.
 LAST_USED_GRANULARITY = timedelta(minutes=10)
@@ -145,7 +148,14 @@ def _session(db: Session, settings: Settings, creds: Credentials) -> Actor | Non
 
 def _require_scope(held: list[str], wanted: tuple[str, ...] | None) -> None:
     if wanted is not None and not set(held).intersection(wanted):
-        raise InsufficientScope(list(wanted))
+        raise InsufficientScope(registered_scopes(wanted))
+
+
+def registered_scopes(wanted: tuple[str, ...]) -> list[str]:
+    """The `scope` GitLab reports: the route's own scopes, then the API-wide `api read_api`,
+    which it lists even where read_api is refused (writes)."""
+    own = [s for s in wanted if s not in GLOBAL_SCOPES]
+    return own + list(GLOBAL_SCOPES) if API in wanted else list(wanted)
 
 
 def _require_usable(user: User) -> None:

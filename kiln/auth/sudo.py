@@ -14,7 +14,7 @@ from kiln.models import User
 def apply_sudo(db: Session, actor: Actor | None, target: str) -> Actor:
     if actor is None:
         raise Unauthorized()
-    if not actor.user.admin:
+    if not actor.is_admin:
         raise Forbidden("Must be admin to use sudo")
     if actor.via not in ("personal_access_token", "impersonation_token", "oauth"):
         raise Forbidden("Must be authenticated using an OAuth or personal access token to use sudo")

@@ -112,8 +112,8 @@ def user_status(user: User) -> dict[str, Any]:
     message = user.status_message
     return {
         "emoji": user.status_emoji,
-        "availability": user.status_availability or "not_set",
         "message": message,
+        "availability": user.status_availability or "not_set",
         "message_html": render_inline(message) if message else None,
         "clear_status_at": iso(user.status_clear_at),
     }

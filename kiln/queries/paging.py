@@ -18,6 +18,8 @@ def offset_page(db: Session, stmt: Select[Any], page: Page, *, scalars: bool = T
     total: int | None
     if not has_next and (rows or page.page == 1):
         total = page.offset + len(rows)  # the last page tells the total without counting
+        if total > TOTAL_LIMIT:
+            total = None
     else:
         total = count_capped(db, stmt)
     return PageResult(items=rows, total=total, has_next=has_next)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import Select, and_, exists, func, or_, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from kiln.models import Identity, Member, Namespace, User, UserCustomAttribute
 from kiln.models.namespaces import KIND_GROUP, OWNER
@@ -40,19 +40,23 @@ def email_taken(db: Session, email: str, *, except_user: int | None = None) -> b
 def listing(q: UserList, *, admin: bool) -> Select[Any]:
     """Non-admins' date, order, two-factor and project filters are dropped, as GitLab does."""
     stmt = select(User)
-    if q.search:
-        term = f"%{_escape_like(q.search.lower())}%"
+    search = (q.search or "").removeprefix("@").lower()
+    if search:
+        term = f"%{_escape_like(search)}%"
+        # Only admins find users by their private e-mail; others by the public one.
+        email = User.email if admin else User.public_email
         stmt = stmt.where(
             or_(
                 func.lower(User.name).like(term, escape="\\"),
                 func.lower(User.username).like(term, escape="\\"),
-                func.lower(User.email) == q.search.lower(),
+                func.lower(email) == search,
             )
         )
     if q.username:
         stmt = stmt.where(func.lower(User.username) == q.username.lower())
     if q.active:
-        stmt = stmt.where(User.state == "active")
+        # GitLab's `active` scope leaves internal users (the ghost) out.
+        stmt = stmt.where(User.state == "active", User.user_type == USER_TYPE_HUMAN)
     if q.blocked:
         stmt = stmt.where(User.state == "blocked")
     if q.external:
@@ -130,12 +134,13 @@ def namespace_ids_of(db: Session, user_ids: list[int]) -> dict[int, int]:
 
 def solely_owned_group_ids(db: Session, user_id: int) -> list[int]:
     """Groups where the user is an Owner and nobody else is."""
+    other = aliased(Member)
     other_owner = (
-        select(Member.id)
+        select(other.id)
         .where(
-            Member.namespace_id == Namespace.id,
-            Member.access_level >= OWNER,
-            Member.user_id != user_id,
+            other.namespace_id == Namespace.id,
+            other.access_level >= OWNER,
+            other.user_id != user_id,
         )
         .exists()
     )

@@ -4,14 +4,24 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BeforeValidator, StringConstraints
+from pydantic import AfterValidator, BeforeValidator, WithJsonSchema
 
-from kiln.auth.tokens import IMPERSONATION_SCOPES, PAT_SCOPES
-from kiln.schemas._types import Day, Flag, OptionalInt, PageParams, Params, When, _string_list
+from kiln.auth.tokens import PAT_SCOPES
+from kiln.schemas._types import Day, Flag, GrapeMessage, OptionalInt, PageParams, Params, When, _string_list
 
-PatScope = Literal[PAT_SCOPES]  # type: ignore[valid-type]
-ImpersonationScope = Literal[IMPERSONATION_SCOPES]  # type: ignore[valid-type]
-Name = Annotated[str, StringConstraints(min_length=1)]
+
+def _known_scopes(value: list[str]) -> list[str]:
+    # Grape's values validator names the whole array, not the offending element.
+    if any(scope not in PAT_SCOPES for scope in value):
+        raise GrapeMessage("scopes does not have a valid value")
+    return value
+
+
+_SCOPES_SCHEMA = WithJsonSchema({"type": "array", "items": {"type": "string", "enum": list(PAT_SCOPES)}})
+# `scopes[]=a&scopes[]=b`, ["a", "b"] or "a,b"; only known scopes.
+PatScopes = Annotated[list[str], BeforeValidator(_string_list), AfterValidator(_known_scopes), _SCOPES_SCHEMA]
+# Impersonation tokens validate their scopes in the model (400 with a field hash), as GitLab.
+ScopeList = Annotated[list[str], BeforeValidator(_string_list), _SCOPES_SCHEMA]
 
 
 class TokenList(PageParams):
@@ -28,8 +38,8 @@ class TokenList(PageParams):
 
 
 class TokenCreate(Params):
-    name: Name
-    scopes: Annotated[list[PatScope], BeforeValidator(_string_list)]
+    name: str
+    scopes: PatScopes
     description: str | None = None
     expires_at: Day | None = None
 
@@ -43,8 +53,8 @@ class ImpersonationTokenList(PageParams):
 
 
 class ImpersonationTokenCreate(Params):
-    name: Name
-    scopes: Annotated[list[ImpersonationScope], BeforeValidator(_string_list)]
+    name: str
+    scopes: ScopeList = []
     description: str | None = None
     expires_at: Day | None = None
 

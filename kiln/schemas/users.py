@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import BeforeValidator, model_validator
 
 from kiln.schemas._types import Flag, GrapeMessage, OptionalInt, PageParams, Params, When
 
@@ -70,8 +70,16 @@ class _UserFields(Params):
     avatar: Any = None
 
 
+def _email(value: Any) -> Any:
+    # Addresses are kept trimmed and lower-case, as GitLab's Devise configuration does.
+    return value.strip().lower() if isinstance(value, str) else value
+
+
+Email = Annotated[str, BeforeValidator(_email)]
+
+
 class UserCreate(_UserFields):
-    email: str
+    email: Email
     name: str
     username: str
     password: str | None = None
@@ -91,7 +99,7 @@ class UserCreate(_UserFields):
 
 
 class UserUpdate(_UserFields):
-    email: str | None = None
+    email: Email | None = None
     name: str | None = None
     username: str | None = None
     password: str | None = None
@@ -105,7 +113,7 @@ class UserDelete(Params):
 
 class StatusUpdate(Params):
     emoji: str | None = None
-    message: Annotated[str, Field(max_length=100)] | None = None
+    message: str | None = None
     availability: Literal["not_set", "busy"] | None = None
     clear_status_after: (
         Literal["30_minutes", "3_hours", "8_hours", "1_day", "3_days", "7_days", "30_days"] | None

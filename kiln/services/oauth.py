@@ -51,8 +51,11 @@ def revoke(db: Session, secret: str | None) -> None:
 def info(db: Session, secret: str | None) -> dict[str, Any]:
     row = db.scalars(select(OAuthAccessToken).where(OAuthAccessToken.digest == digest(secret or ""))).first()
     now = datetime.now(UTC)
-    if row is None or row.revoked_at is not None:
+    # Doorkeeper's wording for each reason a token is not accessible.
+    if row is None:
         raise OAuthError("invalid_token", "The access token is invalid", status=401)
+    if row.revoked_at is not None:
+        raise OAuthError("invalid_token", "The access token was revoked", status=401)
     remaining = int(row.expires_in - (now - row.created_at).total_seconds())
     if remaining <= 0:
         raise OAuthError("invalid_token", "The access token expired", status=401)

@@ -5,15 +5,22 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select, func, or_, select
+from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
 from kiln import policy
 from kiln.auth.actor import Actor
-from kiln.auth.tokens import PAT_SCOPES, PREFIX_PAT, digest, new_secret
+from kiln.auth.tokens import IMPERSONATION_SCOPES, PAT_SCOPES, PREFIX_PAT, digest, new_secret
 from kiln.config import Settings
 from kiln.db import transaction
-from kiln.errors import BadRequest, NotFound, Unauthorized, Unprocessable, ValidationFailed
+from kiln.errors import (
+    BadRequest,
+    KilnError,
+    NotFound,
+    Unauthorized,
+    Unprocessable,
+    ValidationFailed,
+)
 from kiln.models import PersonalAccessToken, User
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action
@@ -27,6 +34,15 @@ from kiln.schemas.tokens import (
 
 NOT_A_PAT = "This endpoint requires token type to be a personal access token"
 ROTATED_LIFETIME = timedelta(days=7)
+
+
+class NotAllowed(KilnError):
+    """GitLab's not_allowed!: 405 with a `message` body (the router's 405 has an `error` body)."""
+
+    status = 405
+
+    def __init__(self) -> None:
+        super().__init__("405 Method Not Allowed")
 
 
 def list_tokens(db: Session, actor: Actor, q: TokenList, page: Page) -> PageResult:
@@ -44,7 +60,7 @@ def list_tokens(db: Session, actor: Actor, q: TokenList, page: Page) -> PageResu
             PersonalAccessToken.user_id == actor.user.id, PersonalAccessToken.impersonation.is_(False)
         )
     stmt = _filter(stmt, q)
-    return offset_page(db, stmt.order_by(PersonalAccessToken.id.desc()), page)
+    return offset_page(db, stmt.order_by(*_ordering(q.sort)), page)
 
 
 def get_token(db: Session, actor: Actor, token_id: int) -> PersonalAccessToken:
@@ -72,6 +88,13 @@ def revoke(db: Session, actor: Actor, token_id: int) -> None:
         raise BadRequest("400 Bad request", raw=True)
     with transaction(db):
         token.revoked = True
+
+
+def current_token_for_rotation(db: Session, actor: Actor) -> PersonalAccessToken:
+    """Only a personal access token rotates itself; GitLab answers anything else with 405."""
+    if actor.via not in ("personal_access_token", "impersonation_token"):
+        raise NotAllowed()
+    return current_token(db, actor)
 
 
 def revoke_current(db: Session, actor: Actor) -> None:
@@ -113,6 +136,14 @@ def create_for_user(
 ) -> tuple[PersonalAccessToken, str]:
     policy.require(actor, Action.ADMIN_TOKENS)
     user = _user(db, user_ident)
+    blank = [
+        f"{what} can't be blank"
+        for what, value in (("Name", p.name.strip()), ("Scopes", p.scopes))
+        if not value
+    ]
+    if blank:
+        # CreateService's failure: the model's full messages as one sentence, 422.
+        raise Unprocessable(" and ".join(blank))
     expires = p.expires_at or datetime.now(UTC).date() + timedelta(days=settings.max_token_lifetime_days)
     _check_expiry(expires, settings)
     with transaction(db):
@@ -137,7 +168,7 @@ def list_impersonation(
     )
     if q.state != "all":
         stmt = _state(stmt, q.state)
-    return offset_page(db, stmt.order_by(PersonalAccessToken.id.desc()), page)
+    return offset_page(db, stmt.order_by(*_ordering(None)), page)
 
 
 def get_impersonation(db: Session, actor: Actor, user_ident: int, token_id: int) -> PersonalAccessToken:
@@ -154,6 +185,7 @@ def create_impersonation(
 ) -> tuple[PersonalAccessToken, str]:
     policy.require(actor, Action.ADMIN_TOKENS)
     user = _user(db, user_ident)
+    _validate_impersonation(p)
     expires = p.expires_at or datetime.now(UTC).date() + timedelta(days=settings.max_token_lifetime_days)
     _check_expiry(expires, settings)
     with transaction(db):
@@ -166,6 +198,19 @@ def create_impersonation(
             expires_at=expires,
             impersonation=True,
         )
+
+
+def _validate_impersonation(p: ImpersonationTokenCreate) -> None:
+    """Model validation as GitLab's impersonation path reports it: 400 with a field hash."""
+    errors: dict[str, list[str]] = {}
+    if not p.name.strip():
+        errors["name"] = ["can't be blank"]
+    if not p.scopes:
+        errors["scopes"] = ["can't be blank"]
+    elif any(scope not in IMPERSONATION_SCOPES for scope in p.scopes):
+        errors["scopes"] = ["can only contain available scopes"]
+    if errors:
+        raise ValidationFailed(errors)
 
 
 def revoke_impersonation(db: Session, actor: Actor, user_ident: int, token_id: int) -> None:
@@ -266,6 +311,7 @@ def _state(stmt: Select[Any], state: str) -> Select[Any]:
 
 
 def _filter(stmt: Select[Any], q: TokenList) -> Select[Any]:
+    # Bounds as GitLab's token scopes: inclusive, except expires_before.
     t = PersonalAccessToken
     if q.revoked is not None:
         stmt = stmt.where(t.revoked.is_(q.revoked))
@@ -274,15 +320,43 @@ def _filter(stmt: Select[Any], q: TokenList) -> Select[Any]:
     if q.search:
         stmt = stmt.where(func.lower(t.name).contains(q.search.lower(), autoescape=True))
     if q.created_before:
-        stmt = stmt.where(t.created_at < q.created_before)
+        stmt = stmt.where(t.created_at <= q.created_before)
     if q.created_after:
-        stmt = stmt.where(t.created_at > q.created_after)
+        stmt = stmt.where(t.created_at >= q.created_after)
     if q.last_used_before:
-        stmt = stmt.where(t.last_used_at < q.last_used_before)
+        stmt = stmt.where(t.last_used_at <= q.last_used_before)
     if q.last_used_after:
-        stmt = stmt.where(t.last_used_at > q.last_used_after)
+        stmt = stmt.where(t.last_used_at >= q.last_used_after)
     if q.expires_before:
         stmt = stmt.where(t.expires_at < q.expires_before)
     if q.expires_after:
-        stmt = stmt.where(or_(t.expires_at > q.expires_after))
+        stmt = stmt.where(t.expires_at >= q.expires_after)
     return stmt
+
+
+_T = PersonalAccessToken
+# GitLab's PersonalAccessToken.simple_sorts; anything else keeps the default.
+_SORTS: dict[str, tuple[Any, ...]] = {
+    "id_asc": (_T.id.asc(),),
+    "id_desc": (_T.id.desc(),),
+    "created_asc": (_T.created_at.asc(), _T.id.asc()),
+    "created_at_asc": (_T.created_at.asc(), _T.id.asc()),
+    "created_desc": (_T.created_at.desc(), _T.id.desc()),
+    "created_at_desc": (_T.created_at.desc(), _T.id.desc()),
+    "created_date": (_T.created_at.desc(), _T.id.desc()),
+    "updated_asc": (_T.updated_at.asc(), _T.id.asc()),
+    "updated_at_asc": (_T.updated_at.asc(), _T.id.asc()),
+    "updated_desc": (_T.updated_at.desc(), _T.id.desc()),
+    "updated_at_desc": (_T.updated_at.desc(), _T.id.desc()),
+    "name_asc": (_T.name.asc(), _T.id.asc()),
+    "name_desc": (_T.name.desc(), _T.id.desc()),
+    "expires_asc": (_T.expires_at.asc().nulls_last(), _T.id.desc()),
+    "expires_desc": (_T.expires_at.desc().nulls_last(), _T.id.desc()),
+    "last_used_asc": (_T.last_used_at.asc().nulls_last(), _T.id.desc()),
+    "last_used_desc": (_T.last_used_at.desc().nulls_last(), _T.id.desc()),
+}
+
+
+def _ordering(sort: str | None) -> tuple[Any, ...]:
+    """Unsorted lists come in id order, as GitLab's pagination adds ORDER BY id."""
+    return _SORTS.get(sort or "", (_T.id.asc(),))

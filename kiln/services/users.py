@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import PurePosixPath
 from typing import Any
 
-from sqlalchemy import Column, delete, select, update
+from sqlalchemy import Column, delete, exists, func, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
 from kiln import policy
@@ -55,9 +56,13 @@ RESERVED_USERNAMES = frozenset(
         "v2",
     }
 )
+THEME_IDS = range(1, 12)
+COLOR_SCHEME_IDS = range(1, 7)
 AVATAR_FORMATS = ("png", "jpg", "jpeg", "gif", "bmp", "tiff", "ico", "webp")
 AVATAR_MAX_BYTES = 200 * 1024
 GHOST_USERNAME = "ghost"
+STATUS_MESSAGE_MAX = 100
+STATUS_EMOJI_MAX = 255
 STATUS_CLEAR_AFTER = {
     "30_minutes": timedelta(minutes=30),
     "3_hours": timedelta(hours=3),
@@ -121,15 +126,31 @@ def detail_extras(
 
 def create_user(db: Session, actor: Actor, p: UserCreate, settings: Settings, storage: Storage) -> User:
     policy.require(actor, Action.ADMIN_USERS)
-    errors = _field_errors(p.email, p.username, p.name, p.password if not _random_password(p) else None)
-    if errors:
-        raise ValidationFailed(errors)
-    avatar_key = _check_avatar(p.avatar)
+    try:
+        user = _create(db, p, settings, storage)
+    except IntegrityError:
+        # A concurrent request took the e-mail or username between check and insert.
+        if finder.email_taken(db, p.email):
+            raise Conflict("Email has already been taken") from None
+        if finder.username_taken(db, p.username):
+            raise Conflict("Username has already been taken") from None
+        raise
+    db.refresh(user, attribute_names=["identities"])
+    return user
+
+
+def _create(db: Session, p: UserCreate, settings: Settings, storage: Storage) -> User:
     with transaction(db):
+        # GitLab answers a taken e-mail or username before any other validation error.
         if finder.email_taken(db, p.email):
             raise Conflict("Email has already been taken")
         if finder.username_taken(db, p.username):
             raise Conflict("Username has already been taken")
+        errors = _field_errors(p, password=None if _random_password(p) else p.password)
+        errors.update(_identity_errors(db, p, None))
+        if errors:
+            raise ValidationFailed(errors)
+        avatar_key = _check_avatar(p.avatar)
         password = random_password() if _random_password(p) else p.password
         assert password is not None
         now = datetime.now(UTC)
@@ -154,7 +175,6 @@ def create_user(db: Session, actor: Actor, p: UserCreate, settings: Settings, st
         if avatar_key is not None:
             user.avatar_path = _store_avatar(storage, user.id, p.avatar)
         db.flush()
-    db.refresh(user, attribute_names=["identities"])
     return user
 
 
@@ -163,27 +183,22 @@ def update_user(
 ) -> User:
     policy.require(actor, Action.ADMIN_USERS)
     user = _find(db, user_id)
-    given = p.given()
-    errors = _field_errors(
-        p.email if "email" in given else None,
-        p.username if "username" in given else None,
-        p.name if "name" in given else None,
-        p.password if "password" in given else None,
-        partial=True,
-    )
-    if errors:
-        raise ValidationFailed(errors)
-    _check_avatar(p.avatar)
     with transaction(db):
         # The spec: update answers 404 where 409 would fit (e-mail or username taken).
         if p.email is not None and finder.email_taken(db, p.email, except_user=user.id):
             raise NotFound(message="404 Email has already been taken")
         if p.username is not None and finder.username_taken(db, p.username, except_user=user.id):
             raise NotFound(message="404 Username has already been taken")
+        errors = _field_errors(p, password=p.password)
+        errors.update(_identity_errors(db, p, user.id))
+        if errors:
+            raise ValidationFailed(errors)
+        _check_avatar(p.avatar)
         if p.email is not None:
             user.email = p.email
-        if p.name is not None:
+        if p.name is not None and p.name != user.name:
             user.name = p.name
+            db.execute(update(Namespace).where(Namespace.owner_id == user.id).values(name=p.name))
         if p.username is not None and p.username != user.username:
             user.username = p.username
             db.execute(update(Namespace).where(Namespace.owner_id == user.id).values(path=p.username))
@@ -198,7 +213,7 @@ def update_user(
         _apply_profile(user, p, admin_fields=True)
         if p.admin is not None:
             user.admin = p.admin
-        if "note" in given:
+        if "note" in p.given():
             user.note = p.note
         if p.extern_uid is not None and p.provider is not None:
             identity = next((i for i in user.identities if i.provider == p.provider), None)
@@ -208,7 +223,7 @@ def update_user(
                 identity.extern_uid = p.extern_uid
         if isinstance(p.avatar, Upload):
             user.avatar_path = _store_avatar(storage, user.id, p.avatar)
-        elif p.avatar == "" and "avatar" in given:
+        elif p.avatar == "" and "avatar" in p.given():
             if user.avatar_path:
                 storage.delete(user.avatar_path)
             user.avatar_path = None
@@ -220,11 +235,12 @@ def delete_identity(db: Session, actor: Actor, user_id: int, provider: str) -> N
     policy.require(actor, Action.ADMIN_USERS)
     user = _find(db, user_id)
     with transaction(db):
-        deleted = db.execute(
-            delete(Identity).where(Identity.user_id == user.id, Identity.provider == provider)
-        ).rowcount
-        if not deleted:
+        identity = db.scalars(
+            select(Identity).where(Identity.user_id == user.id, Identity.provider == provider)
+        ).first()
+        if identity is None:
             raise NotFound("Identity")
+        db.delete(identity)
 
 
 def delete_user(db: Session, actor: Actor, user_id: int, *, hard_delete: bool, storage: Storage) -> None:
@@ -269,15 +285,23 @@ def ghost_user(db: Session) -> User:
         email=f"{username}@kiln.invalid",
         name="Ghost User",
         user_type=USER_TYPE_GHOST,
-        state="blocked",
         bio='This is a "Ghost User", created to hold all issues authored by users that have '
         "since been deleted. This user cannot be removed.",
         can_create_group=False,
         projects_limit=0,
     )
-    db.add(ghost)
-    db.flush()
-    db.add(Namespace(kind=KIND_USER, name=ghost.name, path=ghost.username, owner_id=ghost.id))
+    try:
+        # Two first deletions at once race to create it; the loser uses the winner's.
+        with db.begin_nested():
+            db.add(ghost)
+            db.flush()
+            db.add(Namespace(kind=KIND_USER, name=ghost.name, path=ghost.username, owner_id=ghost.id))
+            db.flush()
+    except IntegrityError:
+        existing = db.scalars(select(User).where(User.user_type == USER_TYPE_GHOST)).first()
+        if existing is None:
+            raise
+        return existing
     return ghost
 
 
@@ -321,6 +345,13 @@ def status_of(db: Session, viewer: Actor | None, ident: str) -> User:
 def set_status(db: Session, actor: Actor, p: StatusUpdate) -> User:
     user = actor.user
     policy.require(actor, Action.UPDATE_USER_STATUS, user)
+    errors: dict[str, list[str]] = {}
+    if p.emoji is not None and len(p.emoji) > STATUS_EMOJI_MAX:
+        errors["emoji"] = [f"is too long (maximum is {STATUS_EMOJI_MAX} characters)"]
+    if p.message is not None and len(p.message) > STATUS_MESSAGE_MAX:
+        errors["message"] = [f"is too long (maximum is {STATUS_MESSAGE_MAX} characters)"]
+    if errors:
+        raise ValidationFailed(errors)
     # PUT replaces the whole status: what is omitted is cleared.
     with transaction(db):
         if not p.emoji and not p.message and p.availability in (None, "not_set"):
@@ -375,13 +406,23 @@ def _random_password(p: UserCreate) -> bool:
     return bool(p.reset_password or p.force_random_password)
 
 
-def _field_errors(
-    email: str | None, username: str | None, name: str | None, password: str | None, *, partial: bool = False
-) -> dict[str, list[str]]:
+def _field_errors(p: UserCreate | UserUpdate, *, password: str | None) -> dict[str, list[str]]:
+    """Model validation of the given fields, as GitLab's User model words it."""
     errors: dict[str, list[str]] = {}
-    if email is not None and not _EMAIL.match(email):
-        errors["email"] = ["is invalid"]
-    if username is not None:
+    if password is not None and len(password) < MIN_PASSWORD_LENGTH:
+        errors["password"] = [f"is too short (minimum is {MIN_PASSWORD_LENGTH} characters)"]
+    if p.email is not None:
+        if len(p.email) > 255:
+            errors["email"] = ["is too long (maximum is 255 characters)"]
+        elif not _EMAIL.match(p.email):
+            errors["email"] = ["is invalid"]
+    if p.name is not None:
+        if not p.name.strip():
+            errors["name"] = ["can't be blank"]
+        elif len(p.name) > 255:
+            errors["name"] = ["is too long (maximum is 255 characters)"]
+    if p.username is not None:
+        username = p.username
         problems = []
         if not username:
             problems.append("can't be blank")
@@ -396,14 +437,52 @@ def _field_errors(
             problems.append(f"{username} is a reserved name")
         if problems:
             errors["username"] = problems
-    if name is not None:
-        if not name.strip():
-            errors["name"] = ["can't be blank"]
-        elif len(name) > 255:
-            errors["name"] = ["is too long (maximum is 255 characters)"]
-    if password is not None and len(password) < MIN_PASSWORD_LENGTH:
-        errors["password"] = [f"is too short (minimum is {MIN_PASSWORD_LENGTH} characters)"]
+    for name, limit in _LENGTH_LIMITS.items():
+        value = getattr(p, name)
+        if value is not None and len(value) > limit:
+            errors[name] = [f"is too long (maximum is {limit} characters)"]
+    if p.projects_limit is not None:
+        if p.projects_limit < 0:
+            errors["projects_limit"] = ["must be greater than or equal to 0"]
+        elif p.projects_limit > _MAX_INT:
+            errors["projects_limit"] = [f"must be less than or equal to {_MAX_INT}"]
+    if p.theme_id is not None and p.theme_id not in THEME_IDS:
+        errors["theme_id"] = [f"{p.theme_id} is not a valid theme"]
+    if p.color_scheme_id is not None and p.color_scheme_id not in COLOR_SCHEME_IDS:
+        errors["color_scheme_id"] = [f"{p.color_scheme_id} is not a valid color scheme"]
     return errors
+
+
+def _identity_errors(db: Session, p: UserCreate | UserUpdate, user_id: int | None) -> dict[str, list[str]]:
+    """An external identity belongs to one user only."""
+    if p.extern_uid is None or p.provider is None:
+        return {}
+    stmt = select(Identity.id).where(
+        Identity.provider == p.provider, func.lower(Identity.extern_uid) == p.extern_uid.lower()
+    )
+    if user_id is not None:
+        stmt = stmt.where(Identity.user_id != user_id)
+    if db.execute(select(exists(stmt))).scalar_one():
+        return {"identities.extern_uid": ["has already been taken"]}
+    return {}
+
+
+_MAX_INT = 2_147_483_647
+_LENGTH_LIMITS = {
+    "bio": 255,
+    "location": 255,
+    "organization": 255,
+    "job_title": 200,
+    "pronouns": 50,
+    "skype": 255,
+    "linkedin": 255,
+    "twitter": 255,
+    "discord": 255,
+    "website_url": 255,
+    "public_email": 255,
+    "extern_uid": 255,
+    "provider": 255,
+}
 
 
 _PROFILE_FIELDS = (
