@@ -68,6 +68,9 @@ class InvalidToken(KilnError):
     def body(self) -> dict[str, Any]:
         return {"error": "invalid_token", "error_description": str(self)}
 
+    def headers(self) -> dict[str, str]:
+        return {"WWW-Authenticate": _bearer_challenge("Protected by OAuth 2.0", "invalid_token", str(self))}
+
 
 class InsufficientScope(KilnError):
     status = 403
@@ -138,6 +141,15 @@ class KeysetUnavailable(KilnError):
         return {"error": str(self)}
 
 
+class NotAllowed(KilnError):
+    """GitLab's not_allowed!: 405 with a `message` body (an unrouted method is MethodNotAllowed)."""
+
+    status = 405
+
+    def __init__(self) -> None:
+        super().__init__("405 Method Not Allowed")
+
+
 class Conflict(KilnError):
     status = 409
 
@@ -181,3 +193,11 @@ class OAuthError(KilnError):
 
     def body(self) -> dict[str, Any]:
         return {"error": self.error, "error_description": str(self)}
+
+    def headers(self) -> dict[str, str]:
+        return {"WWW-Authenticate": _bearer_challenge("Doorkeeper", self.error, str(self))}
+
+
+def _bearer_challenge(realm: str, error: str, description: str) -> str:
+    quoted = description.replace("\\", "\\\\").replace('"', '\\"')
+    return f'Bearer realm="{realm}", error="{error}", error_description="{quoted}"'

@@ -153,6 +153,7 @@ class Api:
 
     def request(self, method: str, path: str, **kw: Any) -> Any:
         headers = {**self.headers, **kw.pop("headers", {})}
+        kw.setdefault("follow_redirects", False)  # answers are checked as sent (sign-in is a 302)
         return self.client.request(method, self._url(path), headers=headers, **kw)
 
     def get(self, path: str, **kw: Any) -> Any:

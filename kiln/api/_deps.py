@@ -13,6 +13,7 @@ from litestar import Request
 from litestar.di import NamedDependency, Provide
 from sqlalchemy.orm import Session
 
+from kiln import policy
 from kiln.auth.actor import Actor
 from kiln.auth.credentials import Credentials, authenticate
 from kiln.auth.sudo import apply_sudo
@@ -20,12 +21,13 @@ from kiln.errors import RouteNotFound, Unauthorized
 from kiln.runtime import Runtime
 
 SESSION_COOKIE = "_service_session"
+MAX_ID = 2**63 - 1  # ids are BIGINT: anything larger names nothing
 _SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 
 
 def int_id(value: str) -> int:
     """A numeric path segment; anything else is no route at all (GitLab's requirements)."""
-    if not value.isdigit():
+    if not value.isdigit() or len(value) > 19 or int(value) > MAX_ID:
         raise RouteNotFound()
     return int(value)
 
@@ -98,6 +100,9 @@ def provide_actor(request: Request[Any, Any, Any], db: NamedDependency[Session])
     actor = provide_viewer(request, db)
     if actor is None:
         raise Unauthorized()
+    action = request.route_handler.opt.get("requires")
+    if action is not None:
+        policy.require(actor, action)
     return actor
 
 

@@ -59,7 +59,11 @@ def grape_message(exc: ValidationError) -> str:
 
 
 def _loc_name(loc: tuple[int | str, ...]) -> str:
-    parts = [str(p) for p in loc if not (isinstance(p, str) and ("[" in p or p.startswith("function")))]
+    """Grape names `actions[0][file_path]`, but a bad member of a plain array by the array."""
+    loc = tuple(p for p in loc if not (isinstance(p, str) and ("[" in p or p.startswith("function"))))
+    while len(loc) > 1 and isinstance(loc[-1], int):
+        loc = loc[:-1]
+    parts = [str(p) for p in loc]
     if not parts:
         return "params"
     head, *rest = parts

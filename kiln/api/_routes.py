@@ -11,6 +11,7 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.types import Method as HttpMethodName
 
 from kiln.auth.tokens import API, READ_API
+from kiln.policy import Action
 from kiln.schemas._types import Params
 
 Auth = Literal["required", "optional", "none"]
@@ -29,13 +30,16 @@ def route(
     scopes: tuple[str, ...] | None = None,
     status: int = 200,
     summary: str | None = None,
+    requires: Action | None = None,
 ) -> Callable[[Callable[..., Any]], HTTPRouteHandler]:
     """`auth`: required (401 without credentials), optional (anonymous gets the public view),
     none (credentials are not looked at: health checks, token endpoints).
-    `scopes`: token scopes that reach the route; reads default to api/read_api, writes to api."""
+    `scopes`: token scopes that reach the route; reads default to api/read_api, writes to api.
+    `requires`: a policy action checked before parameters are parsed (GitLab's `before` blocks,
+    e.g. admin-only resources answer 403 before any 400)."""
     if scopes is None:
         scopes = (API, READ_API) if method == "GET" else (API,)
-    opt = {"auth": auth, "params": params, "scopes": scopes, "summary": summary}
+    opt = {"auth": auth, "params": params, "scopes": scopes, "summary": summary, "requires": requires}
 
     def decorate(fn: Callable[..., Any]) -> HTTPRouteHandler:
         # The Response a handler returns carries the real status (204 included); Litestar only

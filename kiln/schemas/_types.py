@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from typing import Annotated, Any, BinaryIO
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainValidator, WithJsonSchema
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator, WithJsonSchema
 
 
 @dataclass(slots=True)
@@ -113,14 +113,16 @@ def _blank_is_none(value: Any) -> Any:
     return None if value == "" else value
 
 
+# Every integer a database column can hold (BIGINT); beyond that a value is invalid, not a 500.
+Int = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
 # An optional integer where an empty string means "not given".
-OptionalInt = Annotated[int | None, BeforeValidator(_blank_is_none)]
+OptionalInt = Annotated[Int | None, BeforeValidator(_blank_is_none)]
 
 
 class PageParams(Params):
     """Shared by every list: offset pagination, and keyset where the resource allows it."""
 
-    page: int = 1
-    per_page: int = 20
+    page: Annotated[int, Field(le=2**31)] = 1
+    per_page: Int = 20
     pagination: str | None = None
     sort: str | None = None

@@ -15,7 +15,7 @@ from kiln.config import Settings
 from kiln.db import transaction
 from kiln.errors import (
     BadRequest,
-    KilnError,
+    NotAllowed,
     NotFound,
     Unauthorized,
     Unprocessable,
@@ -34,15 +34,6 @@ from kiln.schemas.tokens import (
 
 NOT_A_PAT = "This endpoint requires token type to be a personal access token"
 ROTATED_LIFETIME = timedelta(days=7)
-
-
-class NotAllowed(KilnError):
-    """GitLab's not_allowed!: 405 with a `message` body (the router's 405 has an `error` body)."""
-
-    status = 405
-
-    def __init__(self) -> None:
-        super().__init__("405 Method Not Allowed")
 
 
 def list_tokens(db: Session, actor: Actor, q: TokenList, page: Page) -> PageResult:

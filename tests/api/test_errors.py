@@ -277,7 +277,21 @@ def test_server_side_http_error_hides_its_detail(failing_client):
     assert (r.status_code, r.json()) == (503, {"message": "503 Service Unavailable"})
 
 
-@pytest.mark.xfail(strict=True, reason="kiln/api/_deps.int_id passes ids beyond BIGINT to the database")
 def test_out_of_range_id_is_404_not_500(api):
     r = api("root").get("/users/99999999999999999999999")
     assert r.status_code == 404
+
+
+def test_out_of_range_token_id_is_404_not_500(api):
+    r = api("root").get("/personal_access_tokens/99999999999999999999999")
+    assert (r.status_code, r.json()) == (404, {"error": "404 Not Found"})
+
+
+def test_out_of_range_integer_parameter_is_400_not_500(api):
+    r = api("root").get("/personal_access_tokens", params={"user_id": "99999999999999999999999"})
+    assert (r.status_code, r.json()) == (400, {"error": "user_id is invalid"})
+
+
+def test_page_far_beyond_any_offset_is_400_not_500(api):
+    r = api("root").get("/users", params={"page": str(2**40)})
+    assert (r.status_code, r.json()) == (400, {"error": "page is invalid"})

@@ -283,3 +283,9 @@ def test_admin_sees_impersonation_tokens_in_token_list(api, make):
     made = create(api, u.id).json()
     r = api("root").get("/personal_access_tokens", params={"user_id": u.id})
     assert made["id"] in [t["id"] for t in r.json()]
+
+
+def test_non_admin_with_bad_parameters_gets_403_before_400(api, make):
+    u = make.user()
+    r = api(u).post(f"/users/{u.id}/impersonation_tokens", json={})
+    assert (r.status_code, r.json()) == (403, {"message": "403 Forbidden"})

@@ -550,3 +550,9 @@ def test_create_token_with_empty_scopes_is_422(api, make):
     u = make.user()
     r = api("root").post(f"/users/{u.id}/personal_access_tokens", json={"name": "ci", "scopes": []})
     assert (r.status_code, r.json()) == (422, {"message": "Scopes can't be blank"})
+
+
+def test_non_admin_creating_a_token_with_bad_parameters_gets_403_before_400(api, make):
+    u = make.user()
+    r = api(u).post(f"/users/{u.id}/personal_access_tokens", json={"scopes": ["nope"]})
+    assert (r.status_code, r.json()) == (403, {"message": "403 Forbidden"})
