@@ -33,6 +33,9 @@ async def params(request: Request[Any, Any, Any]) -> Any:
 
 
 def validate(model: type[Params], raw: dict[str, Any]) -> Any:
+    # JSON null for an optional field means "not given" (clients.md 5), unless the model
+    # gives null a meaning of its own.
+    raw = {k: v for k, v in raw.items() if v is not None or k in model.keep_null}
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
@@ -111,7 +114,7 @@ async def body_params(request: Request[Any, Any, Any]) -> dict[str, Any]:
             raise ParamError(MALFORMED_JSON) from None
         if not isinstance(data, dict):
             raise ParamError("The request body must be a JSON object")
-        return _drop_nulls(data)
+        return data
     if content_type == "application/x-www-form-urlencoded":
         try:
             pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True, errors="strict")
@@ -121,11 +124,6 @@ async def body_params(request: Request[Any, Any, Any]) -> dict[str, Any]:
         _fold_pairs(out, pairs)
         return out
     raise BadRequest(f"The provided content-type '{content_type}' is not supported.")
-
-
-def _drop_nulls(data: dict[str, Any]) -> dict[str, Any]:
-    # JSON null for an optional field means "not given" (clients.md 5).
-    return {k: v for k, v in data.items() if v is not None}
 
 
 async def read_body(request: Request[Any, Any, Any]) -> bytes:

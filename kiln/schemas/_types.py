@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
-from typing import Annotated, Any, BinaryIO
+from typing import Annotated, Any, BinaryIO, ClassVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator, WithJsonSchema
 
@@ -39,6 +39,9 @@ class Params(BaseModel):
         frozen=False,
     )
 
+    # Fields where JSON null is a value, not "not given".
+    keep_null: ClassVar[frozenset[str]] = frozenset()
+
     def given(self) -> set[str]:
         """Names the caller sent (absent vs null, as Grape's declared_params)."""
         return set(self.model_fields_set)
@@ -60,6 +63,14 @@ def _flag(value: Any) -> bool:
 
 # true/false/1/0 in any capitalisation, from query strings, forms and JSON alike.
 Flag = Annotated[bool, PlainValidator(_flag), WithJsonSchema({"type": "boolean"})]
+
+
+def _null_is_false(value: Any) -> Any:
+    return False if value is None else value
+
+
+# A flag whose JSON null means false (declare it in the model's keep_null).
+NullFalseFlag = Annotated[Flag | None, BeforeValidator(_null_is_false)]
 
 
 def _when(value: Any) -> datetime:

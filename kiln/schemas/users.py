@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, model_validator
+from pydantic import model_validator
 
-from kiln.schemas._types import Flag, GrapeMessage, OptionalInt, PageParams, Params, When
+from kiln.schemas._types import Flag, GrapeMessage, NullFalseFlag, OptionalInt, PageParams, Params, When
 
 
 class UserList(PageParams):
@@ -43,6 +43,9 @@ class UserGet(Params):
 class _UserFields(Params):
     """Fields shared by create and update; absent ones are left alone on update."""
 
+    # The spec: private_profile null is treated as false.
+    keep_null = frozenset({"private_profile"})
+
     admin: Flag | None = None
     bio: str | None = None
     can_create_group: Flag | None = None
@@ -57,7 +60,7 @@ class _UserFields(Params):
     organization: str | None = None
     job_title: str | None = None
     pronouns: str | None = None
-    private_profile: Flag | None = None
+    private_profile: NullFalseFlag = None
     projects_limit: OptionalInt = None
     provider: str | None = None
     public_email: str | None = None

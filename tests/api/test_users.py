@@ -1196,3 +1196,15 @@ def test_json_and_form_give_the_same_user(api):
     assert {k: v for k, v in a.json().items() if k not in drop} == {
         k: v for k, v in b.json().items() if k not in drop
     }
+
+
+def test_update_private_profile_null_is_treated_as_false(api, make):
+    u = make.user(private_profile=True)
+    r = api("root").put(f"/users/{u.id}", json={"private_profile": None})
+    assert (r.status_code, r.json()["private_profile"]) == (200, False)
+
+
+def test_update_other_null_fields_mean_not_given(api, make):
+    u = make.user(bio="kept")
+    r = api("root").put(f"/users/{u.id}", json={"bio": None, "name": "New"})
+    assert (r.status_code, r.json()["bio"], r.json()["name"]) == (200, "kept", "New")
