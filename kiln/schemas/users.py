@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import model_validator
+from pydantic import BeforeValidator, model_validator
 
 from kiln.schemas._types import Flag, GrapeMessage, NullFalseFlag, OptionalInt, PageParams, Params, When
 
