@@ -5,6 +5,7 @@ Built once by create_app (or by the CLI) and passed down; nothing else is global
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
@@ -21,6 +22,8 @@ class Runtime:
     sessions: sessionmaker[Session]
     job_token_resolver: JobTokenResolver | None = None
     ready: bool = field(default=False)
+    # Built on first request from the route table; the routes don't change while running.
+    openapi_doc: dict[str, Any] | None = None
 
     @classmethod
     def build(cls, settings: Settings) -> Runtime:

@@ -41,11 +41,9 @@ async def metadata(request: Req, actor: Authenticated) -> Response[bytes]:
 @get("/openapi.json", auth="none")
 async def openapi(request: Req) -> Response[bytes]:
     rt = runtime(request)
-    doc = rt.__dict__.get("openapi_doc")
-    if doc is None:
-        doc = rt.__dict__["openapi_doc"] = _openapi.build(request.app)
-        doc["servers"] = [{"url": rt.settings.external_url}]  # paths carry /api/v4
-    return render(doc)
+    if rt.openapi_doc is None:
+        rt.openapi_doc = _openapi.build(request.app)
+    return render(rt.openapi_doc | {"servers": [{"url": rt.settings.external_url}]})  # paths carry /api/v4
 
 
 @get("/-/health", auth="none")

@@ -1,0 +1,186 @@
+"""Drive load at one URL and measure it: wrk when available, else bench.loadgen (asyncio).
+
+Either way the generator is a separate process pinned away from the server, and the
+result has the same shape (`Measurement`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from bench.processes import run_bounded
+
+MARKER = "BENCH_JSON "
+TIMEOUT_S = 5
+
+# wrk's own summary is text; this prints the numbers the report needs as one JSON line.
+WRK_SCRIPT = """
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format(
+    '%s{"requests":%d,"duration_s":%.6f,"bytes":%d,"errors":%d,"timeouts":%d,"non_2xx":%d,'
+    .. '"mean_ms":%.3f,"p50_ms":%.3f,"p90_ms":%.3f,"p99_ms":%.3f,"max_ms":%.3f}\\n',
+    "MARKER", summary.requests, summary.duration / 1e6, summary.bytes,
+    e.connect + e.read + e.write, e.timeout, e.status,
+    latency.mean / 1e3, latency:percentile(50) / 1e3, latency:percentile(90) / 1e3,
+    latency:percentile(99) / 1e3, latency.max / 1e3))
+end
+""".replace("MARKER", MARKER)
+
+
+@dataclass
+class Target:
+    key: str
+    label: str
+    url: str
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Measurement:
+    requests: int
+    duration_s: float
+    bytes: int
+    errors: int
+    timeouts: int
+    non_2xx: int
+    mean_ms: float
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    max_ms: float
+    # Filled in by the harness: CPU the server spent during the run.
+    server_cpu_s: float = 0.0
+
+    @property
+    def rps(self) -> float:
+        return self.requests / self.duration_s if self.duration_s else 0.0
+
+    @property
+    def failures(self) -> int:
+        return self.errors + self.timeouts + self.non_2xx
+
+    @property
+    def cpu_ms_per_request(self) -> float:
+        return self.server_cpu_s * 1000 / self.requests if self.requests else 0.0
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {
+            **asdict(self),
+            "rps": round(self.rps, 1),
+            "cpu_ms_per_request": round(self.cpu_ms_per_request, 3),
+        }
+
+
+class LoadGenerator:
+    name: str
+
+    def __init__(self, connections: int, cpu: int | None) -> None:
+        self.connections = connections
+        self.cpu = cpu
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+    def command(self, target: Target, duration: float) -> list[str]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release what the generator holds between runs."""
+
+    def run(self, target: Target, duration: float) -> Measurement:
+        argv = self.command(target, duration)
+        done = run_bounded(argv, self.cpu, timeout=duration + 60)
+        for line in done.stdout.splitlines():
+            if line.startswith(MARKER):
+                return Measurement(**json.loads(line[len(MARKER) :]))
+        raise RuntimeError(
+            f"{self.name} gave no result (exit {done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+        )
+
+
+class Wrk(LoadGenerator):
+    name = "wrk"
+
+    def __init__(self, binary: str, connections: int, cpu: int | None) -> None:
+        super().__init__(connections, cpu)
+        self.binary = binary
+        handle, path = tempfile.mkstemp(prefix="kiln-bench-", suffix=".lua")
+        with os.fdopen(handle, "w") as script:
+            script.write(WRK_SCRIPT)
+        self.script = Path(path)
+
+    def describe(self) -> str:
+        return f"wrk -t1 -c{self.connections}"
+
+    def command(self, target: Target, duration: float) -> list[str]:
+        argv = [
+            self.binary,
+            "-t1",
+            f"-c{self.connections}",
+            f"-d{max(1, round(duration))}s",
+            "--timeout",
+            "5s",
+        ]
+        for name, value in target.headers.items():
+            argv += ["-H", f"{name}: {value}"]
+        return [*argv, "-s", str(self.script), target.url]
+
+    def close(self) -> None:
+        self.script.unlink(missing_ok=True)
+
+
+class PythonLoad(LoadGenerator):
+    name = "python"
+
+    def describe(self) -> str:
+        return f"bench.loadgen (asyncio, {self.connections} keep-alive connections)"
+
+    def command(self, target: Target, duration: float) -> list[str]:
+        argv = [
+            sys.executable,
+            "-m",
+            "bench.loadgen",
+            "--url",
+            target.url,
+            "--connections",
+            str(self.connections),
+            "--duration",
+            str(duration),
+        ]
+        for name, value in target.headers.items():
+            argv += ["--header", f"{name}: {value}"]
+        return argv
+
+
+def find_wrk(install: bool) -> str | None:
+    """wrk on PATH; as root, apt-get may install it (Debian package `wrk`) when allowed."""
+    found = shutil.which("wrk")
+    if found or not install or os.geteuid() != 0 or shutil.which("apt-get") is None:
+        return found
+    print("bench: wrk not found; installing it with apt-get", file=sys.stderr)
+    env: Mapping[str, str] = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for argv in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "wrk"]):
+        result = subprocess.run(argv, env=dict(env), capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            print(f"bench: {' '.join(argv)} failed: {result.stderr.strip()[-500:]}", file=sys.stderr)
+            return None
+    return shutil.which("wrk")
+
+
+def choose(kind: str, connections: int, cpu: int | None, install: bool) -> LoadGenerator:
+    if kind in ("auto", "wrk"):
+        binary = find_wrk(install)
+        if binary:
+            return Wrk(binary, connections, cpu)
+        if kind == "wrk":
+            raise RuntimeError("wrk is not installed (and could not be installed)")
+        print("bench: wrk unavailable; falling back to the Python load generator", file=sys.stderr)
+    return PythonLoad(connections, cpu)

@@ -1,0 +1,150 @@
+"""Fallback load generator when wrk is missing: N keep-alive HTTP/1.1 connections on asyncio.
+
+Run as its own process (`python -m bench.loadgen --url ...`) so it never shares an
+interpreter with the harness; prints one `BENCH_JSON {...}` line like the wrk script."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+MARKER = "BENCH_JSON "
+TIMEOUT_S = 5  # as wrk --timeout in bench.load
+
+
+@dataclass
+class Tally:
+    latencies: list[float] = field(default_factory=list)
+    bytes: int = 0
+    errors: int = 0
+    timeouts: int = 0
+    non_2xx: int = 0
+
+
+async def read_response(reader: asyncio.StreamReader) -> tuple[int, int, bool]:
+    """Status, body size and whether the server keeps the connection open."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.split(b"\r\n")
+    status = int(lines[0].split(b" ", 2)[1])
+    length: int | None = None
+    chunked = False
+    keep_alive = True
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        name = name.strip().lower()
+        value = value.strip().lower()
+        if name == b"content-length":
+            length = int(value)
+        elif name == b"transfer-encoding" and b"chunked" in value:
+            chunked = True
+        elif name == b"connection" and value == b"close":
+            keep_alive = False
+    size = len(head)
+    if chunked:
+        while True:
+            size_line = await reader.readuntil(b"\r\n")
+            chunk = int(size_line.split(b";", 1)[0], 16)
+            await reader.readexactly(chunk + 2)
+            size += len(size_line) + chunk + 2
+            if chunk == 0:
+                break
+    elif length is not None:
+        await reader.readexactly(length)
+        size += length
+    return status, size, keep_alive
+
+
+async def connection(host: str, port: int, request: bytes, deadline: float, tally: Tally) -> None:
+    writer: asyncio.StreamWriter | None = None
+    while time.perf_counter() < deadline:
+        try:
+            if writer is None:
+                reader, writer = await asyncio.open_connection(host, port)
+            started = time.perf_counter()
+            writer.write(request)
+            status, size, keep_alive = await asyncio.wait_for(read_response(reader), timeout=TIMEOUT_S)
+            tally.latencies.append(time.perf_counter() - started)
+            tally.bytes += size
+            if not 200 <= status < 400:
+                tally.non_2xx += 1
+            if not keep_alive:
+                writer.close()
+                writer = None
+        except (
+            OSError,
+            asyncio.IncompleteReadError,
+            asyncio.LimitOverrunError,
+            TimeoutError,
+            ValueError,
+        ) as exc:
+            if isinstance(exc, TimeoutError):
+                tally.timeouts += 1
+            else:
+                tally.errors += 1
+            if writer is not None:
+                writer.close()
+                writer = None
+            await asyncio.sleep(0.01)
+    if writer is not None:
+        writer.close()
+
+
+def percentile(ordered: list[float], pct: float) -> float:
+    if not ordered:
+        return 0.0
+    index = min(len(ordered) - 1, max(0, round(pct / 100 * len(ordered)) - 1))
+    return ordered[index]
+
+
+async def drive(url: str, headers: list[str], connections: int, duration: float) -> dict[str, float | int]:
+    parts = urlsplit(url)
+    host = parts.hostname or "127.0.0.1"
+    port = parts.port or 80
+    target = parts.path + (f"?{parts.query}" if parts.query else "")
+    lines = [f"GET {target} HTTP/1.1", f"Host: {parts.netloc}", "Accept: */*", *headers]
+    request = ("\r\n".join(lines) + "\r\n\r\n").encode()
+    tally = Tally()
+    started = time.perf_counter()
+    deadline = started + duration
+    await asyncio.gather(*(connection(host, port, request, deadline, tally) for _ in range(connections)))
+    elapsed = time.perf_counter() - started
+    ordered = sorted(tally.latencies)
+    ms = 1000.0
+    return {
+        "requests": len(ordered),
+        "duration_s": round(elapsed, 6),
+        "bytes": tally.bytes,
+        "errors": tally.errors,
+        "timeouts": tally.timeouts,
+        "non_2xx": tally.non_2xx,
+        "mean_ms": round(sum(ordered) / len(ordered) * ms, 3) if ordered else 0.0,
+        "p50_ms": round(percentile(ordered, 50) * ms, 3),
+        "p90_ms": round(percentile(ordered, 90) * ms, 3),
+        "p99_ms": round(percentile(ordered, 99) * ms, 3),
+        "max_ms": round(ordered[-1] * ms, 3) if ordered else 0.0,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--header", action="append", default=[], help="'Name: value', repeatable")
+    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--duration", type=float, default=10.0)
+    args = parser.parse_args()
+    try:
+        import uvloop
+    except ImportError:
+        runner = asyncio.run
+    else:
+        runner = uvloop.run
+    result = runner(drive(args.url, args.header, args.connections, args.duration))
+    print(MARKER + json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,146 @@
+"""Subprocesses the harness owns: started in their own session, pinned to a CPU, always reaped."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import httpx
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def cpu_count() -> int:
+    return len(os.sched_getaffinity(0))
+
+
+def pin_to(cpu: int | None) -> Callable[[], None] | None:
+    """A preexec hook that pins the child (and the threads it starts) to one CPU."""
+    if cpu is None:
+        return None
+
+    def pin() -> None:
+        os.sched_setaffinity(0, {cpu})
+
+    return pin
+
+
+class Managed:
+    """One long-running child (a server): logs to a file, killed with its whole process group."""
+
+    def __init__(
+        self, name: str, argv: Sequence[str], env: Mapping[str, str], log: Path, cpu: int | None
+    ) -> None:
+        self.name = name
+        self.log = log
+        self._out = log.open("ab")
+        self.proc = subprocess.Popen(
+            list(argv),
+            env=dict(env),
+            stdout=self._out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=pin_to(cpu),  # noqa: PLW1509 - the harness starts no threads
+        )
+
+    def wait_ready(self, url: str, headers: Mapping[str, str], timeout: float = 60.0) -> None:
+        """Poll until the URL answers 200; a child that dies or never answers is an error."""
+        deadline = time.monotonic() + timeout
+        last = "no answer"
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}:\n{self.tail()}")
+            try:
+                response = httpx.get(url, headers=dict(headers), timeout=2.0)
+            except httpx.TransportError as exc:
+                last = repr(exc)
+            else:
+                if response.status_code == 200:
+                    return
+                last = f"HTTP {response.status_code}: {response.text[:200]}"
+            time.sleep(0.2)
+        raise RuntimeError(f"{self.name} not ready after {timeout:.0f}s ({last}):\n{self.tail()}")
+
+    def cpu_seconds(self) -> float:
+        """CPU time (user + system) the server and its descendants have used so far.
+
+        Per request, this stays comparable when other work on the machine slows the
+        wall clock down; throughput alone does not."""
+        return sum(_cpu_of(pid) for pid in _tree(self.proc.pid))
+
+    def tail(self, lines: int = 30) -> str:
+        self._out.flush()
+        try:
+            text = self.log.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            _signal_group(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                _signal_group(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+        self._out.close()
+
+
+def _tree(pid: int) -> list[int]:
+    found = [pid]
+    for current in found:
+        for children in Path(f"/proc/{current}/task").glob("*/children"):
+            try:
+                found += [int(child) for child in children.read_text().split()]
+            except OSError:
+                continue
+    return found
+
+
+def _cpu_of(pid: int) -> float:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    # Fields after the parenthesised command name; utime and stime are the 14th and 15th.
+    fields = stat.rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, sig)
+
+
+def run_bounded(argv: Sequence[str], cpu: int | None, timeout: float) -> subprocess.CompletedProcess[str]:
+    """A short-lived child (the load generator): output captured, killed if it overstays."""
+    proc = subprocess.Popen(
+        list(argv),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+        preexec_fn=pin_to(cpu),  # noqa: PLW1509 - the harness starts no threads
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except BaseException:
+        _signal_group(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
+    return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
