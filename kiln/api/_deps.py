@@ -5,7 +5,7 @@ the token's scopes against the route's declaration and apply sudo."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from typing import Any, cast
 from urllib.parse import parse_qsl
 
@@ -36,7 +36,9 @@ def runtime(request: Request[Any, Any, Any]) -> Runtime:
     return request.app.state.kiln  # type: ignore[no-any-return]
 
 
-def provide_db(request: Request[Any, Any, Any]) -> Iterator[Session]:
+async def provide_db(request: Request[Any, Any, Any]) -> AsyncIterator[Session]:
+    """Async on purpose: Litestar closes a sync generator in a worker thread, a hop that
+    measured as half the cost of a cheap request. The session itself stays synchronous."""
     db = runtime(request).sessions()
     try:
         yield db

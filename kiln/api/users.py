@@ -50,7 +50,7 @@ async def list_users(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
     items = []
     for user in listing.page.items:
         if listing.admin_view:
-            view = user_admin(user, base, namespace_id=listing.namespace_ids.get(user.id))
+            view = user_admin(user, base)
             if listing.custom_attributes is not None:
                 with_custom_attributes(view, listing.custom_attributes.get(user.id, []))
         else:
@@ -133,8 +133,8 @@ def _detail(
     base = _base(request)
     admin = policy.is_admin(viewer)
     if admin:
-        namespace_id, attrs = service.detail_extras(db, user, custom_attributes=custom_attributes)
-        view = user_admin(user, base, namespace_id=namespace_id)
+        attrs = service.custom_attributes_of(db, user) if custom_attributes else None
+        view = user_admin(user, base)
         return with_custom_attributes(view, attrs) if attrs is not None else view
     if viewer is not None and viewer.user.id == user.id:
         return user_self(user, base)

@@ -55,7 +55,7 @@ def user_public(user: User, base: str, *, profile_visible: bool = True) -> dict[
     return view
 
 
-def user_self(user: User, base: str, *, namespace_id: int | None = None) -> dict[str, Any]:
+def user_self(user: User, base: str) -> dict[str, Any]:
     """What a user sees of themselves (GET /user): private details, no sign-in IPs."""
     view = user_public(user, base)
     view.update(
@@ -84,13 +84,13 @@ def user_self(user: User, base: str, *, namespace_id: int | None = None) -> dict
     return view
 
 
-def user_admin(user: User, base: str, *, namespace_id: int | None = None) -> dict[str, Any]:
+def user_admin(user: User, base: str) -> dict[str, Any]:
     view = user_self(user, base)
     view.update(
         {
             "is_admin": user.admin,
             "note": user.note,
-            "namespace_id": namespace_id,
+            "namespace_id": user.namespace_id,
             "created_by": None,
             "current_sign_in_ip": user.current_sign_in_ip,
             "last_sign_in_ip": user.last_sign_in_ip,

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from datetime import date
 
-from sqlalchemy import ForeignKey, Index, String, Text, UniqueConstraint, text
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy import ForeignKey, Index, String, Text, UniqueConstraint, select, text
+from sqlalchemy.orm import Mapped, column_property, mapped_column
 
 from kiln.models.base import Base, Timestamps
+from kiln.models.users import User
 
 KIND_USER = "user"
 KIND_GROUP = "group"
@@ -52,3 +53,10 @@ class Member(Timestamps, Base):
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     access_level: Mapped[int]
     expires_at: Mapped[date | None]
+
+
+# A user's own namespace id rides along with every user row (one indexed subquery), so views
+# that show it (admin views, lists) need no query of their own.
+User.namespace_id = column_property(  # type: ignore[misc,assignment]
+    select(Namespace.id).where(Namespace.owner_id == User.id).correlate_except(Namespace).scalar_subquery()
+)

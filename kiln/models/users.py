@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import date, datetime
+from typing import TYPE_CHECKING
 
 from sqlalchemy import ForeignKey, Index, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
@@ -69,6 +70,10 @@ class User(Timestamps, Base):
         passive_deletes=True,
         order_by="Identity.id",
     )
+
+    if TYPE_CHECKING:
+        # Mapped in models/namespaces.py (a correlated subquery on the user's own namespace).
+        namespace_id: Mapped[int | None]
 
     @property
     def is_active(self) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select, func, literal, select
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from kiln.pagination import TOTAL_LIMIT, Page, PageResult
@@ -26,7 +26,11 @@ def offset_page(db: Session, stmt: Select[Any], page: Page, *, scalars: bool = T
 
 
 def count_capped(db: Session, stmt: Select[Any]) -> int | None:
-    limited = stmt.order_by(None).limit(TOTAL_LIMIT + 1).subquery()
+    counted = stmt.order_by(None)
+    if not counted._distinct and not counted._group_by_clauses:
+        # Count rows, not columns: reading every column of 10,001 rows cost 25x more.
+        counted = counted.with_only_columns(literal(1), maintain_column_froms=True)
+    limited = counted.limit(TOTAL_LIMIT + 1).subquery()
     n = db.execute(select(func.count()).select_from(limited)).scalar_one()
     return None if n > TOTAL_LIMIT else n
 

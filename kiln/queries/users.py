@@ -125,13 +125,6 @@ def custom_attributes_of(db: Session, user_ids: list[int]) -> dict[int, list[tup
     return out
 
 
-def namespace_ids_of(db: Session, user_ids: list[int]) -> dict[int, int]:
-    if not user_ids:
-        return {}
-    rows = db.execute(select(Namespace.owner_id, Namespace.id).where(Namespace.owner_id.in_(user_ids)))
-    return {owner: ns for owner, ns in rows if owner is not None}
-
-
 def solely_owned_group_ids(db: Session, user_id: int) -> list[int]:
     """Groups where the user is an Owner and nobody else is."""
     other = aliased(Member)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import PurePosixPath
 from typing import Any
@@ -78,7 +78,6 @@ STATUS_CLEAR_AFTER = {
 class UserListing:
     page: PageResult
     admin_view: bool
-    namespace_ids: dict[int, int] = field(default_factory=dict)
     custom_attributes: dict[int, list[tuple[str, str]]] | None = None
 
 
@@ -100,7 +99,6 @@ def list_users(db: Session, viewer: Actor | None, q: UserList, page: Page) -> Us
     listing = UserListing(page=result, admin_view=admin)
     if admin:
         _load_identities(db, result.items)
-        listing.namespace_ids = finder.namespace_ids_of(db, ids)
         if q.with_custom_attributes:
             listing.custom_attributes = finder.custom_attributes_of(db, ids)
     return listing
@@ -116,12 +114,8 @@ def get_user(db: Session, viewer: Actor | None, user_id: int) -> User:
     return user
 
 
-def detail_extras(
-    db: Session, user: User, *, custom_attributes: bool
-) -> tuple[int | None, list[tuple[str, str]] | None]:
-    ns = finder.namespace_ids_of(db, [user.id]).get(user.id)
-    attrs = finder.custom_attributes_of(db, [user.id])[user.id] if custom_attributes else None
-    return ns, attrs
+def custom_attributes_of(db: Session, user: User) -> list[tuple[str, str]]:
+    return finder.custom_attributes_of(db, [user.id])[user.id]
 
 
 def create_user(db: Session, actor: Actor, p: UserCreate, settings: Settings, storage: Storage) -> User:
