@@ -10,9 +10,8 @@ from sqlalchemy import event, insert
 
 from kiln.models import Identity, User, UserCustomAttribute
 
-# The token with its user, the page (namespace ids ride along), the count, identities,
-# and the token's last-used touch.
-BUDGET = 5
+# The token with its user, the page (namespace ids ride along), the count, identities.
+BUDGET = 4
 _TRANSACTION = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")
 
 
