@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select, update
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, joinedload
 
 from kiln.auth.actor import Actor
 from kiln.auth.tokens import API, READ_API, digest
@@ -74,11 +74,16 @@ def authenticate(
 
 
 def _personal_token(db: Session, settings: Settings, secret: str, scopes: tuple[str, ...] | None) -> Actor:
-    row = db.execute(
-        select(PersonalAccessToken, User)
-        .join(User, User.id == PersonalAccessToken.user_id)
-        .where(PersonalAccessToken.digest == digest(secret))
-    ).first()
+    row = (
+        db.execute(
+            select(PersonalAccessToken, User)
+            .join(User, User.id == PersonalAccessToken.user_id)
+            .where(PersonalAccessToken.digest == digest(secret))
+            .options(joinedload(User.identities))
+        )
+        .unique()
+        .first()
+    )
     if row is None:
         raise Unauthorized()
     token, user = row

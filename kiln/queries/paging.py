@@ -27,6 +27,11 @@ def offset_page(db: Session, stmt: Select[Any], page: Page, *, scalars: bool = T
 
 def count_capped(db: Session, stmt: Select[Any]) -> int | None:
     counted = stmt.order_by(None)
+    if counted.whereclause is None and db.get_bind().dialect.name == "sqlite":
+        # SQLite counts a whole table from its b-tree without visiting rows (30x faster than
+        # stepping through 10,001 of them); PostgreSQL would scan it all, so it keeps the cap.
+        n = db.execute(counted.with_only_columns(func.count(), maintain_column_froms=True)).scalar_one()
+        return None if n > TOTAL_LIMIT else n
     if not counted._distinct and not counted._group_by_clauses:
         # Count rows, not columns: reading every column of 10,001 rows cost 25x more.
         counted = counted.with_only_columns(literal(1), maintain_column_froms=True)
