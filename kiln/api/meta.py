@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from litestar import Request, Response
-from sqlalchemy import text
 
 from kiln import COMPATIBLE_GITLAB_VERSION, __version__
 from kiln.api import _openapi
@@ -13,6 +12,7 @@ from kiln.api._deps import Authenticated, Db, Viewer, runtime
 from kiln.api._render import render
 from kiln.api._routes import get
 from kiln.auth.tokens import API, READ_API, READ_USER
+from kiln.services import health as health_service
 
 Req = Request[Any, Any, Any]
 READ = (API, READ_API, READ_USER)
@@ -58,15 +58,5 @@ async def liveness(request: Req) -> Response[bytes]:
 
 @get("/-/readiness", auth="none")
 async def readiness(request: Req, db: Db) -> Response[bytes]:
-    try:
-        db.execute(text("SELECT 1"))
-        check = {"status": "ok"}
-    except Exception as exc:  # readiness reports, it never raises
-        check = {"status": "failed", "message": type(exc).__name__}
-    ok = check["status"] == "ok" and runtime(request).ready
-    body = {
-        "status": "ok" if ok else "failed",
-        "master_check": [{"status": "ok" if ok else "failed"}],
-        "db_check": [check],
-    }
+    ok, body = health_service.readiness(db, serving=runtime(request).ready)
     return render(body, status=200 if ok else 503)

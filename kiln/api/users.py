@@ -2,31 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from litestar import Request, Response
 from litestar.params import FromPath
 
-from kiln import policy
 from kiln.api._deps import Authenticated, Db, Viewer, int_id, runtime
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
 from kiln.api._render import no_content, render
 from kiln.api._routes import delete, get, post, put
 from kiln.auth.tokens import API, READ_API, READ_USER
-from kiln.entities.users import (
-    user_admin,
-    user_basic,
-    user_public,
-    user_self,
-    user_status,
-    with_custom_attributes,
-)
-from kiln.models import User
-from kiln.policy import Action
+from kiln.entities.users import user_admin, user_basic, user_detail, user_status, with_custom_attributes
 from kiln.schemas.users import StatusUpdate, UserCreate, UserDelete, UserGet, UserList, UserUpdate
 from kiln.services import users as service
 from kiln.storage import LocalStorage
+
+if TYPE_CHECKING:
+    from kiln.models import User
 
 # read_user reaches every read of this module (GitLab's users API).
 READ = (API, READ_API, READ_USER)
@@ -129,13 +122,6 @@ async def status_of_user(request: Req, db: Db, viewer: Viewer, id: FromPath[str]
 def _detail(
     request: Req, db: Db, viewer: Viewer, user: User, *, custom_attributes: bool = False
 ) -> dict[str, Any]:
-    """The richest view of `user` the viewer is entitled to."""
-    base = _base(request)
-    admin = policy.is_admin(viewer)
-    if admin:
-        attrs = service.custom_attributes_of(db, user) if custom_attributes else None
-        view = user_admin(user, base)
-        return with_custom_attributes(view, attrs) if attrs is not None else view
-    if viewer is not None and viewer.user.id == user.id:
-        return user_self(user, base)
-    return user_public(user, base, profile_visible=policy.may(viewer, Action.READ_USER_PROFILE, user))
+    """The richest view of `user` the viewer is entitled to (the service decides which)."""
+    d = service.detail(db, viewer, user, custom_attributes=custom_attributes)
+    return user_detail(d.user, d.view, _base(request), d.custom_attributes)

@@ -103,6 +103,20 @@ def user_admin(user: User, base: str) -> dict[str, Any]:
     return view
 
 
+def user_detail(
+    user: User, view: str, base: str, custom_attributes: list[tuple[str, str]] | None = None
+) -> dict[str, Any]:
+    """One of the four single-user views, as the service chose it."""
+    if view == "admin":
+        rendered = user_admin(user, base)
+        return (
+            with_custom_attributes(rendered, custom_attributes) if custom_attributes is not None else rendered
+        )
+    if view == "self":
+        return user_self(user, base)
+    return user_public(user, base, profile_visible=view == "public")
+
+
 def with_custom_attributes(view: dict[str, Any], attributes: list[tuple[str, str]]) -> dict[str, Any]:
     view["custom_attributes"] = [{"key": k, "value": v} for k, v in attributes]
     return view

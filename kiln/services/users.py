@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import Column, delete, exists, func, select, update
 from sqlalchemy.exc import IntegrityError
@@ -75,6 +75,9 @@ STATUS_CLEAR_AFTER = {
 }
 
 
+UserView = Literal["admin", "self", "public", "private"]
+
+
 @dataclass(slots=True)
 class UserListing:
     page: PageResult
@@ -115,8 +118,21 @@ def get_user(db: Session, viewer: Actor | None, user_id: int) -> User:
     return user
 
 
-def custom_attributes_of(db: Session, user: User) -> list[tuple[str, str]]:
-    return finder.custom_attributes_of(db, [user.id])[user.id]
+@dataclass(slots=True)
+class UserDetail:
+    user: User
+    view: UserView
+    custom_attributes: list[tuple[str, str]] | None = None
+
+
+def detail(db: Session, viewer: Actor | None, user: User, *, custom_attributes: bool = False) -> UserDetail:
+    """Which view of `user` the viewer is entitled to: admin, self, public or private profile."""
+    if policy.is_admin(viewer):
+        attrs = finder.custom_attributes_of(db, [user.id])[user.id] if custom_attributes else None
+        return UserDetail(user, "admin", attrs)
+    if viewer is not None and viewer.user.id == user.id:
+        return UserDetail(user, "self")
+    return UserDetail(user, "public" if policy.may(viewer, Action.READ_USER_PROFILE, user) else "private")
 
 
 def create_user(db: Session, actor: Actor, p: UserCreate, settings: Settings, storage: Storage) -> User:
