@@ -135,18 +135,7 @@ def create_for_user(
     if blank:
         # CreateService's failure: the model's full messages as one sentence, 422.
         raise Unprocessable(" and ".join(blank))
-    expires = p.expires_at or datetime.now(UTC).date() + timedelta(days=settings.max_token_lifetime_days)
-    _check_expiry(expires, settings)
-    with transaction(db):
-        return _issue(
-            db,
-            user_id=user.id,
-            name=p.name,
-            description=p.description,
-            scopes=list(dict.fromkeys(p.scopes)),
-            expires_at=expires,
-            impersonation=False,
-        )
+    return _issue_for(db, user, p, settings, impersonation=False)
 
 
 def list_impersonation(
@@ -177,6 +166,18 @@ def create_impersonation(
     policy.require(actor, Action.ADMIN_TOKENS)
     user = _user(db, user_ident)
     _validate_impersonation(p)
+    return _issue_for(db, user, p, settings, impersonation=True)
+
+
+def _issue_for(
+    db: Session,
+    user: User,
+    p: TokenCreate | ImpersonationTokenCreate,
+    settings: Settings,
+    *,
+    impersonation: bool,
+) -> tuple[PersonalAccessToken, str]:
+    """A requested token: expiry defaults to the longest lifetime allowed, and is checked."""
     expires = p.expires_at or datetime.now(UTC).date() + timedelta(days=settings.max_token_lifetime_days)
     _check_expiry(expires, settings)
     with transaction(db):
@@ -187,7 +188,7 @@ def create_impersonation(
             description=p.description,
             scopes=list(dict.fromkeys(p.scopes)),
             expires_at=expires,
-            impersonation=True,
+            impersonation=impersonation,
         )
 
 

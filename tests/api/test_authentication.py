@@ -9,17 +9,7 @@ from sqlalchemy import select, text, update
 
 from kiln.db import transaction
 from kiln.models import PersonalAccessToken
-
-UNAUTHORIZED = {"message": "401 Unauthorized"}
-EXPIRED = {
-    "error": "invalid_token",
-    "error_description": "Token is expired. You can either do re-authorization or token refresh.",
-}
-REVOKED = {
-    "error": "invalid_token",
-    "error_description": "Token was revoked. You have to re-authorize from the user.",
-}
-HIGHER_PRIVILEGES = "The request requires higher privileges than provided by the access token."
+from tests.bodies import EXPIRED, HIGHER_PRIVILEGES, REVOKED, UNAUTHORIZED
 
 
 def insufficient(scope: str) -> dict[str, str]:

@@ -5,29 +5,11 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
 
-UNAUTHORIZED = {"message": "401 Unauthorized"}
+from tests.bodies import IMPERSONATION_DISABLED as DISABLED
+from tests.bodies import REVOKED, TOKEN_KEYS, UNAUTHORIZED
+
 FORBIDDEN = {"message": "403 Forbidden"}
-DISABLED = {
-    "error": "invalid_token",
-    "error_description": "Token is an impersonation token but impersonation was disabled.",
-}
-REVOKED = {
-    "error": "invalid_token",
-    "error_description": "Token was revoked. You have to re-authorize from the user.",
-}
-ENTITY_KEYS = [
-    "id",
-    "name",
-    "revoked",
-    "created_at",
-    "description",
-    "scopes",
-    "user_id",
-    "last_used_at",
-    "active",
-    "expires_at",
-    "impersonation",
-]
+ENTITY_KEYS = [*TOKEN_KEYS, "impersonation"]
 
 
 def today() -> date:

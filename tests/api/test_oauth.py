@@ -11,6 +11,7 @@ from sqlalchemy import text, update
 from kiln.auth.tokens import digest
 from kiln.db import transaction
 from kiln.models import OAuthAccessToken
+from tests.bodies import EXPIRED, HIGHER_PRIVILEGES, REVOKED
 from tests.conftest import ROOT_PASSWORD
 
 INVALID_GRANT = {
@@ -24,15 +25,6 @@ INVALID_SCOPE = {
     "error": "invalid_scope",
     "error_description": "The requested scope is invalid, unknown, or malformed.",
 }
-EXPIRED = {
-    "error": "invalid_token",
-    "error_description": "Token is expired. You can either do re-authorization or token refresh.",
-}
-REVOKED = {
-    "error": "invalid_token",
-    "error_description": "Token was revoked. You have to re-authorize from the user.",
-}
-HIGHER_PRIVILEGES = "The request requires higher privileges than provided by the access token."
 
 
 def password_grant(client, username: str = "root", password: str = ROOT_PASSWORD, **extra):

@@ -8,26 +8,11 @@ from sqlalchemy import update
 
 from kiln.db import transaction
 from kiln.models import PersonalAccessToken
+from tests.bodies import REVOKED, TOKEN_KEYS, UNAUTHORIZED
 from tests.conftest import ROOT_PASSWORD
 
-UNAUTHORIZED = {"message": "401 Unauthorized"}
-REVOKED = {
-    "error": "invalid_token",
-    "error_description": "Token was revoked. You have to re-authorize from the user.",
-}
 NOT_A_PAT = {"message": "400 Bad request - This endpoint requires token type to be a personal access token"}
-ENTITY_KEYS = [
-    "id",
-    "name",
-    "revoked",
-    "created_at",
-    "description",
-    "scopes",
-    "user_id",
-    "last_used_at",
-    "active",
-    "expires_at",
-]
+ENTITY_KEYS = TOKEN_KEYS
 
 
 def today() -> date:

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
+from tests.bodies import HIGHER_PRIVILEGES
 from tests.conftest import ROOT_PASSWORD
 
-HIGHER_PRIVILEGES = "The request requires higher privileges than provided by the access token."
 SUDO_SCOPE_MISSING = {"error": "insufficient_scope", "error_description": HIGHER_PRIVILEGES, "scope": "sudo"}
 
 
