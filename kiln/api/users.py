@@ -14,6 +14,7 @@ from kiln.api._render import no_content, render
 from kiln.api._routes import delete, get, post, put
 from kiln.auth.tokens import API, READ_API, READ_USER
 from kiln.entities.users import user_admin, user_basic, user_detail, user_status, with_custom_attributes
+from kiln.preconditions import parse_http_date
 from kiln.schemas.users import StatusUpdate, UserCreate, UserDelete, UserGet, UserList, UserUpdate
 from kiln.services import users as service
 from kiln.storage import LocalStorage
@@ -84,7 +85,14 @@ async def delete_identity(
 @delete("/users/{id:str}", params=UserDelete)
 async def delete_user(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
     q: UserDelete = await params(request)
-    service.delete_user(db, actor, int_id(id), hard_delete=q.hard_delete, storage=_storage(request))
+    service.delete_user(
+        db,
+        actor,
+        int_id(id),
+        hard_delete=q.hard_delete,
+        storage=_storage(request),
+        unmodified_since=parse_http_date(request.headers.get("if-unmodified-since")),
+    )
     return no_content()
 
 

@@ -24,6 +24,7 @@ from kiln.models.namespaces import KIND_USER
 from kiln.models.users import USER_TYPE_GHOST
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action
+from kiln.preconditions import require_unmodified_since
 from kiln.queries import users as finder
 from kiln.queries.paging import keyset_page, offset_page
 from kiln.schemas._types import Upload
@@ -254,13 +255,22 @@ def delete_identity(db: Session, actor: Actor, user_id: int, provider: str) -> N
         db.delete(identity)
 
 
-def delete_user(db: Session, actor: Actor, user_id: int, *, hard_delete: bool, storage: Storage) -> None:
+def delete_user(
+    db: Session,
+    actor: Actor,
+    user_id: int,
+    *,
+    hard_delete: bool,
+    storage: Storage,
+    unmodified_since: datetime | None = None,
+) -> None:
     """Soft deletion hands contributions to the ghost user; hard deletion removes them and
     the groups the user owns alone. Either way in one transaction."""
     policy.require(actor, Action.ADMIN_USERS)
     user = _find(db, user_id)
     if user.is_ghost:
         raise Forbidden("The ghost user cannot be deleted")
+    require_unmodified_since(user.updated_at, unmodified_since)
     with transaction(db):
         owned = finder.solely_owned_group_ids(db, user.id)
         if owned and not hard_delete:

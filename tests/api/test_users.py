@@ -1208,3 +1208,23 @@ def test_update_other_null_fields_mean_not_given(api, make):
     u = make.user(bio="kept")
     r = api("root").put(f"/users/{u.id}", json={"bio": None, "name": "New"})
     assert (r.status_code, r.json()["bio"], r.json()["name"]) == (200, "kept", "New")
+
+
+def test_delete_with_if_unmodified_since_before_a_change_is_412(api, make):
+    u = make.user()
+    api("root").put(f"/users/{u.id}", json={"bio": "changed"})
+    r = api("root").delete(f"/users/{u.id}", headers={"If-Unmodified-Since": "Mon, 01 Jan 2001 00:00:00 GMT"})
+    assert (r.status_code, r.json()) == (412, {"message": "412 Precondition Failed"})
+    assert api("root").get(f"/users/{u.id}").status_code == 200
+
+
+def test_delete_with_if_unmodified_since_after_the_last_change_deletes(api, make):
+    u = make.user()
+    r = api("root").delete(f"/users/{u.id}", headers={"If-Unmodified-Since": "Fri, 01 Jan 2100 00:00:00 GMT"})
+    assert r.status_code == 204
+
+
+def test_delete_with_an_unparseable_if_unmodified_since_ignores_it(api, make):
+    u = make.user()
+    r = api("root").delete(f"/users/{u.id}", headers={"If-Unmodified-Since": "yesterday-ish"})
+    assert r.status_code == 204
