@@ -22,9 +22,7 @@ depends_on = None
 def upgrade() -> None:
     op.create_table(
         "users",
-        sa.Column(
-            "id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False
-        ),
+        sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
         sa.Column("username", sa.String(length=255), nullable=False),
         sa.Column("email", sa.String(length=255), nullable=False),
         sa.Column("name", sa.String(length=255), nullable=False),
@@ -80,9 +78,7 @@ def upgrade() -> None:
             sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
             nullable=True,
         ),
-        sa.Column(
-            "confirmed_at", kiln.models.base.UTCDateTime(timezone=True), nullable=True
-        ),
+        sa.Column("confirmed_at", kiln.models.base.UTCDateTime(timezone=True), nullable=True),
         sa.Column(
             "last_sign_in_at",
             kiln.models.base.UTCDateTime(timezone=True),
@@ -104,19 +100,13 @@ def upgrade() -> None:
             kiln.models.base.UTCDateTime(timezone=True),
             nullable=True,
         ),
-        sa.Column(
-            "created_at", kiln.models.base.UTCDateTime(timezone=True), nullable=False
-        ),
-        sa.Column(
-            "updated_at", kiln.models.base.UTCDateTime(timezone=True), nullable=False
-        ),
+        sa.Column("created_at", kiln.models.base.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("updated_at", kiln.models.base.UTCDateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_users")),
     )
     op.create_table(
         "identities",
-        sa.Column(
-            "id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False
-        ),
+        sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
         sa.Column(
             "user_id",
             sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
@@ -129,12 +119,8 @@ def upgrade() -> None:
             sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
             nullable=True,
         ),
-        sa.Column(
-            "created_at", kiln.models.base.UTCDateTime(timezone=True), nullable=False
-        ),
-        sa.Column(
-            "updated_at", kiln.models.base.UTCDateTime(timezone=True), nullable=False
-        ),
+        sa.Column("created_at", kiln.models.base.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("updated_at", kiln.models.base.UTCDateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
             ["user_id"],
             ["users.id"],
@@ -142,20 +128,14 @@ def upgrade() -> None:
             ondelete="CASCADE",
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_identities")),
-        sa.UniqueConstraint(
-            "provider", "extern_uid", name=op.f("uq_identities_provider_extern_uid")
-        ),
+        sa.UniqueConstraint("provider", "extern_uid", name=op.f("uq_identities_provider_extern_uid")),
     )
     with op.batch_alter_table("identities", schema=None) as batch_op:
-        batch_op.create_index(
-            batch_op.f("ix_identities_user_id"), ["user_id"], unique=False
-        )
+        batch_op.create_index(batch_op.f("ix_identities_user_id"), ["user_id"], unique=False)
 
     op.create_table(
         "namespaces",
-        sa.Column(
-            "id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False
-        ),
+        sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
         sa.Column("kind", sa.String(length=16), nullable=False),
         sa.Column("name", sa.String(length=255), nullable=False),
         sa.Column("path", sa.String(length=255), nullable=False),
@@ -171,12 +151,8 @@ def upgrade() -> None:
         ),
         sa.Column("description", sa.Text(), nullable=False),
         sa.Column("visibility", sa.String(length=16), nullable=False),
-        sa.Column(
-            "created_at", kiln.models.base.UTCDateTime(timezone=True), nullable=False
-        ),
-        sa.Column(
-            "updated_at", kiln.models.base.UTCDateTime(timezone=True), nullable=False
-        ),
+        sa.Column("created_at", kiln.models.base.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("updated_at", kiln.models.base.UTCDateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
             ["owner_id"],
             ["users.id"],
@@ -192,18 +168,12 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_namespaces")),
     )
     with op.batch_alter_table("namespaces", schema=None) as batch_op:
-        batch_op.create_index(
-            batch_op.f("ix_namespaces_owner_id"), ["owner_id"], unique=True
-        )
-        batch_op.create_index(
-            batch_op.f("ix_namespaces_parent_id"), ["parent_id"], unique=False
-        )
+        batch_op.create_index(batch_op.f("ix_namespaces_owner_id"), ["owner_id"], unique=True)
+        batch_op.create_index(batch_op.f("ix_namespaces_parent_id"), ["parent_id"], unique=False)
 
     op.create_table(
         "oauth_access_tokens",
-        sa.Column(
-            "id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False
-        ),
+        sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
         sa.Column(
             "user_id",
             sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
@@ -217,12 +187,8 @@ def upgrade() -> None:
             sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
             nullable=False,
         ),
-        sa.Column(
-            "revoked_at", kiln.models.base.UTCDateTime(timezone=True), nullable=True
-        ),
-        sa.Column(
-            "created_at", kiln.models.base.UTCDateTime(timezone=True), nullable=False
-        ),
+        sa.Column("revoked_at", kiln.models.base.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("created_at", kiln.models.base.UTCDateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
             ["user_id"],
             ["users.id"],
@@ -231,20 +197,14 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_oauth_access_tokens")),
         sa.UniqueConstraint("digest", name=op.f("uq_oauth_access_tokens_digest")),
-        sa.UniqueConstraint(
-            "refresh_digest", name=op.f("uq_oauth_access_tokens_refresh_digest")
-        ),
+        sa.UniqueConstraint("refresh_digest", name=op.f("uq_oauth_access_tokens_refresh_digest")),
     )
     with op.batch_alter_table("oauth_access_tokens", schema=None) as batch_op:
-        batch_op.create_index(
-            batch_op.f("ix_oauth_access_tokens_user_id"), ["user_id"], unique=False
-        )
+        batch_op.create_index(batch_op.f("ix_oauth_access_tokens_user_id"), ["user_id"], unique=False)
 
     op.create_table(
         "personal_access_tokens",
-        sa.Column(
-            "id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False
-        ),
+        sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
         sa.Column(
             "user_id",
             sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
@@ -257,15 +217,9 @@ def upgrade() -> None:
         sa.Column("impersonation", sa.Boolean(), nullable=False),
         sa.Column("revoked", sa.Boolean(), nullable=False),
         sa.Column("expires_at", sa.Date(), nullable=True),
-        sa.Column(
-            "last_used_at", kiln.models.base.UTCDateTime(timezone=True), nullable=True
-        ),
-        sa.Column(
-            "created_at", kiln.models.base.UTCDateTime(timezone=True), nullable=False
-        ),
-        sa.Column(
-            "updated_at", kiln.models.base.UTCDateTime(timezone=True), nullable=False
-        ),
+        sa.Column("last_used_at", kiln.models.base.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("created_at", kiln.models.base.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("updated_at", kiln.models.base.UTCDateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
             ["user_id"],
             ["users.id"],
@@ -276,15 +230,11 @@ def upgrade() -> None:
         sa.UniqueConstraint("digest", name=op.f("uq_personal_access_tokens_digest")),
     )
     with op.batch_alter_table("personal_access_tokens", schema=None) as batch_op:
-        batch_op.create_index(
-            batch_op.f("ix_personal_access_tokens_user_id"), ["user_id"], unique=False
-        )
+        batch_op.create_index(batch_op.f("ix_personal_access_tokens_user_id"), ["user_id"], unique=False)
 
     op.create_table(
         "user_custom_attributes",
-        sa.Column(
-            "id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False
-        ),
+        sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
         sa.Column(
             "user_id",
             sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
@@ -292,12 +242,8 @@ def upgrade() -> None:
         ),
         sa.Column("key", sa.String(length=255), nullable=False),
         sa.Column("value", sa.Text(), nullable=False),
-        sa.Column(
-            "created_at", kiln.models.base.UTCDateTime(timezone=True), nullable=False
-        ),
-        sa.Column(
-            "updated_at", kiln.models.base.UTCDateTime(timezone=True), nullable=False
-        ),
+        sa.Column("created_at", kiln.models.base.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("updated_at", kiln.models.base.UTCDateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
             ["user_id"],
             ["users.id"],
@@ -305,20 +251,14 @@ def upgrade() -> None:
             ondelete="CASCADE",
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_user_custom_attributes")),
-        sa.UniqueConstraint(
-            "user_id", "key", name=op.f("uq_user_custom_attributes_user_id_key")
-        ),
+        sa.UniqueConstraint("user_id", "key", name=op.f("uq_user_custom_attributes_user_id_key")),
     )
     with op.batch_alter_table("user_custom_attributes", schema=None) as batch_op:
-        batch_op.create_index(
-            batch_op.f("ix_user_custom_attributes_user_id"), ["user_id"], unique=False
-        )
+        batch_op.create_index(batch_op.f("ix_user_custom_attributes_user_id"), ["user_id"], unique=False)
 
     op.create_table(
         "web_sessions",
-        sa.Column(
-            "id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False
-        ),
+        sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
         sa.Column(
             "user_id",
             sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
@@ -327,12 +267,8 @@ def upgrade() -> None:
         sa.Column("digest", sa.String(length=64), nullable=False),
         sa.Column("csrf_token", sa.String(length=64), nullable=False),
         sa.Column("ip_address", sa.String(length=64), nullable=True),
-        sa.Column(
-            "expires_at", kiln.models.base.UTCDateTime(timezone=True), nullable=False
-        ),
-        sa.Column(
-            "created_at", kiln.models.base.UTCDateTime(timezone=True), nullable=False
-        ),
+        sa.Column("expires_at", kiln.models.base.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("created_at", kiln.models.base.UTCDateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
             ["user_id"],
             ["users.id"],
@@ -343,15 +279,11 @@ def upgrade() -> None:
         sa.UniqueConstraint("digest", name=op.f("uq_web_sessions_digest")),
     )
     with op.batch_alter_table("web_sessions", schema=None) as batch_op:
-        batch_op.create_index(
-            batch_op.f("ix_web_sessions_user_id"), ["user_id"], unique=False
-        )
+        batch_op.create_index(batch_op.f("ix_web_sessions_user_id"), ["user_id"], unique=False)
 
     op.create_table(
         "members",
-        sa.Column(
-            "id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False
-        ),
+        sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
         sa.Column(
             "namespace_id",
             sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
@@ -368,12 +300,8 @@ def upgrade() -> None:
             nullable=False,
         ),
         sa.Column("expires_at", sa.Date(), nullable=True),
-        sa.Column(
-            "created_at", kiln.models.base.UTCDateTime(timezone=True), nullable=False
-        ),
-        sa.Column(
-            "updated_at", kiln.models.base.UTCDateTime(timezone=True), nullable=False
-        ),
+        sa.Column("created_at", kiln.models.base.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("updated_at", kiln.models.base.UTCDateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
             ["namespace_id"],
             ["namespaces.id"],
@@ -387,25 +315,15 @@ def upgrade() -> None:
             ondelete="CASCADE",
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_members")),
-        sa.UniqueConstraint(
-            "namespace_id", "user_id", name=op.f("uq_members_namespace_id_user_id")
-        ),
+        sa.UniqueConstraint("namespace_id", "user_id", name=op.f("uq_members_namespace_id_user_id")),
     )
     with op.batch_alter_table("members", schema=None) as batch_op:
-        batch_op.create_index(
-            batch_op.f("ix_members_namespace_id"), ["namespace_id"], unique=False
-        )
-        batch_op.create_index(
-            batch_op.f("ix_members_user_id"), ["user_id"], unique=False
-        )
+        batch_op.create_index(batch_op.f("ix_members_namespace_id"), ["namespace_id"], unique=False)
+        batch_op.create_index(batch_op.f("ix_members_user_id"), ["user_id"], unique=False)
 
     # Case-insensitive uniqueness: expression indexes autogenerate cannot see.
-    op.create_index(
-        "uq_users_username_lower", "users", [sa.text("lower(username)")], unique=True
-    )
-    op.create_index(
-        "uq_users_email_lower", "users", [sa.text("lower(email)")], unique=True
-    )
+    op.create_index("uq_users_username_lower", "users", [sa.text("lower(username)")], unique=True)
+    op.create_index("uq_users_email_lower", "users", [sa.text("lower(email)")], unique=True)
     op.create_index(
         "uq_namespaces_parent_path_lower",
         "namespaces",
