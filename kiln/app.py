@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 from typing import Any
@@ -14,6 +15,7 @@ from kiln.api._asgi import KilnASGI
 from kiln.api._deps import DEPENDENCIES
 from kiln.api._errors import HANDLERS
 from kiln.config import Settings, load_settings
+from kiln.jobs import Worker
 from kiln.runtime import Runtime
 
 log = logging.getLogger("kiln")
@@ -21,17 +23,25 @@ log = logging.getLogger("kiln")
 
 def create_app(settings: Settings | None = None, *, runtime: Runtime | None = None) -> KilnASGI:
     rt = runtime or Runtime.build(settings or load_settings())
+    workers: list[Worker] = []
 
     async def on_startup() -> None:
-        # Everything loaded so far (routes, models, compiled statements) lives for the whole
-        # process: keep it out of the cyclic collector's full passes, which showed as
-        # latency spikes under load.
+        if rt.settings.workers > 0:
+            worker = Worker(rt.sessions, rt.settings, threads=rt.settings.workers)
+            worker.start()
+            workers.append(worker)
+        # Everything loaded so far (routes, models, compiled statements, job handlers) lives
+        # for the whole process: keep it out of the cyclic collector's full passes, which
+        # showed as latency spikes under load.
         gc.collect()
         gc.freeze()
         rt.ready = True
 
     async def on_shutdown() -> None:
         rt.ready = False
+        while workers:
+            # Lets the running jobs finish; off the event loop, which still serves the last answers.
+            await asyncio.to_thread(workers.pop().stop)
         rt.engine.dispose()
 
     litestar = Litestar(

@@ -1,15 +1,18 @@
-"""The `kiln` command: serve, migrate, and user/token administration."""
+"""The `kiln` command: serve, worker, migrate, and user/token administration."""
 
 from __future__ import annotations
 
 import logging
+import signal
+import threading
 from datetime import date
+from types import FrameType
 from typing import Annotated
 
 import typer
 import uvicorn
 
-from kiln import migrate
+from kiln import jobs, migrate
 from kiln.auth.tokens import PAT_SCOPES
 from kiln.config import load_settings
 from kiln.runtime import Runtime
@@ -73,6 +76,39 @@ def serve(
         log_level="warning",
         proxy_headers=True,
     )
+
+
+@app.command()
+def worker(
+    threads: Annotated[
+        int | None, typer.Option(help="Worker threads; default KILN_WORKERS (at least 1).", min=1)
+    ] = None,
+) -> None:
+    """Run migrations, then run queued jobs until SIGTERM or SIGINT (the jobs running then
+    are finished first)."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings = load_settings()
+    rt = Runtime.build(settings)
+    prepare(rt)
+    stop = threading.Event()
+
+    def on_signal(_signum: int, _frame: FrameType | None) -> None:
+        # A second signal kills at once, for a job that will not finish.
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    pool = jobs.Worker(rt.sessions, settings, threads=threads or max(settings.workers, 1))
+    pool.start()
+    typer.echo(f"kiln: worker running {pool.size} thread(s)", err=True)
+    while not stop.wait(1.0):
+        pass
+    typer.echo("kiln: worker stopping after the running jobs", err=True)
+    pool.stop()
+    rt.engine.dispose()
+    typer.echo("kiln: worker stopped", err=True)
 
 
 @app.command("migrate")

@@ -16,7 +16,15 @@ class Settings(BaseSettings):
     external_url: str = "http://127.0.0.1:8080"
     root_password: str | None = None
     root_token: str | None = None
+    # In-process job worker threads of `kiln serve`; 0 leaves the queue to `kiln worker`.
     workers: int = 2
+    # Idle workers look for due jobs this often (seconds); enqueuing in-process wakes them sooner.
+    job_poll_interval: float = 0.5
+    # A claimed job is its worker's for this long; after that (a crashed worker) it runs again.
+    job_lease_seconds: int = 300
+    # Retry after a failure: this many seconds, doubling per attempt, at most the maximum.
+    job_backoff_seconds: float = 5.0
+    job_backoff_max_seconds: float = 3600.0
     # Operators switch impersonation off here, as GitLab's `impersonation_enabled`.
     impersonation_enabled: bool = True
     # Requests whose body is larger are refused with 413 before they are parsed.

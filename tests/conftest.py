@@ -72,6 +72,8 @@ def test_settings(database_url: str, data_dir: Path, **extra: Any) -> Settings:
         root_token=ROOT_TOKEN,
         password_time_cost=1,
         password_memory_cost=8192,
+        # Tests run queued jobs themselves (the `drain` fixture), never in the background.
+        workers=0,
         **extra,
     )
 
@@ -126,6 +128,18 @@ def db(runtime: Runtime, settings: Settings) -> Iterator[Session]:
     with runtime.sessions() as session:
         bootstrap_root(session, settings)
         yield session
+
+
+@pytest.fixture
+def drain(runtime: Runtime, db: Session) -> Callable[[], int]:
+    """Run every due queued job now, through the workers' own code path; returns how many ran."""
+    from kiln import jobs
+
+    def run() -> int:
+        db.commit()
+        return jobs.run_due(runtime.sessions, runtime.settings)
+
+    return run
 
 
 @pytest.fixture
