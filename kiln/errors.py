@@ -154,6 +154,19 @@ class Conflict(KilnError):
     status = 409
 
 
+class ConflictList(KilnError):
+    """409 whose message is a list of full messages (GitLab's conflict! with errors)."""
+
+    status = 409
+
+    def __init__(self, messages: list[str]) -> None:
+        super().__init__("; ".join(messages))
+        self.messages = messages
+
+    def body(self) -> dict[str, Any]:
+        return {"message": self.messages}
+
+
 class PreconditionFailed(KilnError):
     status = 412
 

@@ -3,15 +3,20 @@
 Access levels follow GitLab: Guest 10, Reporter 20, Developer 30, Maintainer 40, Owner 50.
 A private subject the actor can't see is a 404, never a 403; callers get that from
 `require_visible`, and `require` answers 403 for things the actor can see but not change.
+Subjects carry the actor's effective access level, computed by queries/access.py, so the
+rules here stay pure functions of what they are given.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import Enum, auto
 
 from kiln.auth.actor import Actor
 from kiln.errors import Forbidden, NotFound
-from kiln.models import User
+from kiln.models import Namespace, Project, User
+from kiln.models.namespaces import DEVELOPER, GUEST, INTERNAL, MAINTAINER, OWNER, PRIVATE, PUBLIC, REPORTER
+from kiln.models.projects import DISABLED, ENABLED, FEATURE_PUBLIC
 
 
 class Action(Enum):
@@ -23,6 +28,57 @@ class Action(Enum):
     READ_USER_TOKENS = auto()  # list and see a user's personal access tokens
     REVOKE_TOKEN = auto()
     ADMIN_TOKENS = auto()  # create tokens for others, impersonation tokens
+    ADMIN_CUSTOM_ATTRIBUTES = auto()  # custom attributes of users, groups and projects
+    CREATE_GROUP = auto()  # a top-level group
+
+    READ_PROJECT = auto()
+    READ_CODE = auto()  # repository contents
+    UPDATE_PROJECT = auto()  # settings (Maintainer)
+    CHANGE_VISIBILITY = auto()  # visibility, path and namespace (Owner)
+    ADMIN_PROJECT = auto()  # archive, delete, restore (Owner)
+    FORK_PROJECT = auto()
+    STAR_PROJECT = auto()
+    UPLOAD_FILE = auto()
+    SHARE_PROJECT = auto()
+    READ_MEMBERS = auto()
+    ADMIN_MEMBERS = auto()  # add, change, remove members
+    MANAGE_OWNERS = auto()  # grant the Owner role, change or remove an Owner
+    REQUEST_ACCESS = auto()
+
+    READ_GROUP = auto()
+    UPDATE_GROUP = auto()  # settings and deletion (Owner)
+    CREATE_SUBGROUP = auto()
+    CREATE_PROJECT = auto()  # in a namespace (user or group)
+
+
+@dataclass(slots=True, frozen=True)
+class ProjectSubject:
+    project: Project
+    namespace: Namespace
+    # The actor's effective access level (None: no membership reaches the project).
+    level: int | None
+    # True when the actor is already a member or has requested access.
+    has_membership_row: bool = False
+
+
+@dataclass(slots=True, frozen=True)
+class GroupSubject:
+    group: Namespace
+    level: int | None
+    # The actor belongs to something inside the group (a subgroup or a project).
+    related: bool = False
+    has_membership_row: bool = False
+
+
+# Writes to a project's content or settings that an archived project refuses.
+ARCHIVED_REFUSES = frozenset({Action.UPDATE_PROJECT, Action.CHANGE_VISIBILITY, Action.UPLOAD_FILE})
+_CREATION_LEVEL = {
+    "noone": None,
+    "administrator": None,
+    "owner": OWNER,
+    "maintainer": MAINTAINER,
+    "developer": DEVELOPER,
+}
 
 
 def is_admin(actor: Actor | None) -> bool:
@@ -30,8 +86,14 @@ def is_admin(actor: Actor | None) -> bool:
 
 
 def may(actor: Actor | None, action: Action, subject: object = None) -> bool:
-    if action is Action.ADMIN_USERS or action is Action.ADMIN_TOKENS:
+    if action in (Action.ADMIN_USERS, Action.ADMIN_TOKENS, Action.ADMIN_CUSTOM_ATTRIBUTES):
         return is_admin(actor)
+    if action is Action.CREATE_GROUP:
+        return actor is not None and (is_admin(actor) or actor.user.can_create_group)
+    if isinstance(subject, ProjectSubject):
+        return _may_project(actor, action, subject)
+    if isinstance(subject, GroupSubject):
+        return _may_group(actor, action, subject)
     if isinstance(subject, User):
         return _may_user(actor, action, subject)
     return False
@@ -47,6 +109,89 @@ def _may_user(actor: Actor | None, action: Action, user: User) -> bool:
         return is_self or is_admin(actor)
     if action is Action.REVOKE_TOKEN:
         return is_self or is_admin(actor)
+    return False
+
+
+def _visible(actor: Actor | None, visibility: str) -> bool:
+    """What visibility alone allows: public to all, internal to signed-in non-external users."""
+    if visibility == PUBLIC:
+        return True
+    return visibility == INTERNAL and actor is not None and not actor.user.external
+
+
+def _feature_open(actor: Actor | None, s: ProjectSubject, feature_level: str, member_floor: int) -> bool:
+    """A project feature: disabled for all, private to members of `member_floor`, enabled for
+    everyone who can see the project."""
+    if feature_level == DISABLED:
+        return False
+    if is_admin(actor) or (s.level is not None and s.level >= member_floor):
+        return True
+    return feature_level in (ENABLED, FEATURE_PUBLIC) and _may_project(actor, Action.READ_PROJECT, s)
+
+
+def _may_project(actor: Actor | None, action: Action, s: ProjectSubject) -> bool:
+    level = s.level or 0
+    admin = is_admin(actor)
+    if action in ARCHIVED_REFUSES and s.project.archived:
+        return False
+    if action is Action.READ_PROJECT or action is Action.READ_MEMBERS:
+        return admin or level >= GUEST or _visible(actor, s.project.visibility)
+    if action is Action.READ_CODE:
+        # Guests of a private project see no code; on public and internal projects they do.
+        if s.project.repository_access_level == DISABLED:
+            return False
+        if admin or level >= REPORTER:
+            return True
+        return (
+            s.project.repository_access_level == ENABLED
+            and s.project.visibility != PRIVATE
+            and _may_project(actor, Action.READ_PROJECT, s)
+        )
+    if actor is None:
+        return False
+    if action is Action.FORK_PROJECT:
+        return s.project.forking_access_level != DISABLED and _may_project(actor, Action.READ_CODE, s)
+    if action in (Action.STAR_PROJECT, Action.UPLOAD_FILE):
+        return _may_project(actor, Action.READ_PROJECT, s)
+    if action in (Action.UPDATE_PROJECT, Action.SHARE_PROJECT, Action.ADMIN_MEMBERS):
+        return admin or level >= MAINTAINER
+    if action in (Action.CHANGE_VISIBILITY, Action.ADMIN_PROJECT, Action.MANAGE_OWNERS):
+        return admin or level >= OWNER
+    if action is Action.REQUEST_ACCESS:
+        return (
+            s.project.request_access_enabled
+            and not s.has_membership_row
+            and s.level is None
+            and _may_project(actor, Action.READ_PROJECT, s)
+        )
+    return False
+
+
+def _may_group(actor: Actor | None, action: Action, s: GroupSubject) -> bool:
+    level = s.level or 0
+    admin = is_admin(actor)
+    if action is Action.READ_GROUP or action is Action.READ_MEMBERS:
+        return admin or level >= GUEST or s.related or _visible(actor, s.group.visibility)
+    if actor is None:
+        return False
+    if action in (Action.UPDATE_GROUP, Action.ADMIN_MEMBERS, Action.MANAGE_OWNERS):
+        # Group membership is the Owners' business (GitLab's admin_group_member).
+        return admin or level >= OWNER
+    if action is Action.CREATE_SUBGROUP:
+        wanted = OWNER if s.group.subgroup_creation_level == "owner" else MAINTAINER
+        return admin or level >= wanted
+    if action is Action.CREATE_PROJECT:
+        if not s.group.is_group:
+            return admin or s.group.owner_id == actor.user.id
+        wanted = _CREATION_LEVEL.get(s.group.project_creation_level, DEVELOPER)
+        return admin or (wanted is not None and level >= wanted)
+    if action is Action.REQUEST_ACCESS:
+        return (
+            s.group.request_access_enabled
+            and not s.has_membership_row
+            and s.level is None
+            and _may_group(actor, Action.READ_GROUP, s)
+        )
     return False
 
 

@@ -4,7 +4,19 @@ from __future__ import annotations
 
 from litestar.handlers import HTTPRouteHandler
 
-from kiln.api import meta, oauth, personal_access_tokens, sessions, uploads, users
+from kiln.api import (
+    custom_attributes,
+    groups,
+    members,
+    meta,
+    namespaces,
+    oauth,
+    personal_access_tokens,
+    projects,
+    sessions,
+    uploads,
+    users,
+)
 
 API_PREFIX = "/api/v4"
 
@@ -37,6 +49,30 @@ API_ROUTES: list[HTTPRouteHandler] = [
     personal_access_tokens.create_impersonation_token,
     personal_access_tokens.get_impersonation_token,
     personal_access_tokens.revoke_impersonation_token,
+    projects.list_projects,
+    projects.list_user_projects,
+    projects.list_starred_projects,
+    projects.create_project,
+    projects.create_project_for_user,
+    projects.get_project,
+    projects.update_project,
+    projects.delete_project,
+    projects.restore_project,
+    projects.archive_project,
+    projects.unarchive_project,
+    projects.fork_project,
+    projects.list_forks,
+    projects.star_project,
+    projects.unstar_project,
+    projects.list_starrers,
+    projects.languages,
+    projects.share_project,
+    projects.unshare_project,
+    projects.upload_file,
+    *groups.ROUTES,
+    *namespaces.ROUTES,
+    *members.ROUTES,
+    *custom_attributes.ROUTES,
 ]
 
 # Mounted at the root: web sign-in, OAuth, health, public files.
@@ -50,4 +86,6 @@ ROOT_ROUTES: list[HTTPRouteHandler] = [
     sessions.sign_in,
     sessions.sign_out,
     uploads.user_avatar,
+    projects.uploaded_file_by_id,
+    projects.uploaded_file_by_path,
 ]

@@ -2,6 +2,7 @@
 
 - route on the raw path, so `%2F` inside a segment stays one parameter
   (`/projects/group%2Fproject`); every other escape is decoded;
+- route a project's uploads at their project-relative URL, whose project path has slashes;
 - answer HEAD on every GET route (headers of the GET, no body);
 - refuse oversized bodies (Content-Length up front, chunked bodies as they stream) and
   non-UTF-8 paths before any work.
@@ -19,6 +20,8 @@ from kiln.errors import PayloadTooLarge
 Scope = dict[str, Any]
 _ESCAPE = re.compile(rb"%([0-9A-Fa-f]{2})")
 _KEEP = {b"2F", b"2f", b"25"}  # '/' and '%' stay escaped; the dependency decodes them
+# A project's upload at its project-relative URL: /<namespace>/<project>/uploads/<secret>/<name>.
+_PROJECT_UPLOAD = re.compile(r"^/(?!api/|-/)(.+)/uploads/([0-9a-f]{32})/([^/]+)$")
 
 
 def decode_path(raw: bytes) -> str | None:
@@ -56,6 +59,10 @@ class KilnASGI:
             if path is None:
                 await _reply(send, 400, {"error": "path is not valid UTF-8"})
                 return
+            upload = _PROJECT_UPLOAD.match(path)
+            if upload is not None:
+                project = upload.group(1).replace("%", "%25").replace("/", "%2F")
+                path = f"/-/project-uploads/{project}/{upload.group(2)}/{upload.group(3)}"
             scope = {**scope, "path": path}
         limit = self.body_limit()
         for name, value in scope.get("headers", ()):

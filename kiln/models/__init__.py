@@ -2,18 +2,37 @@
 
 from kiln.models.base import Base
 from kiln.models.jobs import Job
-from kiln.models.namespaces import Member, Namespace
+from kiln.models.namespaces import GroupCustomAttribute, Member, Namespace
+from kiln.models.projects import (
+    Project,
+    ProjectCustomAttribute,
+    ProjectGroupLink,
+    ProjectStar,
+    ProjectStatistics,
+    ProjectTopic,
+    Upload,
+)
+from kiln.models.settings import ApplicationSetting
 from kiln.models.tokens import OAuthAccessToken, PersonalAccessToken, WebSession
 from kiln.models.users import Identity, User, UserCustomAttribute
 
 __all__ = [
+    "ApplicationSetting",
     "Base",
+    "GroupCustomAttribute",
     "Identity",
     "Job",
     "Member",
     "Namespace",
     "OAuthAccessToken",
     "PersonalAccessToken",
+    "Project",
+    "ProjectCustomAttribute",
+    "ProjectGroupLink",
+    "ProjectStar",
+    "ProjectStatistics",
+    "ProjectTopic",
+    "Upload",
     "User",
     "UserCustomAttribute",
     "WebSession",

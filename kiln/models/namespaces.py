@@ -1,13 +1,15 @@
-"""Namespaces (a user's own or a group) and group membership.
+"""Namespaces (a user's own or a group), memberships and group custom attributes.
 
 A user's namespace shares its path with the username, so user and group paths never clash.
+`traversal` is the chain of ids from the root ("1/5/9/"): ancestors and descendants are
+prefix matches, one indexed query at any depth.
 """
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
 
-from sqlalchemy import ForeignKey, Index, String, Text, UniqueConstraint, select, text
+from sqlalchemy import CheckConstraint, ForeignKey, Index, String, Text, UniqueConstraint, select, text
 from sqlalchemy.orm import Mapped, column_property, mapped_column
 
 from kiln.models.base import Base, Timestamps
@@ -17,6 +19,12 @@ KIND_USER = "user"
 KIND_GROUP = "group"
 
 GUEST, REPORTER, DEVELOPER, MAINTAINER, OWNER = 10, 20, 30, 40, 50
+ACCESS_LEVELS = (GUEST, REPORTER, DEVELOPER, MAINTAINER, OWNER)
+MINIMAL_ACCESS = 5
+
+PRIVATE, INTERNAL, PUBLIC = "private", "internal", "public"
+VISIBILITIES = (PRIVATE, INTERNAL, PUBLIC)
+VISIBILITY_LEVEL = {PRIVATE: 0, INTERNAL: 10, PUBLIC: 20}
 
 
 class Namespace(Timestamps, Base):
@@ -28,31 +36,80 @@ class Namespace(Timestamps, Base):
             text("lower(path)"),
             unique=True,
         ),
+        Index("ix_namespaces_full_path_lower", text("lower(full_path)")),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     kind: Mapped[str] = mapped_column(String(16))
     name: Mapped[str] = mapped_column(String(255))
     path: Mapped[str] = mapped_column(String(255))
+    # Kept in step with the ancestors' paths and names by services.groups on every rename.
+    full_path: Mapped[str] = mapped_column(String(2048), default="")
+    full_name: Mapped[str] = mapped_column(String(2048), default="")
+    traversal: Mapped[str] = mapped_column(String(512), default="", index=True)
     parent_id: Mapped[int | None] = mapped_column(ForeignKey("namespaces.id", ondelete="CASCADE"), index=True)
     owner_id: Mapped[int | None] = mapped_column(
         ForeignKey("users.id", ondelete="CASCADE"), index=True, unique=True
     )
     description: Mapped[str] = mapped_column(Text, default="")
-    visibility: Mapped[str] = mapped_column(String(16), default="private")
+    visibility: Mapped[str] = mapped_column(String(16), default=PRIVATE)
+    avatar_path: Mapped[str | None] = mapped_column(String(512))
+    request_access_enabled: Mapped[bool] = mapped_column(default=True)
+    share_with_group_lock: Mapped[bool] = mapped_column(default=False)
+    require_two_factor_authentication: Mapped[bool] = mapped_column(default=False)
+    two_factor_grace_period: Mapped[int] = mapped_column(default=48)
+    project_creation_level: Mapped[str] = mapped_column(String(32), default="developer")
+    subgroup_creation_level: Mapped[str] = mapped_column(String(32), default="maintainer")
+    lfs_enabled: Mapped[bool] = mapped_column(default=True)
+    emails_enabled: Mapped[bool] = mapped_column(default=True)
+    mentions_disabled: Mapped[bool | None]
+    auto_devops_enabled: Mapped[bool | None]
+    default_branch_protection: Mapped[int | None]
+    default_branch: Mapped[str | None] = mapped_column(String(255))
+    creator_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    marked_for_deletion_on: Mapped[date | None]
+
+    @property
+    def is_group(self) -> bool:
+        return self.kind == KIND_GROUP
+
+    @property
+    def ancestor_ids(self) -> list[int]:
+        """Ids from the root down to and including this namespace."""
+        return [int(part) for part in self.traversal.split("/") if part]
 
 
 class Member(Timestamps, Base):
-    """Membership of a user in a group namespace (project membership joins in [projects])."""
+    """A user's access to one group or one project; a row with `requested_at` is an access
+    request, which grants nothing until approved."""
 
     __tablename__ = "members"
-    __table_args__ = (UniqueConstraint("namespace_id", "user_id"),)
+    __table_args__ = (
+        UniqueConstraint("namespace_id", "user_id"),
+        UniqueConstraint("project_id", "user_id"),
+        CheckConstraint("(namespace_id IS NULL) <> (project_id IS NULL)", name="one_source"),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    namespace_id: Mapped[int] = mapped_column(ForeignKey("namespaces.id", ondelete="CASCADE"), index=True)
+    namespace_id: Mapped[int | None] = mapped_column(
+        ForeignKey("namespaces.id", ondelete="CASCADE"), index=True
+    )
+    project_id: Mapped[int | None] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"), index=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     access_level: Mapped[int]
     expires_at: Mapped[date | None]
+    requested_at: Mapped[datetime | None]
+    created_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+
+
+class GroupCustomAttribute(Timestamps, Base):
+    __tablename__ = "group_custom_attributes"
+    __table_args__ = (UniqueConstraint("namespace_id", "key"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    namespace_id: Mapped[int] = mapped_column(ForeignKey("namespaces.id", ondelete="CASCADE"), index=True)
+    key: Mapped[str] = mapped_column(String(255))
+    value: Mapped[str] = mapped_column(Text)
 
 
 # A user's own namespace id rides along with every user row (one indexed subquery), so views

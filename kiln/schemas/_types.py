@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
-from typing import Annotated, Any, BinaryIO, ClassVar
+from typing import Annotated, Any, BinaryIO, ClassVar, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator, WithJsonSchema
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, InstanceOf, PlainValidator, WithJsonSchema
 
 
 @dataclass(slots=True)
@@ -137,3 +137,17 @@ class PageParams(Params):
     per_page: Int = 20
     pagination: str | None = None
     sort: str | None = None
+
+
+def _numeric(value: Any) -> Any:
+    # "30" from a query string or form is the integer 30; a choice of integers then applies.
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value.strip())
+    return value
+
+
+# An access level given as a number (query, form or JSON): anything else "does not have a valid value".
+AccessLevel = Annotated[Literal[10, 20, 30, 40, 50], BeforeValidator(_numeric)]
+
+# A file part of a multipart body (anything else is "invalid").
+UploadFile = Annotated[InstanceOf[Upload], WithJsonSchema({"type": "string", "format": "binary"})]

@@ -181,7 +181,7 @@ def _create(db: Session, p: UserCreate, settings: Settings, storage: Storage) ->
             user.admin = p.admin
         db.add(user)
         db.flush()
-        db.add(Namespace(kind=KIND_USER, name=user.name, path=user.username, owner_id=user.id))
+        user_namespace(db, user)
         if p.extern_uid is not None and p.provider is not None:
             db.add(Identity(user_id=user.id, provider=p.provider, extern_uid=p.extern_uid))
         if avatar_key is not None:
@@ -210,10 +210,16 @@ def update_user(
             user.email = p.email
         if p.name is not None and p.name != user.name:
             user.name = p.name
-            db.execute(update(Namespace).where(Namespace.owner_id == user.id).values(name=p.name))
+            db.execute(
+                update(Namespace).where(Namespace.owner_id == user.id).values(name=p.name, full_name=p.name)
+            )
         if p.username is not None and p.username != user.username:
             user.username = p.username
-            db.execute(update(Namespace).where(Namespace.owner_id == user.id).values(path=p.username))
+            db.execute(
+                update(Namespace)
+                .where(Namespace.owner_id == user.id)
+                .values(path=p.username, full_path=p.username)
+            )
         if p.password is not None:
             user.password_hash = hash_password(
                 p.password, time_cost=settings.password_time_cost, memory_cost=settings.password_memory_cost
@@ -275,6 +281,14 @@ def delete_user(
         owned = finder.solely_owned_group_ids(db, user.id)
         if owned and not hard_delete:
             raise Conflict("User cannot be removed while is the sole-owner of a group")
+        # Personal projects go with the user (and, on hard deletion, the groups they own alone):
+        # their rows now, their repositories and uploads by a queued job.
+        from kiln.services import projects as project_service
+
+        gone = [user_namespace_id] if (user_namespace_id := user.namespace_id) is not None else []
+        if hard_delete:
+            gone += owned
+        project_service.destroy(db, project_service.ids_in_namespaces(db, gone))
         if hard_delete:
             for column in _contribution_columns():
                 db.execute(delete(column.table).where(column == user.id))
@@ -316,8 +330,7 @@ def ghost_user(db: Session) -> User:
         with db.begin_nested():
             db.add(ghost)
             db.flush()
-            db.add(Namespace(kind=KIND_USER, name=ghost.name, path=ghost.username, owner_id=ghost.id))
-            db.flush()
+            user_namespace(db, ghost)
     except IntegrityError:
         existing = db.scalars(select(User).where(User.user_type == USER_TYPE_GHOST)).first()
         if existing is None:
@@ -410,10 +423,20 @@ def bootstrap_root(db: Session, settings: Settings) -> tuple[User, str | None]:
             )
             db.add(existing)
             db.flush()
-            db.add(Namespace(kind=KIND_USER, name=existing.name, path="root", owner_id=existing.id))
+            user_namespace(db, existing)
         if settings.root_token:
             token_service.ensure_root_token(db, existing, settings.root_token)
     return existing, generated
+
+
+def user_namespace(db: Session, user: User) -> Namespace:
+    """A user's own namespace: its path is the username, it has no parent."""
+    ns = Namespace(kind=KIND_USER, name=user.name, path=user.username, owner_id=user.id)
+    db.add(ns)
+    db.flush()
+    ns.full_path, ns.full_name, ns.traversal = ns.path, ns.name, f"{ns.id}/"
+    db.flush()
+    return ns
 
 
 def _find(db: Session, user_id: int) -> User:

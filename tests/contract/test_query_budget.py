@@ -6,9 +6,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import pytest
 from sqlalchemy import event, insert
 
-from kiln.models import Identity, User, UserCustomAttribute
+from kiln.models import Identity, ProjectGroupLink, ProjectTopic, User, UserCustomAttribute
 
 # The token with its user, the page (namespace ids ride along), the count, identities.
 BUDGET = 4
@@ -70,3 +71,31 @@ def test_user_list_with_custom_attributes_is_constant(api, db, runtime):
 
 def test_short_list_stays_within_the_budget(api, runtime):
     assert statements_for(runtime, lambda: api("root").get("/users")) <= BUDGET
+
+
+def add_projects(make: Any, owner: Any, group: Any, n: int) -> None:
+    """Projects with what their views show: topics, a share, a fork parent."""
+    parent = make.project(owner=owner, visibility="public")
+    for i in range(n):
+        p = make.project(namespace=group if i % 2 else None, owner=owner, forked_from_id=parent.id)
+        make.db.execute(
+            insert(ProjectTopic), [{"project_id": p.id, "name": "t1"}, {"project_id": p.id, "name": "t2"}]
+        )
+        make.db.execute(
+            insert(ProjectGroupLink), [{"project_id": p.id, "group_id": group.id, "group_access": 10}]
+        )
+    make.db.commit()
+
+
+@pytest.mark.parametrize(
+    "query", ["/projects?per_page=3", "/projects?per_page=3&statistics=true&simple=false"]
+)
+def test_project_list_costs_the_same_for_5_and_40_projects(api, make, runtime, query):
+    owner = make.user()
+    group = make.group(owners=[owner])
+    caller = api(owner)
+    add_projects(make, owner, group, 5)
+    few = statements_for(runtime, lambda: caller.get(query))
+    add_projects(make, owner, group, 35)
+    many = statements_for(runtime, lambda: caller.get(query))
+    assert few == many

@@ -81,7 +81,7 @@ def test_every_api_route_is_under_the_prefix_or_declared_root(app):
     for _, path, _ in handlers(app):
         assert (
             path.startswith(API_PREFIX + "/")
-            or path.startswith(("/oauth/", "/users/", "/uploads/"))
+            or path.startswith(("/oauth/", "/users/", "/uploads/", "/-/project/", "/-/project-uploads/"))
             or path in roots
         )
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from kiln.config import Settings
+from tests.factories.projects import ProjectFactory
 from tests.factories.users import MadeUser, UserFactory
 
 __all__ = ["Factory", "MadeUser"]
 
 
-class Factory(UserFactory):
+class Factory(ProjectFactory, UserFactory):
     def __init__(self, db: Session, settings: Settings) -> None:
         self.db = db
         self.settings = settings

@@ -12,13 +12,13 @@ from kiln.auth.passwords import hash_password
 from kiln.auth.tokens import PREFIX_PAT, digest, new_secret
 from kiln.config import Settings
 from kiln.db import transaction
-from kiln.models import Member, Namespace, PersonalAccessToken, User
-from kiln.models.namespaces import KIND_GROUP, KIND_USER, OWNER
+from kiln.models import PersonalAccessToken, User
+from kiln.services.users import user_namespace
 
 DEFAULT_PASSWORD = "password-123"
 
 
-@dataclass
+@dataclass(eq=False)  # hashable: tests key member maps by user
 class MadeUser:
     id: int
     username: str
@@ -55,7 +55,7 @@ class UserFactory:
             )
             self.db.add(user)
             self.db.flush()
-            self.db.add(Namespace(kind=KIND_USER, name=user.name, path=user.username, owner_id=user.id))
+            user_namespace(self.db, user)
             secret = self._token(user, scopes or ["api"])
         return MadeUser(user.id, user.username, user.email, secret, password, user)
 
@@ -95,14 +95,3 @@ class UserFactory:
         )
         self.db.flush()
         return secret
-
-    def group(self, *, owners: list[MadeUser], path: str | None = None) -> Namespace:
-        """A group namespace with these users as Owner members."""
-        n = self.seq()
-        with transaction(self.db):
-            group = Namespace(kind=KIND_GROUP, name=path or f"group{n}", path=path or f"group{n}")
-            self.db.add(group)
-            self.db.flush()
-            for owner in owners:
-                self.db.add(Member(namespace_id=group.id, user_id=owner.id, access_level=OWNER))
-        return group

@@ -1,0 +1,123 @@
+"""Groups and subgroups (GitLab's Groups API): list, read, create, update, delete, restore,
+transfer, subgroups, descendant groups and the group's projects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Request, Response
+from litestar.handlers import HTTPRouteHandler
+from litestar.params import FromPath
+
+from kiln.api._deps import Authenticated, Db, Viewer, runtime
+from kiln.api._pagination import page_of, paginated
+from kiln.api._params import params
+from kiln.api._render import render
+from kiln.api._routes import delete, get, post, put
+from kiln.entities.groups import group_detail, group_view
+from kiln.entities.projects import project_full, project_simple
+from kiln.schemas.groups import (
+    GroupCreate,
+    GroupDelete,
+    GroupGet,
+    GroupList,
+    GroupProjects,
+    GroupTransfer,
+    GroupUpdate,
+)
+from kiln.services import groups as service
+
+Req = Request[Any, Any, Any]
+
+
+def _base(request: Req) -> str:
+    return runtime(request).settings.external_url
+
+
+def _groups(request: Req, listing: service.GroupListing, page: Any) -> Response[bytes]:
+    base = _base(request)
+    return paginated(request, [group_view(r, base) for r in listing.records], page, listing.page)
+
+
+@get("/groups", auth="optional", params=GroupList)
+async def list_groups(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
+    q: GroupList = await params(request)
+    page = page_of(q)
+    return _groups(request, service.list_groups(db, viewer, q, page), page)
+
+
+@post("/groups", params=GroupCreate)
+async def create_group(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
+    p: GroupCreate = await params(request)
+    return render(group_detail(service.create_group(db, actor, p), _base(request)), status=201)
+
+
+@get("/groups/{id:str}", auth="optional", params=GroupGet)
+async def get_group(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Response[bytes]:
+    q: GroupGet = await params(request)
+    rec = service.get_group(
+        db, viewer, id, with_projects=q.with_projects, custom_attributes=q.with_custom_attributes
+    )
+    return render(group_detail(rec, _base(request)))
+
+
+@put("/groups/{id:str}", params=GroupUpdate)
+async def update_group(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
+    p: GroupUpdate = await params(request)
+    return render(group_detail(service.update_group(db, actor, id, p), _base(request)))
+
+
+@delete("/groups/{id:str}", params=GroupDelete, status=202)
+async def delete_group(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
+    q: GroupDelete = await params(request)
+    service.delete_group(db, actor, id, permanently=q.permanently_remove, full_path=q.full_path)
+    return render({"message": "202 Accepted"}, status=202)
+
+
+@post("/groups/{id:str}/restore")
+async def restore_group(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
+    return render(group_detail(service.restore_group(db, actor, id), _base(request)), status=201)
+
+
+@post("/groups/{id:str}/transfer", params=GroupTransfer)
+async def transfer_group(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
+    p: GroupTransfer = await params(request)
+    return render(group_detail(service.transfer_group(db, actor, id, p.group_id), _base(request)), status=201)
+
+
+@get("/groups/{id:str}/subgroups", auth="optional", params=GroupList)
+async def list_subgroups(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Response[bytes]:
+    q: GroupList = await params(request)
+    page = page_of(q)
+    return _groups(request, service.list_subgroups(db, viewer, id, q, page), page)
+
+
+@get("/groups/{id:str}/descendant_groups", auth="optional", params=GroupList)
+async def list_descendant_groups(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Response[bytes]:
+    q: GroupList = await params(request)
+    page = page_of(q)
+    return _groups(request, service.list_subgroups(db, viewer, id, q, page, descendants=True), page)
+
+
+@get("/groups/{id:str}/projects", auth="optional", params=GroupProjects)
+async def list_group_projects(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Response[bytes]:
+    q: GroupProjects = await params(request)
+    page = page_of(q, keyset_allowed=True, order_by=q.order_by)
+    listing = service.list_projects(db, viewer, id, q, page)
+    base = _base(request)
+    view = project_simple if q.simple else project_full
+    return paginated(request, [view(r, base) for r in listing.records], page, listing.page)
+
+
+ROUTES: list[HTTPRouteHandler] = [
+    list_groups,
+    create_group,
+    get_group,
+    update_group,
+    delete_group,
+    restore_group,
+    transfer_group,
+    list_subgroups,
+    list_descendant_groups,
+    list_group_projects,
+]

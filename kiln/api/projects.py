@@ -1,0 +1,262 @@
+"""Projects (spec part 3 "Projects"): create, read, update, list, fork, star, archive,
+delete and restore, share, uploads, languages."""
+
+from __future__ import annotations
+
+import mimetypes
+from typing import Any
+
+from litestar import Request, Response
+from litestar.params import FromPath
+from litestar.response import Stream
+
+from kiln.api._deps import Authenticated, Db, Viewer, int_id, runtime
+from kiln.api._pagination import page_of, paginated
+from kiln.api._params import params
+from kiln.api._render import no_content, render
+from kiln.api._routes import delete, get, post, put
+from kiln.entities.projects import (
+    project_full,
+    project_in_list,
+    project_simple,
+    project_with_access,
+    share_link,
+    starrer,
+    upload_result,
+)
+from kiln.errors import NotFound
+from kiln.policy import Action
+from kiln.schemas.projects import (
+    ProjectCreate,
+    ProjectCreateForUser,
+    ProjectDelete,
+    ProjectFork,
+    ProjectGet,
+    ProjectList,
+    ProjectShare,
+    ProjectUpdate,
+    StarrerList,
+    UploadCreate,
+)
+from kiln.services import projects as service
+from kiln.services import users as user_service
+from kiln.storage import LocalStorage
+
+Req = Request[Any, Any, Any]
+
+
+def _base(request: Req) -> str:
+    return runtime(request).settings.external_url
+
+
+def _uploads(request: Req) -> LocalStorage:
+    return LocalStorage(runtime(request).settings.data_dir / "uploads")
+
+
+def _listing(
+    request: Req, viewer: Any, listing: service.ProjectListing, q: ProjectList, page: Any
+) -> Response[bytes]:
+    base = _base(request)
+    items = [
+        project_in_list(r, base, authenticated=viewer is not None, simple=q.simple) for r in listing.records
+    ]
+    return paginated(request, items, page, listing.page)
+
+
+@get("/projects", auth="optional", params=ProjectList)
+async def list_projects(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
+    q: ProjectList = await params(request)
+    page = page_of(q, keyset_allowed=True, order_by=q.order_by)
+    return _listing(request, viewer, service.list_projects(db, viewer, q, page), q, page)
+
+
+@get("/users/{user_id:str}/projects", auth="optional", params=ProjectList)
+async def list_user_projects(request: Req, db: Db, viewer: Viewer, user_id: FromPath[str]) -> Response[bytes]:
+    q: ProjectList = await params(request)
+    page = page_of(q, keyset_allowed=True, order_by=q.order_by)
+    return _listing(request, viewer, service.list_user_projects(db, viewer, user_id, q, page), q, page)
+
+
+@get("/users/{user_id:str}/starred_projects", auth="optional", params=ProjectList)
+async def list_starred_projects(
+    request: Req, db: Db, viewer: Viewer, user_id: FromPath[str]
+) -> Response[bytes]:
+    q: ProjectList = await params(request)
+    page = page_of(q, keyset_allowed=True, order_by=q.order_by)
+    return _listing(request, viewer, service.list_starred_by(db, viewer, user_id, q, page), q, page)
+
+
+@post("/projects", params=ProjectCreate)
+async def create_project(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
+    p: ProjectCreate = await params(request)
+    rec = service.create_project(db, actor, p, runtime(request).settings)
+    return render(project_full(rec, _base(request)), status=201)
+
+
+@post("/projects/user/{user_id:str}", params=ProjectCreateForUser, requires=Action.ADMIN_USERS)
+async def create_project_for_user(
+    request: Req, db: Db, actor: Authenticated, user_id: FromPath[str]
+) -> Response[bytes]:
+    p: ProjectCreateForUser = await params(request)
+    owner = user_service.get_user(db, actor, int_id(user_id))
+    rec = service.create_project(db, actor, p, runtime(request).settings, for_user=owner)
+    return render(project_full(rec, _base(request)), status=201)
+
+
+@get("/projects/{id:str}", auth="optional", params=ProjectGet)
+async def get_project(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Response[bytes]:
+    q: ProjectGet = await params(request)
+    s = service.load(db, viewer, id)
+    rec = service.record(
+        db,
+        viewer,
+        s.project,
+        statistics=q.statistics and viewer is not None,
+        custom_attributes=q.with_custom_attributes,
+        known=s,
+    )
+    base = _base(request)
+    if viewer is None:
+        view = project_simple(rec, base)
+        if rec.forked_from is not None:
+            view["forked_from_project"] = project_simple(rec.forked_from, base)
+        return render(view)
+    return render(project_with_access(rec, base, license=q.license))
+
+
+@put("/projects/{id:str}", params=ProjectUpdate)
+async def update_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
+    p: ProjectUpdate = await params(request)
+    rec = service.update_project(db, actor, id, p)
+    return render(project_full(rec, _base(request)))
+
+
+@delete("/projects/{id:str}", params=ProjectDelete, status=202)
+async def delete_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
+    q: ProjectDelete = await params(request)
+    service.delete_project(db, actor, id, permanently=q.permanently_remove, full_path=q.full_path)
+    return render({"message": "202 Accepted"}, status=202)
+
+
+@post("/projects/{id:str}/restore")
+async def restore_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
+    return render(project_full(service.restore_project(db, actor, id), _base(request)), status=201)
+
+
+@post("/projects/{id:str}/archive")
+async def archive_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
+    return render(project_full(service.set_archived(db, actor, id, True), _base(request)), status=201)
+
+
+@post("/projects/{id:str}/unarchive")
+async def unarchive_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
+    return render(project_full(service.set_archived(db, actor, id, False), _base(request)), status=201)
+
+
+@post("/projects/{id:str}/fork", params=ProjectFork)
+async def fork_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
+    p: ProjectFork = await params(request)
+    rec = service.fork_project(db, actor, id, p, runtime(request).settings)
+    return render(project_full(rec, _base(request)), status=201)
+
+
+@get("/projects/{id:str}/forks", auth="optional", params=ProjectList)
+async def list_forks(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Response[bytes]:
+    q: ProjectList = await params(request)
+    page = page_of(q, keyset_allowed=True, order_by=q.order_by)
+    return _listing(request, viewer, service.list_forks(db, viewer, id, q, page), q, page)
+
+
+@post("/projects/{id:str}/star")
+async def star_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
+    rec, changed = service.star(db, actor, id, True)
+    if not changed:
+        return Response(content=b"", status_code=304)
+    return render(project_full(rec, _base(request)), status=201)
+
+
+@post("/projects/{id:str}/unstar")
+async def unstar_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
+    rec, changed = service.star(db, actor, id, False)
+    if not changed:
+        return Response(content=b"", status_code=304)
+    return render(project_full(rec, _base(request)), status=201)
+
+
+@get("/projects/{id:str}/starrers", auth="optional", params=StarrerList)
+async def list_starrers(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Response[bytes]:
+    q: StarrerList = await params(request)
+    page = page_of(q)
+    result = service.starrers(db, viewer, id, q.search, page)
+    base = _base(request)
+    items = [starrer(star.created_at, user, base) for star, user in result.items]
+    return paginated(request, items, page, result)
+
+
+@get("/projects/{id:str}/languages", auth="optional")
+async def languages(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Response[bytes]:
+    return render(service.languages(db, viewer, id))
+
+
+@post("/projects/{id:str}/share", params=ProjectShare)
+async def share_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
+    p: ProjectShare = await params(request)
+    link = service.share(db, actor, id, p.group_id, p.group_access, p.expires_at)
+    return render(share_link(link), status=201)
+
+
+@delete("/projects/{id:str}/share/{group_id:str}")
+async def unshare_project(
+    request: Req, db: Db, actor: Authenticated, id: FromPath[str], group_id: FromPath[str]
+) -> Response[bytes]:
+    service.unshare(db, actor, id, int_id(group_id))
+    return no_content()
+
+
+@post("/projects/{id:str}/uploads", params=UploadCreate)
+async def upload_file(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
+    p: UploadCreate = await params(request)
+    up = p.file
+    done = service.upload(db, actor, id, up.filename, up.file, up.size(), _uploads(request))
+    return render(upload_result(done.upload, done.project, done.namespace, _base(request)), status=201)
+
+
+# Served at the root: /-/project/:id/uploads/:secret/:name, and the project-relative URL
+# /<full path>/uploads/:secret/:name that the ASGI wrapper routes here.
+@get("/-/project/{id:str}/uploads/{secret:str}/{filename:str}", auth="optional")
+async def uploaded_file_by_id(
+    request: Req, db: Db, viewer: Viewer, id: FromPath[str], secret: FromPath[str], filename: FromPath[str]
+) -> Response[Any]:
+    return _serve_upload(request, db, viewer, id, secret, filename)
+
+
+@get("/-/project-uploads/{project:str}/{secret:str}/{filename:str}", auth="optional")
+async def uploaded_file_by_path(
+    request: Req,
+    db: Db,
+    viewer: Viewer,
+    project: FromPath[str],
+    secret: FromPath[str],
+    filename: FromPath[str],
+) -> Response[Any]:
+    from urllib.parse import unquote
+
+    return _serve_upload(request, db, viewer, unquote(project), secret, filename)
+
+
+def _serve_upload(
+    request: Req, db: Db, viewer: Viewer, ident: str, secret: str, filename: str
+) -> Response[Any]:
+    row = service.find_upload(db, viewer, ident, secret, filename)
+    storage = _uploads(request)
+    if not storage.exists(row.storage_key):
+        raise NotFound()
+    media = mimetypes.guess_type(row.filename)[0] or "application/octet-stream"
+    inline = media.startswith("image/") or media.startswith("video/")
+    disposition = "inline" if inline else "attachment"
+    headers = {
+        "X-Content-Type-Options": "nosniff",
+        "Content-Disposition": f'{disposition}; filename="{row.filename}"',
+        "Content-Length": str(row.size),
+    }
+    return Stream(storage.iter_bytes(row.storage_key), media_type=media, headers=headers)

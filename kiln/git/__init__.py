@@ -1,0 +1,1 @@
+"""Git repositories on disk (pygit2 and the git binary)."""

@@ -1,0 +1,153 @@
+"""Who has which access level where, computed in SQL so that lists and single lookups use
+the same rules: direct project membership, membership of the project's group or any of its
+ancestors, groups the project is shared with (capped at the share's level), and the owner
+of a personal namespace. Expired memberships and access requests grant nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import date
+from typing import Any
+
+from sqlalchemy import ColumnElement, Select, and_, case, func, literal, or_, select, union_all
+from sqlalchemy.orm import Session, aliased
+
+from kiln.models import Member, Namespace, Project, ProjectGroupLink
+from kiln.models.namespaces import OWNER
+
+
+def _active(today: date) -> ColumnElement[bool]:
+    return and_(Member.requested_at.is_(None), or_(Member.expires_at.is_(None), Member.expires_at > today))
+
+
+def project_level_rows(user_id: int, project_ids: Iterable[int] | None = None) -> Select[Any]:
+    """(project_id, level) rows, one per way the user reaches a project; not yet reduced."""
+    today = date.today()
+    ids = list(project_ids) if project_ids is not None else None
+    member_ns = aliased(Namespace)
+    inner_ns = aliased(Namespace)
+    shared_ns = aliased(Namespace)
+
+    direct = select(Member.project_id.label("project_id"), Member.access_level.label("level")).where(
+        Member.user_id == user_id, Member.project_id.is_not(None), _active(today)
+    )
+    inherited = (
+        select(Project.id.label("project_id"), Member.access_level.label("level"))
+        .select_from(Member)
+        .join(member_ns, member_ns.id == Member.namespace_id)
+        .join(inner_ns, inner_ns.traversal.startswith(member_ns.traversal))
+        .join(Project, Project.namespace_id == inner_ns.id)
+        .where(Member.user_id == user_id, _active(today))
+    )
+    shared = (
+        select(
+            ProjectGroupLink.project_id.label("project_id"),
+            case(
+                (Member.access_level < ProjectGroupLink.group_access, Member.access_level),
+                else_=ProjectGroupLink.group_access,
+            ).label("level"),
+        )
+        .select_from(Member)
+        .join(member_ns, member_ns.id == Member.namespace_id)
+        .join(shared_ns, shared_ns.traversal.startswith(member_ns.traversal))
+        .join(ProjectGroupLink, ProjectGroupLink.group_id == shared_ns.id)
+        .where(
+            Member.user_id == user_id,
+            _active(today),
+            or_(ProjectGroupLink.expires_at.is_(None), ProjectGroupLink.expires_at > today),
+        )
+    )
+    personal = (
+        select(Project.id.label("project_id"), literal(OWNER).label("level"))
+        .join(Namespace, Namespace.id == Project.namespace_id)
+        .where(Namespace.owner_id == user_id)
+    )
+    if ids is not None:
+        direct = direct.where(Member.project_id.in_(ids))
+        inherited = inherited.where(Project.id.in_(ids))
+        shared = shared.where(ProjectGroupLink.project_id.in_(ids))
+        personal = personal.where(Project.id.in_(ids))
+    return union_all(direct, inherited, shared, personal)  # type: ignore[return-value]
+
+
+def project_levels(user_id: int, project_ids: Iterable[int] | None = None) -> Any:
+    """A subquery of (project_id, level): the user's effective level per reachable project."""
+    rows = project_level_rows(user_id, project_ids).subquery("reach")
+    return (
+        select(rows.c.project_id.label("project_id"), func.max(rows.c.level).label("level"))
+        .group_by(rows.c.project_id)
+        .subquery("project_levels")
+    )
+
+
+def project_access(db: Session, user_id: int, project_ids: Iterable[int]) -> dict[int, int]:
+    ids = list(project_ids)
+    if not ids:
+        return {}
+    levels = project_levels(user_id, ids)
+    return {row[0]: row[1] for row in db.execute(select(levels.c.project_id, levels.c.level))}
+
+
+def project_member_level(db: Session, user_id: int, project_id: int) -> int | None:
+    """The user's own membership of the project (what GitLab shows as project_access)."""
+    return db.scalar(
+        select(Member.access_level).where(
+            Member.project_id == project_id, Member.user_id == user_id, _active(date.today())
+        )
+    )
+
+
+def group_levels(user_id: int, group_ids: Iterable[int] | None = None) -> Any:
+    """A subquery of (namespace_id, level): membership of a group or of any ancestor."""
+    member_ns = aliased(Namespace)
+    inner_ns = aliased(Namespace)
+    stmt = (
+        select(inner_ns.id.label("namespace_id"), func.max(Member.access_level).label("level"))
+        .select_from(Member)
+        .join(member_ns, member_ns.id == Member.namespace_id)
+        .join(inner_ns, inner_ns.traversal.startswith(member_ns.traversal))
+        .where(Member.user_id == user_id, _active(date.today()))
+        .group_by(inner_ns.id)
+    )
+    if group_ids is not None:
+        stmt = stmt.where(inner_ns.id.in_(list(group_ids)))
+    return stmt.subquery("group_levels")
+
+
+def group_access(db: Session, user_id: int, group_ids: Iterable[int]) -> dict[int, int]:
+    ids = list(group_ids)
+    if not ids:
+        return {}
+    levels = group_levels(user_id, ids)
+    return {row[0]: row[1] for row in db.execute(select(levels.c.namespace_id, levels.c.level))}
+
+
+def related_group_ids(user_id: int) -> Select[Any]:
+    """Groups a user may see because of what is inside them: ancestors of the groups the
+    user belongs to and of the projects the user is a member of (GitLab shows their names)."""
+    today = date.today()
+    inner = aliased(Namespace)
+    outer = aliased(Namespace)
+    via_groups = (
+        select(outer.id)
+        .select_from(Member)
+        .join(inner, inner.id == Member.namespace_id)
+        .join(outer, inner.traversal.startswith(outer.traversal))
+        .where(Member.user_id == user_id, _active(today))
+    )
+    via_projects = (
+        select(outer.id)
+        .select_from(Member)
+        .join(Project, Project.id == Member.project_id)
+        .join(inner, inner.id == Project.namespace_id)
+        .join(outer, inner.traversal.startswith(outer.traversal))
+        .where(Member.user_id == user_id, _active(today))
+    )
+    return union_all(via_groups, via_projects)  # type: ignore[return-value]
+
+
+def is_related_to_group(db: Session, user_id: int, group_id: int) -> bool:
+    rows = related_group_ids(user_id).subquery()
+    return (
+        db.scalar(select(literal(True)).select_from(rows).where(rows.c.id == group_id).limit(1)) is not None
+    )

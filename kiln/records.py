@@ -1,0 +1,28 @@
+"""Plain records that services fill and entities render: one object per resource carrying
+everything its views show, so entities never query and services never format."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kiln.models import Namespace, Project, ProjectGroupLink, ProjectStatistics, User
+
+
+@dataclass(slots=True)
+class ProjectRecord:
+    """A project with everything its views show, loaded in a constant number of queries."""
+
+    project: Project
+    namespace: Namespace
+    owner: User | None = None
+    topics: list[str] = field(default_factory=list)
+    level: int | None = None
+    project_access: int | None = None
+    group_access: int | None = None
+    forked_from: ProjectRecord | None = None
+    statistics: ProjectStatistics | None = None
+    shared_with_groups: list[tuple[ProjectGroupLink, Namespace]] = field(default_factory=list)
+    custom_attributes: list[tuple[str, str]] | None = None
+    can_read_code: bool = True
+    can_admin: bool = False
+    features_open: dict[str, bool] = field(default_factory=dict)

@@ -1,0 +1,721 @@
+"""Groups and subgroups: listing, creation, settings, renames and moves, and deletion of a
+group with everything below it.
+
+Lookups go through `namespaces.require_group`, which answers 404 for a group the actor may
+not see and 403 for an action the policy refuses on a group they can see."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import ColumnElement, Select, delete, exists, false, func, or_, select, true, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from kiln import jobs, policy
+from kiln.auth.actor import Actor
+from kiln.db import transaction
+from kiln.errors import BadRequest, ValidationFailed
+from kiln.models import (
+    GroupCustomAttribute,
+    Member,
+    Namespace,
+    Project,
+    ProjectGroupLink,
+    ProjectStatistics,
+    Upload,
+)
+from kiln.models.namespaces import INTERNAL, KIND_GROUP, OWNER, PUBLIC, VISIBILITY_LEVEL
+from kiln.pagination import Page, PageResult
+from kiln.policy import Action, GroupSubject
+from kiln.queries import access
+from kiln.queries.paging import offset_page
+from kiln.schemas.groups import GroupCreate, GroupList, GroupProjects, GroupSettings, GroupUpdate
+from kiln.schemas.projects import ProjectList
+from kiln.services import instance_settings
+from kiln.services import namespaces as ns_service
+from kiln.services import projects as project_service
+from kiln.services.projects import ProjectListing, ProjectRecord
+
+REMOVE_FILES = "groups.remove_files"
+DESTROY_ADJOURNED = "groups.destroy_adjourned"
+# GroupDetail shows at most this many projects (GitLab's GroupProjectsFinder limit).
+DETAIL_PROJECTS_LIMIT = 100
+# Top-level paths the web interface and the API route themselves (GitLab's reserved names).
+RESERVED_TOP_LEVEL = frozenset(
+    {
+        "-",
+        ".well-known",
+        "404.html",
+        "422.html",
+        "500.html",
+        "502.html",
+        "503.html",
+        "admin",
+        "api",
+        "apple-touch-icon.png",
+        "assets",
+        "dashboard",
+        "explore",
+        "favicon.ico",
+        "favicon.png",
+        "files",
+        "groups",
+        "health_check",
+        "help",
+        "import",
+        "jwt",
+        "login",
+        "oauth",
+        "profile",
+        "projects",
+        "public",
+        "robots.txt",
+        "s",
+        "search",
+        "sitemap",
+        "sitemap.xml",
+        "snippets",
+        "uploads",
+        "users",
+        "v2",
+    }
+)
+# The instance's default_project_creation setting and the level name it stands for.
+_PROJECT_CREATION = {0: "noone", 1: "maintainer", 2: "developer", 4: "owner"}
+STAT_COLUMNS = (
+    "repository_size",
+    "wiki_size",
+    "lfs_objects_size",
+    "job_artifacts_size",
+    "pipeline_artifacts_size",
+    "packages_size",
+    "snippets_size",
+    "uploads_size",
+)
+
+
+@dataclass(slots=True)
+class GroupRecord:
+    """A group with what its views show, loaded in a constant number of queries."""
+
+    group: Namespace
+    default_branch_protection: int
+    statistics: dict[str, int] | None = None
+    custom_attributes: list[tuple[str, str]] | None = None
+    projects: list[ProjectRecord] | None = None
+    shared_projects: list[ProjectRecord] | None = None
+
+
+@dataclass(slots=True)
+class GroupListing:
+    page: PageResult
+    records: list[GroupRecord]
+
+
+# ---------------------------------------------------------------------------- visibility
+
+
+def _open_visibilities(actor: Actor | None) -> list[str]:
+    if actor is None:
+        return [PUBLIC]
+    return [PUBLIC] if actor.user.external else [PUBLIC, INTERNAL]
+
+
+def _member_group_ids(user_id: int, min_level: int | None = None) -> Select[Any]:
+    """Groups a membership reaches: the group itself and everything below it."""
+    levels = access.group_levels(user_id)
+    stmt = select(levels.c.namespace_id)
+    if min_level is not None:
+        stmt = stmt.where(levels.c.level >= min_level)
+    return stmt
+
+
+def _authorized(user_id: int) -> ColumnElement[bool]:
+    """Groups a user reaches by membership, and the ancestors of what they belong to."""
+    related = access.related_group_ids(user_id).subquery()
+    return or_(Namespace.id.in_(_member_group_ids(user_id)), Namespace.id.in_(select(related.c.id)))
+
+
+def _listed(actor: Actor | None, q: GroupList) -> ColumnElement[bool]:
+    """GitLab's GroupsFinder: owned / min_access_level narrow to memberships; otherwise
+    signed-in users see the groups they are related to, and with `all_available` (the
+    default for administrators, and always for anonymous callers) every group they may read."""
+    admin = policy.is_admin(actor)
+    all_available = q.all_available if q.all_available is not None else admin
+    if actor is None:
+        return false() if q.owned else Namespace.visibility == PUBLIC
+    if q.owned:
+        return Namespace.id.in_(_member_group_ids(actor.user.id, OWNER))
+    if q.min_access_level is not None:
+        return Namespace.id.in_(_member_group_ids(actor.user.id, q.min_access_level))
+    if admin and all_available:
+        return true()
+    if all_available:
+        return or_(Namespace.visibility.in_(_open_visibilities(actor)), _authorized(actor.user.id))
+    return _authorized(actor.user.id)
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _group_query(
+    actor: Actor | None, q: GroupList, *, parent: Namespace | None = None, descendants: bool = False
+) -> Select[Any]:
+    stmt = select(Namespace).where(Namespace.kind == KIND_GROUP, _listed(actor, q))
+    if parent is not None and descendants:
+        stmt = stmt.where(Namespace.traversal.startswith(parent.traversal), Namespace.id != parent.id)
+    elif parent is not None:
+        stmt = stmt.where(Namespace.parent_id == parent.id)
+    elif q.top_level_only:
+        stmt = stmt.where(Namespace.parent_id.is_(None))
+    if q.skip_groups:
+        stmt = stmt.where(Namespace.id.not_in(q.skip_groups))
+    if q.visibility is not None:
+        stmt = stmt.where(Namespace.visibility == q.visibility)
+    if q.search:
+        term = f"%{_escape_like(q.search.lower())}%"
+        matches = [
+            func.lower(Namespace.name).like(term, escape="\\"),
+            func.lower(Namespace.path).like(term, escape="\\"),
+        ]
+        if parent is None:
+            matches.append(func.lower(Namespace.full_path).like(term, escape="\\"))
+        stmt = stmt.where(or_(*matches))
+    if q.archived:
+        stmt = stmt.where(false())  # groups are never archived here
+    if q.active is not None:
+        marked = Namespace.marked_for_deletion_on.is_not(None)
+        stmt = stmt.where(~marked if q.active else marked)
+    if q.marked_for_deletion_on is not None:
+        stmt = stmt.where(Namespace.marked_for_deletion_on == q.marked_for_deletion_on)
+    if policy.is_admin(actor):
+        for key, value in (q.custom_attributes or {}).items():
+            stmt = stmt.where(
+                exists(
+                    select(GroupCustomAttribute.id).where(
+                        GroupCustomAttribute.namespace_id == Namespace.id,
+                        GroupCustomAttribute.key == key,
+                        GroupCustomAttribute.value == value,
+                    )
+                )
+            )
+    order = "name" if q.order_by == "similarity" else q.order_by
+    column = getattr(Namespace, order)
+    primary = column.desc() if (q.sort or "asc") == "desc" else column.asc()
+    return stmt.order_by(primary) if order == "id" else stmt.order_by(primary, Namespace.id.asc())
+
+
+# ---------------------------------------------------------------------------- records
+
+
+def _statistics(db: Session, group_ids: list[int]) -> dict[int, dict[str, int]]:
+    """Sizes summed over the projects directly in each group."""
+    columns = [func.coalesce(func.sum(getattr(ProjectStatistics, c)), 0) for c in STAT_COLUMNS]
+    rows = db.execute(
+        select(Project.namespace_id, *columns)
+        .join(ProjectStatistics, ProjectStatistics.project_id == Project.id)
+        .where(Project.namespace_id.in_(group_ids))
+        .group_by(Project.namespace_id)
+    )
+    sums = {row[0]: [int(v) for v in row[1:]] for row in rows}
+    out = {}
+    for gid in group_ids:
+        values = dict(zip(STAT_COLUMNS, sums.get(gid, [0] * len(STAT_COLUMNS)), strict=True))
+        out[gid] = {"storage_size": sum(values.values()), **values}
+    return out
+
+
+def _custom_attributes(db: Session, group_ids: list[int]) -> dict[int, list[tuple[str, str]]]:
+    out: dict[int, list[tuple[str, str]]] = {gid: [] for gid in group_ids}
+    rows = db.execute(
+        select(GroupCustomAttribute.namespace_id, GroupCustomAttribute.key, GroupCustomAttribute.value)
+        .where(GroupCustomAttribute.namespace_id.in_(group_ids))
+        .order_by(GroupCustomAttribute.key)
+    )
+    for gid, key, value in rows:
+        out[gid].append((key, value))
+    return out
+
+
+def records(
+    db: Session,
+    actor: Actor | None,
+    groups: list[Namespace],
+    *,
+    statistics: bool = False,
+    custom_attributes: bool = False,
+) -> list[GroupRecord]:
+    if not groups:
+        return []
+    ids = [g.id for g in groups]
+    admin = policy.is_admin(actor)
+    protection = int(instance_settings.current(db)["default_branch_protection"])
+    stats = _statistics(db, ids) if statistics and admin else None
+    attrs = _custom_attributes(db, ids) if custom_attributes and admin else None
+    return [
+        GroupRecord(
+            group=g,
+            default_branch_protection=g.default_branch_protection
+            if g.default_branch_protection is not None
+            else protection,
+            statistics=stats[g.id] if stats is not None else None,
+            custom_attributes=attrs[g.id] if attrs is not None else None,
+        )
+        for g in groups
+    ]
+
+
+def _detail(
+    db: Session,
+    actor: Actor | None,
+    subject: GroupSubject,
+    *,
+    with_projects: bool,
+    custom_attributes: bool = False,
+) -> GroupRecord:
+    group = subject.group
+    rec = records(db, actor, [group], custom_attributes=custom_attributes)[0]
+    if with_projects:
+        page = Page(page=1, per_page=DETAIL_PROJECTS_LIMIT)
+        q = ProjectList()
+        own = project_service.list_projects(db, actor, q, page, namespace_ids=[group.id])
+        shared = project_service.list_projects(
+            db, actor, q, page, namespace_ids=[], shared_with_group=group.id
+        )
+        rec.projects, rec.shared_projects = own.records, shared.records
+    return rec
+
+
+# ---------------------------------------------------------------------------- reads
+
+
+def list_groups(db: Session, actor: Actor | None, q: GroupList, page: Page) -> GroupListing:
+    return _listing(db, actor, q, page, _group_query(actor, q))
+
+
+def list_subgroups(
+    db: Session, actor: Actor | None, ident: str, q: GroupList, page: Page, *, descendants: bool = False
+) -> GroupListing:
+    parent, _ = ns_service.require_group(db, actor, ident)
+    return _listing(db, actor, q, page, _group_query(actor, q, parent=parent, descendants=descendants))
+
+
+def _listing(db: Session, actor: Actor | None, q: GroupList, page: Page, stmt: Select[Any]) -> GroupListing:
+    result = offset_page(db, stmt, page)
+    recs = records(
+        db, actor, result.items, statistics=q.statistics, custom_attributes=q.with_custom_attributes
+    )
+    return GroupListing(page=result, records=recs)
+
+
+def get_group(
+    db: Session, actor: Actor | None, ident: str, *, with_projects: bool, custom_attributes: bool
+) -> GroupRecord:
+    _, subject = ns_service.require_group(db, actor, ident)
+    return _detail(db, actor, subject, with_projects=with_projects, custom_attributes=custom_attributes)
+
+
+def list_projects(
+    db: Session, actor: Actor | None, ident: str, q: GroupProjects, page: Page
+) -> ProjectListing:
+    group, _ = ns_service.require_group(db, actor, ident)
+    own = Namespace.traversal.startswith(group.traversal) if q.include_subgroups else Namespace.id == group.id
+    if q.include_ancestor_groups:
+        own = or_(own, Namespace.id.in_(group.ancestor_ids))
+    scope = select(Namespace.id).where(own)
+    shared = group.id if q.with_shared else None
+    return project_service.list_projects(db, actor, q, page, namespace_ids=scope, shared_with_group=shared)
+
+
+# ---------------------------------------------------------------------------- validation
+
+
+def _ruby_inspect(errors: dict[str, list[str]]) -> str:
+    """Ruby's Hash#inspect of model errors, as GitLab puts them in "Failed to save group …"."""
+    parts = [
+        f":{key}=>[{', '.join(json.dumps(m, ensure_ascii=False) for m in messages)}]"
+        for key, messages in errors.items()
+    ]
+    return "{" + ", ".join(parts) + "}"
+
+
+def _save_failed(errors: dict[str, list[str]]) -> BadRequest:
+    """POST /groups reports model errors as one string, unlike the hash of PUT."""
+    return BadRequest(f"Failed to save group {_ruby_inspect(errors)}", raw=True)
+
+
+def _check_name_path(
+    db: Session,
+    parent: Namespace | None,
+    name: str,
+    path: str,
+    errors: dict[str, list[str]],
+    *,
+    except_ns: int | None = None,
+    check_name: bool = True,
+    check_path: bool = True,
+) -> None:
+    if check_name:
+        problem = ns_service.name_error(name)
+        if problem:
+            errors.setdefault("name", []).append(problem)
+        elif parent is not None:
+            # Sibling subgroups need distinct names; top-level groups may share one.
+            same = select(Namespace.id).where(
+                Namespace.parent_id == parent.id, func.lower(Namespace.name) == name.lower()
+            )
+            if except_ns is not None:
+                same = same.where(Namespace.id != except_ns)
+            if db.scalar(same.limit(1)) is not None:
+                errors.setdefault("name", []).append("has already been taken")
+    if check_path:
+        problem = ns_service.path_error(path)
+        if problem is None and parent is None and path.lower() in RESERVED_TOP_LEVEL:
+            problem = f"{path} is a reserved name"
+        if problem:
+            errors.setdefault("path", []).append(problem)
+        elif ns_service.path_taken(db, parent.id if parent else None, path, except_ns=except_ns):
+            errors.setdefault("path", []).append("has already been taken")
+
+
+def _check_visibility(
+    db: Session,
+    actor: Actor,
+    group: Namespace | None,
+    parent: Namespace | None,
+    visibility: str,
+    errors: dict[str, list[str]],
+) -> None:
+    level = VISIBILITY_LEVEL[visibility]
+    messages = errors.setdefault("visibility_level", [])
+    if parent is not None and level > VISIBILITY_LEVEL[parent.visibility]:
+        messages.append(
+            f"{visibility} is not allowed since the parent group has a {parent.visibility} visibility."
+        )
+    if group is not None:
+        lower = [v for v, n in VISIBILITY_LEVEL.items() if n > level]
+        if lower and db.scalar(
+            select(Project.id).where(Project.namespace_id == group.id, Project.visibility.in_(lower)).limit(1)
+        ):
+            messages.append(
+                f"{visibility} is not allowed since this group contains projects with higher visibility."
+            )
+        if lower and db.scalar(
+            select(Namespace.id)
+            .where(Namespace.parent_id == group.id, Namespace.visibility.in_(lower))
+            .limit(1)
+        ):
+            messages.append(f"{visibility} is not allowed since there are sub-groups with higher visibility.")
+    if not actor.is_admin and visibility in instance_settings.current(db)["restricted_visibility_levels"]:
+        messages.append(f"{visibility.capitalize()} has been restricted by your GitLab administrator")
+    if not messages:
+        del errors["visibility_level"]
+
+
+def _apply_settings(group: Namespace, p: GroupSettings) -> None:
+    given = p.given()
+    for name in (
+        "description",
+        "share_with_group_lock",
+        "require_two_factor_authentication",
+        "two_factor_grace_period",
+        "project_creation_level",
+        "subgroup_creation_level",
+        "lfs_enabled",
+        "request_access_enabled",
+        "default_branch_protection",
+    ):
+        value = getattr(p, name)
+        if name in given and value is not None:
+            setattr(group, name, value)
+    # Null has a meaning of its own here (follow the instance's choice): kept as given.
+    for name in ("auto_devops_enabled", "mentions_disabled"):
+        if name in given:
+            setattr(group, name, getattr(p, name))
+    if "default_branch" in given:
+        group.default_branch = p.default_branch or None
+    if "emails_disabled" in given and p.emails_disabled is not None:
+        group.emails_enabled = not p.emails_disabled
+    elif "emails_enabled" in given and p.emails_enabled is not None:
+        group.emails_enabled = p.emails_enabled
+
+
+# ---------------------------------------------------------------------------- writes
+
+
+def create_group(db: Session, actor: Actor, p: GroupCreate) -> GroupRecord:
+    """A top-level group (Action.CREATE_GROUP) or a subgroup (CREATE_SUBGROUP on the parent);
+    the creator becomes its Owner."""
+    parent: Namespace | None = None
+    if p.parent_id is not None:
+        parent, parent_subject = ns_service.require_group(db, actor, str(p.parent_id))
+        policy.require(actor, Action.CREATE_SUBGROUP, parent_subject)
+    else:
+        policy.require(actor, Action.CREATE_GROUP)
+    inst = instance_settings.current(db)
+    with transaction(db):
+        errors: dict[str, list[str]] = {}
+        _check_name_path(db, parent, p.name, p.path, errors)
+        if parent is not None and len(parent.ancestor_ids) >= ns_service.MAX_DEPTH:
+            errors.setdefault("parent_id", []).append("has too deep level of nesting")
+        visibility: str
+        if p.visibility is not None:
+            visibility = p.visibility
+        else:
+            # Not asked for: the instance default, lowered to what the parent allows.
+            visibility = inst["default_group_visibility"]
+            if parent is not None and VISIBILITY_LEVEL[visibility] > VISIBILITY_LEVEL[parent.visibility]:
+                visibility = parent.visibility
+        _check_visibility(db, actor, None, parent, visibility, errors)
+        if errors:
+            raise _save_failed(errors)
+        group = Namespace(
+            kind=KIND_GROUP,
+            name=p.name,
+            path=p.path,
+            parent_id=parent.id if parent is not None else None,
+            visibility=visibility,
+            creator_id=actor.user.id,
+            project_creation_level=_PROJECT_CREATION.get(int(inst["default_project_creation"]), "developer"),
+        )
+        _apply_settings(group, p)
+        db.add(group)
+        try:
+            with db.begin_nested():
+                db.flush()
+        except IntegrityError:
+            raise _save_failed({"path": ["has already been taken"]}) from None
+        ns_service.place(db, group, parent)
+        db.add(
+            Member(
+                namespace_id=group.id,
+                user_id=actor.user.id,
+                access_level=OWNER,
+                created_by_id=actor.user.id,
+            )
+        )
+        db.flush()
+    return records(db, actor, [group])[0]
+
+
+def update_group(db: Session, actor: Actor, ident: str, p: GroupUpdate) -> GroupRecord:
+    group, subject = ns_service.require_group(db, actor, ident, Action.UPDATE_GROUP)
+    given = p.given()
+    parent = db.get(Namespace, group.parent_id) if group.parent_id is not None else None
+    with transaction(db):
+        errors: dict[str, list[str]] = {}
+        name = p.name if "name" in given and p.name is not None else group.name
+        path = p.path if "path" in given and p.path is not None else group.path
+        _check_name_path(
+            db,
+            parent,
+            name,
+            path,
+            errors,
+            except_ns=group.id,
+            check_name=name != group.name,
+            check_path=path != group.path,
+        )
+        if "visibility" in given and p.visibility is not None and p.visibility != group.visibility:
+            _check_visibility(db, actor, group, parent, p.visibility, errors)
+        if errors:
+            raise ValidationFailed(errors)
+        old = (group.full_path, group.full_name, group.traversal)
+        renamed = name != group.name or path != group.path
+        group.name, group.path = name, path
+        if "visibility" in given and p.visibility is not None:
+            group.visibility = p.visibility
+        _apply_settings(group, p)
+        if renamed:
+            ns_service.place(db, group, parent)
+            _moved(db, group, *old)
+        group.updated_at = datetime.now(UTC)
+        try:
+            with db.begin_nested():
+                db.flush()
+        except IntegrityError:
+            raise ValidationFailed({"path": ["has already been taken"]}) from None
+    return _detail(db, actor, subject, with_projects=True)
+
+
+def _moved(db: Session, group: Namespace, old_full_path: str, old_full_name: str, old_traversal: str) -> None:
+    """Descendants follow a renamed or moved group; their projects' URLs change with them."""
+    ns_service.refresh_descendants(db, group, old_full_path, old_full_name, old_traversal)
+    db.flush()
+    ids = list(db.scalars(ns_service.descendant_ids(group)))
+    ns_service.touch_paths_of_projects(db, ids)
+
+
+def transfer_group(db: Session, actor: Actor, ident: str, group_id: int | None) -> GroupRecord:
+    """Under another group, or to the top level without one; descendants and projects move
+    along and become no more visible than their new parent."""
+    group, subject = ns_service.require_group(db, actor, ident, Action.UPDATE_GROUP)
+    new_parent: Namespace | None = None
+    parent_subject: GroupSubject | None = None
+    if group_id is not None:
+        new_parent, parent_subject = ns_service.require_group(db, actor, str(group_id))
+
+    def fail(reason: str) -> BadRequest:
+        return BadRequest(f"Transfer failed: {reason}", raw=True)
+
+    with transaction(db):
+        if new_parent is None and group.parent_id is None:
+            raise fail("Group is already a root group.")
+        if new_parent is not None and new_parent.id == group.parent_id:
+            raise fail("Group is already associated to the parent group.")
+        allowed = (
+            policy.may(actor, Action.CREATE_SUBGROUP, parent_subject)
+            if parent_subject is not None
+            else policy.may(actor, Action.CREATE_GROUP)
+        )
+        if not allowed:
+            raise fail("You don't have enough permissions.")
+        if new_parent is not None and new_parent.traversal.startswith(group.traversal):
+            raise fail("Cannot transfer group to one of its subgroup.")
+        if ns_service.path_taken(db, new_parent.id if new_parent else None, group.path, except_ns=group.id):
+            raise fail("The parent group already has a subgroup or a project with the same path.")
+        depth = len(new_parent.ancestor_ids) if new_parent is not None else 0
+        if depth + _height(db, group) > ns_service.MAX_DEPTH:
+            raise fail("Parent has too deep level of nesting")
+        old = (group.full_path, group.full_name, group.traversal)
+        group.parent_id = new_parent.id if new_parent is not None else None
+        ns_service.place(db, group, new_parent)
+        _moved(db, group, *old)
+        if new_parent is not None:
+            _cap_visibility(db, group, new_parent.visibility)
+        group.updated_at = datetime.now(UTC)
+        db.flush()
+    db.refresh(group)
+    return _detail(db, actor, subject, with_projects=True)
+
+
+def _height(db: Session, group: Namespace) -> int:
+    """Levels from the group down to its deepest descendant, the group itself counted."""
+    levels = func.length(Namespace.traversal) - func.length(func.replace(Namespace.traversal, "/", ""))
+    deepest = db.scalar(select(func.max(levels)).where(Namespace.traversal.startswith(group.traversal)))
+    return int(deepest or 0) - len(group.ancestor_ids) + 1
+
+
+def _cap_visibility(db: Session, group: Namespace, ceiling: str) -> None:
+    allowed = [v for v, n in VISIBILITY_LEVEL.items() if n <= VISIBILITY_LEVEL[ceiling]]
+    below = ns_service.descendant_ids(group)
+    db.execute(
+        update(Namespace)
+        .where(Namespace.id.in_(below), Namespace.visibility.not_in(allowed))
+        .values(visibility=ceiling)
+        .execution_options(synchronize_session="fetch")
+    )
+    db.execute(
+        update(Project)
+        .where(Project.namespace_id.in_(below), Project.visibility.not_in(allowed))
+        .values(visibility=ceiling)
+        .execution_options(synchronize_session="fetch")
+    )
+
+
+def delete_group(
+    db: Session, actor: Actor, ident: str, *, permanently: bool = False, full_path: str | None = None
+) -> None:
+    """Removed at once with everything below it, or marked for deletion when the instance
+    adjourns deletions (then removed by a queued job when the period is over)."""
+    group, _ = ns_service.require_group(db, actor, ident, Action.UPDATE_GROUP)
+    period = int(instance_settings.current(db)["deletion_adjourned_period"])
+    with transaction(db):
+        if permanently:
+            if group.parent_id is None:
+                raise BadRequest("`permanently_remove` option is only available for subgroups.", raw=True)
+            if group.marked_for_deletion_on is None:
+                raise BadRequest("Group must be marked for deletion first.", raw=True)
+            if full_path != group.full_path:
+                raise BadRequest(
+                    "`full_path` is incorrect. You must enter the complete path for the subgroup.", raw=True
+                )
+            destroy(db, group)
+            return
+        if period > 0:
+            if _ancestor_marked(db, group):
+                return
+            if group.marked_for_deletion_on is not None:
+                raise BadRequest("Group has been already marked for deletion", raw=True)
+            today = datetime.now(UTC).date()
+            group.marked_for_deletion_on = today
+            jobs.enqueue(
+                db,
+                DESTROY_ADJOURNED,
+                {"group_id": group.id, "marked_on": today.isoformat()},
+                run_at=datetime.now(UTC) + timedelta(days=period),
+            )
+            return
+        destroy(db, group)
+
+
+def _ancestor_marked(db: Session, group: Namespace) -> bool:
+    ancestors = [i for i in group.ancestor_ids if i != group.id]
+    if not ancestors:
+        return False
+    return (
+        db.scalar(
+            select(Namespace.id)
+            .where(Namespace.id.in_(ancestors), Namespace.marked_for_deletion_on.is_not(None))
+            .limit(1)
+        )
+        is not None
+    )
+
+
+def restore_group(db: Session, actor: Actor, ident: str) -> GroupRecord:
+    group, subject = ns_service.require_group(db, actor, ident, Action.UPDATE_GROUP)
+    with transaction(db):
+        if group.marked_for_deletion_on is None:
+            raise BadRequest("Group has not been marked for deletion", raw=True)
+        group.marked_for_deletion_on = None
+        db.flush()
+    return _detail(db, actor, subject, with_projects=True)
+
+
+def destroy(db: Session, group: Namespace) -> None:
+    """Remove the group, its subgroups and all their projects in the caller's transaction;
+    repositories and uploaded files go by queued jobs, which run only if this commits."""
+    ids = list(db.scalars(ns_service.descendant_ids(group)))
+    project_service.destroy(db, project_service.ids_in_namespaces(db, [group.id]))
+    uploads = list(db.scalars(select(Upload.storage_key).where(Upload.namespace_id.in_(ids))))
+    db.execute(delete(Upload).where(Upload.namespace_id.in_(ids)))
+    db.execute(delete(ProjectGroupLink).where(ProjectGroupLink.group_id.in_(ids)))
+    db.execute(delete(Member).where(Member.namespace_id.in_(ids)))
+    db.execute(delete(GroupCustomAttribute).where(GroupCustomAttribute.namespace_id.in_(ids)))
+    # Deepest first, so no row ever points at a parent that is already gone.
+    for gid in db.scalars(
+        select(Namespace.id).where(Namespace.id.in_(ids)).order_by(func.length(Namespace.traversal).desc())
+    ).all():
+        db.execute(delete(Namespace).where(Namespace.id == gid))
+    jobs.enqueue(db, REMOVE_FILES, {"namespace_ids": ids, "uploads": uploads})
+    db.expunge(group)
+
+
+@jobs.handler(REMOVE_FILES)
+def _remove_files(ctx: jobs.JobContext, payload: dict[str, Any]) -> None:
+    """Idempotent: removing what is already gone is no error."""
+    from kiln.storage import LocalStorage
+
+    storage = LocalStorage(ctx.settings.data_dir / "uploads")
+    for key in payload.get("uploads", []):
+        storage.delete(key)
+    for gid in payload.get("namespace_ids", []):
+        storage.delete_prefix(f"group/{int(gid)}")
+
+
+@jobs.handler(DESTROY_ADJOURNED)
+def _destroy_adjourned(ctx: jobs.JobContext, payload: dict[str, Any]) -> None:
+    """Runs when the waiting period is over; a group restored (or marked again later) in the
+    meantime is left alone."""
+    group = ctx.db.get(Namespace, int(payload["group_id"]))
+    if group is None or group.kind != KIND_GROUP or group.marked_for_deletion_on is None:
+        return
+    if group.marked_for_deletion_on.isoformat() != payload.get("marked_on"):
+        return
+    destroy(ctx.db, group)

@@ -1,0 +1,612 @@
+"""Members and access requests of groups and projects.
+
+A member row grants its level on its group (and everything inside it) or on its project; a
+row with `requested_at` is an access request and grants nothing until approved; an expired
+row grants nothing and is not listed. A personal project has no row for its namespace's
+owner, yet GitLab lists that user as an Owner member, so the lists add one."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from typing import Any, Literal
+
+from sqlalchemy import (
+    ColumnElement,
+    CompoundSelect,
+    Date,
+    Select,
+    and_,
+    case,
+    cast,
+    delete,
+    func,
+    literal_column,
+    null,
+    or_,
+    select,
+    union_all,
+)
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, aliased
+
+from kiln import policy
+from kiln.auth.actor import Actor
+from kiln.db import transaction
+from kiln.errors import Conflict, Forbidden, NotFound, ValidationFailed
+from kiln.models import Member, Namespace, Project, ProjectGroupLink, User
+from kiln.models.namespaces import DEVELOPER, OWNER
+from kiln.pagination import Page, PageResult
+from kiln.policy import Action, GroupSubject, ProjectSubject
+from kiln.queries.paging import offset_page
+from kiln.schemas.members import (
+    AccessRequestApprove,
+    MemberAllList,
+    MemberCreate,
+    MemberDelete,
+    MemberList,
+    MemberUpdate,
+)
+from kiln.services import namespaces as ns_service
+from kiln.services import projects as project_service
+
+Kind = Literal["groups", "projects"]
+# GitLab's answer when a member or requester row is missing (ActiveRecord::RecordNotFound).
+MEMBER_NOT_FOUND = "404 Not found"
+PAST_EXPIRY = "cannot be a date in the past"
+# How many users one POST may add (GitLab's Members::CreateService limit).
+BULK_LIMIT = 100
+# Which row of a user shows in /members/all when levels tie: the project's own, then a group's.
+_DIRECT, _INHERITED, _SHARED = 0, 1, 2
+
+
+@dataclass(slots=True, frozen=True)
+class Source:
+    """A group or a project whose members are managed, with the actor's standing on it."""
+
+    kind: Kind
+    subject: ProjectSubject | GroupSubject
+
+    @property
+    def project(self) -> Project | None:
+        return self.subject.project if isinstance(self.subject, ProjectSubject) else None
+
+    @property
+    def namespace(self) -> Namespace:
+        """The group itself, or the namespace holding the project."""
+        if isinstance(self.subject, ProjectSubject):
+            return self.subject.namespace
+        return self.subject.group
+
+    @property
+    def personal_owner_id(self) -> int | None:
+        """The user whose own namespace holds the project: an Owner without a member row."""
+        return self.namespace.owner_id if self.project is not None else None
+
+    def rows(self) -> ColumnElement[bool]:
+        if self.project is not None:
+            return Member.project_id == self.project.id
+        return Member.namespace_id == self.namespace.id
+
+
+@dataclass(slots=True)
+class MemberRecord:
+    """What the member and access-requester views show, loaded in a fixed number of queries."""
+
+    user: User
+    access_level: int
+    created_at: datetime
+    expires_at: date | None
+    created_by: User | None = None
+    requested_at: datetime | None = None
+
+
+@dataclass(slots=True)
+class MemberListing:
+    page: PageResult
+    records: list[MemberRecord]
+
+
+@dataclass(slots=True)
+class BulkResult:
+    """GitLab's answer to adding several users at once: a status, not members."""
+
+    errors: list[str]
+    reason: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        if not self.errors:
+            return {"status": "success"}
+        body: dict[str, Any] = {"status": "error", "message": _to_sentence(self.errors)}
+        if self.reason is not None:
+            body["reason"] = self.reason
+        return body
+
+
+# ---------------------------------------------------------------------------- sources
+
+
+def load_source(
+    db: Session, actor: Actor | None, kind: Kind, ident: str, action: Action = Action.READ_MEMBERS
+) -> Source:
+    """The group or project by id or full path: 404 when absent or hidden, 403 for `action`."""
+    if kind == "groups":
+        _, subject = ns_service.require_group(db, actor, ident, action)
+        return Source(kind, subject)
+    return Source(kind, project_service.load(db, actor, ident, action))
+
+
+def _owner_or_admin(actor: Actor, source: Source) -> bool:
+    """Only Owners (and administrators) grant the Owner role or change an Owner's membership."""
+    return policy.may(actor, Action.MANAGE_OWNERS, source.subject)
+
+
+def _today() -> date:
+    return date.today()
+
+
+def _active(today: date) -> ColumnElement[bool]:
+    return and_(Member.requested_at.is_(None), or_(Member.expires_at.is_(None), Member.expires_at > today))
+
+
+# ---------------------------------------------------------------------------- reading
+
+
+def _member_columns(level: Any, rank: int) -> list[Any]:
+    return [
+        Member.id.label("member_id"),
+        Member.user_id.label("user_id"),
+        level.label("level"),
+        Member.created_at.label("created_at"),
+        Member.expires_at.label("expires_at"),
+        Member.created_by_id.label("created_by_id"),
+        literal_column(str(rank)).label("rank"),
+    ]
+
+
+def _candidates(source: Source, *, deep: bool) -> CompoundSelect:
+    """Every (row, level) through which a user is a member; several per user when `deep`."""
+    today = _today()
+    parts: list[Any] = [
+        select(*_member_columns(Member.access_level, _DIRECT)).where(source.rows(), _active(today))
+    ]
+    project = source.project
+    if project is not None:
+        # The holder of a personal namespace is its projects' Owner; sorted before real rows.
+        parts.append(
+            select(
+                literal_column("0").label("member_id"),
+                Namespace.owner_id.label("user_id"),
+                literal_column(str(OWNER)).label("level"),
+                Project.created_at.label("created_at"),
+                cast(null(), Date).label("expires_at"),
+                Project.creator_id.label("created_by_id"),
+                literal_column(str(_DIRECT)).label("rank"),
+            )
+            .select_from(Project)
+            .join(Namespace, Namespace.id == Project.namespace_id)
+            .where(Project.id == project.id, Namespace.owner_id.is_not(None))
+        )
+    if not deep:
+        return union_all(*parts)
+    # A project inherits from its group and the group's ancestors; a group from its ancestors.
+    chain = source.namespace.ancestor_ids if source.namespace.is_group else []
+    if project is None:
+        chain = chain[:-1]
+    if chain:
+        parts.append(
+            select(*_member_columns(Member.access_level, _INHERITED)).where(
+                Member.namespace_id.in_(chain), _active(today)
+            )
+        )
+    if project is not None:
+        # Members of a group the project is shared with (or of its ancestors), capped at the share.
+        member_ns = aliased(Namespace)
+        shared_ns = aliased(Namespace)
+        capped = case(
+            (Member.access_level < ProjectGroupLink.group_access, Member.access_level),
+            else_=ProjectGroupLink.group_access,
+        )
+        parts.append(
+            select(*_member_columns(capped, _SHARED))
+            .select_from(Member)
+            .join(member_ns, member_ns.id == Member.namespace_id)
+            .join(shared_ns, shared_ns.traversal.startswith(member_ns.traversal))
+            .join(ProjectGroupLink, ProjectGroupLink.group_id == shared_ns.id)
+            .where(
+                ProjectGroupLink.project_id == project.id,
+                or_(ProjectGroupLink.expires_at.is_(None), ProjectGroupLink.expires_at > today),
+                _active(today),
+            )
+        )
+    return union_all(*parts)
+
+
+def _one_per_user(source: Source, *, deep: bool) -> Any:
+    """One row per user: the highest level wins, then the project's own row, then the oldest."""
+    rows = _candidates(source, deep=deep).subquery("reach")
+    rank = (
+        func.row_number()
+        .over(partition_by=rows.c.user_id, order_by=(rows.c.level.desc(), rows.c.rank, rows.c.member_id))
+        .label("position")
+    )
+    return select(rows, rank).subquery("members_of_source")
+
+
+def _listing(
+    source: Source,
+    *,
+    deep: bool,
+    query: str | None = None,
+    user_ids: list[int] | None = None,
+    skip_users: list[int] | None = None,
+) -> Select[Any]:
+    m = _one_per_user(source, deep=deep)
+    stmt = select(
+        m.c.member_id, m.c.user_id, m.c.level, m.c.created_at, m.c.expires_at, m.c.created_by_id
+    ).where(m.c.position == 1)
+    if query:
+        term = f"%{_escape_like(query.lower())}%"
+        stmt = stmt.join(User, User.id == m.c.user_id).where(
+            or_(
+                func.lower(User.name).like(term, escape="\\"),
+                func.lower(User.username).like(term, escape="\\"),
+                func.lower(User.public_email) == query.lower(),
+            )
+        )
+    if user_ids:
+        stmt = stmt.where(m.c.user_id.in_(user_ids))
+    if skip_users:
+        stmt = stmt.where(m.c.user_id.not_in(skip_users))
+    # GitLab pages members in the order their rows were created.
+    return stmt.order_by(m.c.member_id.asc(), m.c.user_id.asc())
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _records(db: Session, rows: list[Any]) -> list[MemberRecord]:
+    """Rows of (member_id, user_id, level, created_at, expires_at, created_by_id[, requested_at])
+    with their users, loaded in one query."""
+    ids = {r.user_id for r in rows} | {r.created_by_id for r in rows if r.created_by_id is not None}
+    users = {u.id: u for u in db.scalars(select(User).where(User.id.in_(ids)))} if ids else {}
+    out = []
+    for r in rows:
+        user = users.get(r.user_id)
+        if user is None:
+            continue
+        out.append(
+            MemberRecord(
+                user=user,
+                access_level=r.level,
+                created_at=r.created_at,
+                expires_at=r.expires_at,
+                created_by=users.get(r.created_by_id) if r.created_by_id is not None else None,
+                requested_at=getattr(r, "requested_at", None),
+            )
+        )
+    return out
+
+
+def list_members(
+    db: Session, actor: Actor, kind: Kind, q: MemberList | MemberAllList, page: Page, *, deep: bool
+) -> MemberListing:
+    source = load_source(db, actor, kind, q.id)
+    stmt = _listing(
+        source,
+        deep=deep,
+        query=q.query,
+        user_ids=q.user_ids,
+        skip_users=q.skip_users if isinstance(q, MemberList) else None,
+    )
+    result = offset_page(db, stmt, page, scalars=False)
+    return MemberListing(page=result, records=_records(db, result.items))
+
+
+def get_member(
+    db: Session, actor: Actor, kind: Kind, ident: str, user_id: int, *, deep: bool
+) -> MemberRecord:
+    source = load_source(db, actor, kind, ident)
+    return _member_of(db, source, user_id, deep=deep)
+
+
+def _member_of(db: Session, source: Source, user_id: int, *, deep: bool = False) -> MemberRecord:
+    row = db.execute(_listing(source, deep=deep, user_ids=[user_id]).limit(1)).first()
+    records = _records(db, [row]) if row is not None else []
+    if not records:
+        raise NotFound(message=MEMBER_NOT_FOUND)
+    return records[0]
+
+
+def _record_of(db: Session, row: Member) -> MemberRecord:
+    """A row just written, as its view shows it (even when its expiry already passed)."""
+    ids = {row.user_id} | ({row.created_by_id} if row.created_by_id is not None else set())
+    users = {u.id: u for u in db.scalars(select(User).where(User.id.in_(ids)))}
+    return MemberRecord(
+        user=users[row.user_id],
+        access_level=row.access_level,
+        created_at=row.created_at,
+        expires_at=row.expires_at,
+        created_by=users.get(row.created_by_id) if row.created_by_id is not None else None,
+        requested_at=row.requested_at,
+    )
+
+
+# ---------------------------------------------------------------------------- adding
+
+
+def add_members(db: Session, actor: Actor, kind: Kind, p: MemberCreate) -> MemberRecord | BulkResult:
+    """One user (201 with the member) or several separated by commas (201 with a status)."""
+    source = load_source(db, actor, kind, p.id, Action.ADMIN_MEMBERS)
+    if p.access_level >= OWNER and not _owner_or_admin(actor, source):
+        raise Forbidden()
+    given = p.user_id if p.user_id is not None else p.username or ""
+    if "," in given:
+        return _add_many(db, actor, source, p, given)
+    user = _find_user(db, given, by_username=p.user_id is None)
+    if user is None:
+        raise NotFound("User")
+    with transaction(db):
+        row = _row_of(db, source, user.id)
+        if (row is not None and row.requested_at is None) or user.id == source.personal_owner_id:
+            raise Conflict("Member already exists")
+        _check_expiry(p.expires_at)
+        row = _grant(db, actor, source, user.id, row, p.access_level, p.expires_at)
+    return _record_of(db, row)
+
+
+def _add_many(db: Session, actor: Actor, source: Source, p: MemberCreate, given: str) -> BulkResult:
+    """GitLab's bulk add: unknown users are skipped, existing members take the new level."""
+    idents = list(dict.fromkeys(part.strip() for part in given.split(",") if part.strip()))
+    if not idents:
+        return BulkResult(["No users specified."], reason="blank_invites_error")
+    if len(idents) > BULK_LIMIT:
+        return BulkResult(
+            [f"Too many users specified (limit is {BULK_LIMIT})"], reason="too_many_invites_error"
+        )
+    if p.user_id is not None:
+        numbers = [int(i) for i in idents if i.isdigit() and len(i) < 19]
+        users = (
+            list(db.scalars(select(User).where(User.id.in_(numbers)).order_by(User.id))) if numbers else []
+        )
+    else:
+        lowered = [i.lower() for i in idents]
+        users = list(db.scalars(select(User).where(func.lower(User.username).in_(lowered)).order_by(User.id)))
+    users = [u for u in users if u.id != source.personal_owner_id]
+    if p.expires_at is not None and p.expires_at < _today():
+        return BulkResult([f"{u.username}: Expires at {PAST_EXPIRY}" for u in users])
+    with transaction(db):
+        for user in users:
+            row = _row_of(db, source, user.id)
+            if row is not None and row.requested_at is None:
+                _check_change(db, actor, source, row, p.access_level)
+            _grant(db, actor, source, user.id, row, p.access_level, p.expires_at)
+    return BulkResult([])
+
+
+def _find_user(db: Session, given: str, *, by_username: bool) -> User | None:
+    given = given.strip()
+    if by_username:
+        return db.scalars(select(User).where(func.lower(User.username) == given.lower())).first()
+    if not given.isdigit() or len(given) > 18:
+        return None
+    return db.get(User, int(given))
+
+
+def _row_of(db: Session, source: Source, user_id: int) -> Member | None:
+    """The user's own row on the source: a membership (expired or not) or an access request."""
+    return db.scalars(select(Member).where(source.rows(), Member.user_id == user_id)).first()
+
+
+def _check_expiry(expires_at: date | None) -> None:
+    if expires_at is not None and expires_at < _today():
+        raise ValidationFailed({"expires_at": [PAST_EXPIRY]})
+
+
+def _grant(
+    db: Session,
+    actor: Actor,
+    source: Source,
+    user_id: int,
+    row: Member | None,
+    level: int,
+    expires_at: date | None,
+) -> Member:
+    """Make `user_id` a member: a new row, or an access request (or old row) turned into one."""
+    if row is None:
+        project = source.project
+        row = Member(
+            user_id=user_id,
+            project_id=project.id if project is not None else None,
+            namespace_id=None if project is not None else source.namespace.id,
+            access_level=level,
+            expires_at=expires_at,
+            created_by_id=actor.user.id,
+        )
+        db.add(row)
+    else:
+        if row.requested_at is not None:
+            row.created_by_id = actor.user.id
+        row.requested_at = None
+        row.access_level = level
+        row.expires_at = expires_at
+    try:
+        db.flush()
+    except IntegrityError:  # a twin request added the same user first
+        raise Conflict("Member already exists") from None
+    return row
+
+
+# ---------------------------------------------------------------------------- changing
+
+
+def _is_last_owner(db: Session, source: Source, row: Member) -> bool:
+    """A group keeps at least one Owner, counting Owners of its ancestors too."""
+    if source.project is not None or row.access_level < OWNER:
+        return False
+    others = select(Member.id).where(
+        Member.namespace_id.in_(source.namespace.ancestor_ids),
+        Member.user_id != row.user_id,
+        Member.access_level >= OWNER,
+        _active(_today()),
+    )
+    return db.scalar(others.limit(1)) is None
+
+
+def _check_change(db: Session, actor: Actor, source: Source, row: Member, new_level: int | None) -> None:
+    """Who may change or remove an existing member (GitLab answers 403 for each refusal)."""
+    owner = _owner_or_admin(actor, source)
+    if row.access_level >= OWNER and not owner:
+        raise Forbidden()
+    if new_level is not None and new_level >= OWNER and not owner:
+        raise Forbidden()
+    if (new_level is None or new_level < OWNER) and _is_last_owner(db, source, row):
+        raise Forbidden()
+
+
+def _existing(db: Session, source: Source, user_id: int) -> Member:
+    if user_id == source.personal_owner_id:
+        # The holder of a personal namespace can't be changed or removed.
+        raise Forbidden()
+    row = db.scalars(
+        select(Member).where(source.rows(), Member.user_id == user_id, Member.requested_at.is_(None))
+    ).first()
+    if row is None:
+        raise NotFound(message=MEMBER_NOT_FOUND)
+    return row
+
+
+def update_member(db: Session, actor: Actor, kind: Kind, p: MemberUpdate) -> MemberRecord:
+    source = load_source(db, actor, kind, p.id)
+    with transaction(db):
+        row = _existing(db, source, p.user_id)
+        policy.require(actor, Action.ADMIN_MEMBERS, source.subject)
+        _check_change(db, actor, source, row, p.access_level)
+        row.access_level = p.access_level
+        if "expires_at" in p.given():
+            _check_expiry(p.expires_at)
+            row.expires_at = p.expires_at
+        db.flush()
+    return _record_of(db, row)
+
+
+def remove_member(db: Session, actor: Actor, kind: Kind, p: MemberDelete) -> None:
+    """Members may leave on their own; removing a group member also removes their memberships
+    of its subgroups and projects unless `skip_subresources`."""
+    source = load_source(db, actor, kind, p.id)
+    with transaction(db):
+        row = _existing(db, source, p.user_id)
+        if row.user_id == actor.user.id:
+            if _is_last_owner(db, source, row):
+                raise Forbidden()
+        else:
+            policy.require(actor, Action.ADMIN_MEMBERS, source.subject)
+            _check_change(db, actor, source, row, None)
+        db.delete(row)
+        if source.project is None and not p.skip_subresources:
+            _remove_from_descendants(db, source.namespace, row.user_id)
+        db.flush()
+
+
+def _remove_from_descendants(db: Session, group: Namespace, user_id: int) -> None:
+    inside = select(Namespace.id).where(Namespace.traversal.startswith(group.traversal))
+    subgroups = inside.where(Namespace.id != group.id)
+    projects = select(Project.id).where(Project.namespace_id.in_(inside))
+    db.execute(
+        delete(Member)
+        .where(
+            Member.user_id == user_id,
+            or_(Member.namespace_id.in_(subgroups), Member.project_id.in_(projects)),
+        )
+        .execution_options(synchronize_session=False)
+    )
+
+
+# ---------------------------------------------------------------------------- access requests
+
+
+def list_access_requests(db: Session, actor: Actor, kind: Kind, ident: str, page: Page) -> MemberListing:
+    source = load_source(db, actor, kind, ident, Action.ADMIN_MEMBERS)
+    stmt: Any = (
+        select(
+            Member.id.label("member_id"),
+            Member.user_id,
+            Member.access_level.label("level"),
+            Member.created_at,
+            Member.expires_at,
+            Member.created_by_id,
+            Member.requested_at,
+        )
+        .where(source.rows(), Member.requested_at.is_not(None))
+        .order_by(Member.id.asc())
+    )
+    result = offset_page(db, stmt, page, scalars=False)
+    return MemberListing(page=result, records=_records(db, result.items))
+
+
+def request_access(db: Session, actor: Actor, kind: Kind, ident: str) -> MemberRecord:
+    """Anyone who can see the source, isn't a member and hasn't asked yet (403 otherwise)."""
+    source = load_source(db, actor, kind, ident)
+    subject = source.subject
+    if isinstance(subject, GroupSubject):
+        has_row = _row_of(db, source, actor.user.id) is not None
+        subject = dataclasses.replace(subject, has_membership_row=has_row)
+    policy.require(actor, Action.REQUEST_ACCESS, subject)
+    with transaction(db):
+        project = source.project
+        now = datetime.now(UTC)
+        row = Member(
+            user_id=actor.user.id,
+            project_id=project.id if project is not None else None,
+            namespace_id=None if project is not None else source.namespace.id,
+            # Stored at Developer, what an approval grants unless it names another level.
+            access_level=DEVELOPER,
+            requested_at=now,
+            created_at=now,
+        )
+        db.add(row)
+        try:
+            db.flush()
+        except IntegrityError:  # a twin request was first
+            raise Forbidden() from None
+    return _record_of(db, row)
+
+
+def _request_of(db: Session, source: Source, user_id: int) -> Member:
+    row = db.scalars(
+        select(Member).where(source.rows(), Member.user_id == user_id, Member.requested_at.is_not(None))
+    ).first()
+    if row is None:
+        raise NotFound(message=MEMBER_NOT_FOUND)
+    return row
+
+
+def approve_access_request(db: Session, actor: Actor, kind: Kind, p: AccessRequestApprove) -> MemberRecord:
+    source = load_source(db, actor, kind, p.id)
+    with transaction(db):
+        row = _request_of(db, source, p.user_id)
+        policy.require(actor, Action.ADMIN_MEMBERS, source.subject)
+        if p.access_level >= OWNER and not _owner_or_admin(actor, source):
+            raise Forbidden()
+        _grant(db, actor, source, row.user_id, row, p.access_level, row.expires_at)
+    return _record_of(db, row)
+
+
+def deny_access_request(db: Session, actor: Actor, kind: Kind, ident: str, user_id: int) -> None:
+    """Maintainers deny a request; the requester may withdraw their own."""
+    source = load_source(db, actor, kind, ident)
+    with transaction(db):
+        row = _request_of(db, source, user_id)
+        if row.user_id != actor.user.id:
+            policy.require(actor, Action.ADMIN_MEMBERS, source.subject)
+        db.delete(row)
+        db.flush()
+
+
+def _to_sentence(items: list[str]) -> str:
+    """Rails' Array#to_sentence."""
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
