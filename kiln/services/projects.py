@@ -619,6 +619,12 @@ def restore_project(db: Session, actor: Actor, ident: str) -> ProjectRecord:
     return record(db, actor, project)
 
 
+def forget_stars(db: Session, user_id: int) -> None:
+    """Before a user's stars go with the user: the counts they were part of drop by one."""
+    starred = select(ProjectStar.project_id).where(ProjectStar.user_id == user_id)
+    db.execute(update(Project).where(Project.id.in_(starred)).values(star_count=Project.star_count - 1))
+
+
 def ids_in_namespaces(db: Session, namespace_ids: list[int]) -> list[int]:
     """Projects in these namespaces or anywhere below them."""
     if not namespace_ids:

@@ -289,6 +289,7 @@ def delete_user(
         if hard_delete:
             gone += owned
         project_service.destroy(db, project_service.ids_in_namespaces(db, gone))
+        project_service.forget_stars(db, user.id)
         if hard_delete:
             for column in _contribution_columns():
                 db.execute(delete(column.table).where(column == user.id))
