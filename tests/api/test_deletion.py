@@ -90,7 +90,7 @@ def test_deleting_a_project_leaves_nothing_behind(api, make, db, settings, drain
 
 
 def test_deleting_a_user_leaves_nothing_behind(api, make, db, settings, drain):
-    owner, top, projects, fork = rich_tree(api, make, settings)
+    owner, _top, projects, fork = rich_tree(api, make, settings)
     fan_id = api("root").get(f"/projects/{fork['id']}").json()["owner"]["id"]
     assert api("root").delete(f"/users/{fan_id}?hard_delete=true").status_code == 204
     drain()
