@@ -544,11 +544,9 @@ def update_group(db: Session, actor: Actor, ident: str, p: GroupUpdate) -> Group
 
 
 def _moved(db: Session, group: Namespace, old_full_path: str, old_full_name: str, old_traversal: str) -> None:
-    """Descendants follow a renamed or moved group; their projects' URLs change with them."""
+    """Descendants follow a renamed or moved group (projects' paths derive from theirs)."""
     ns_service.refresh_descendants(db, group, old_full_path, old_full_name, old_traversal)
     db.flush()
-    ids = list(db.scalars(ns_service.descendant_ids(group)))
-    ns_service.touch_paths_of_projects(db, ids)
 
 
 def transfer_group(db: Session, actor: Actor, ident: str, group_id: int | None) -> GroupRecord:

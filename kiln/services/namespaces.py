@@ -9,14 +9,14 @@ from datetime import date
 from typing import Any
 from urllib.parse import unquote
 
-from sqlalchemy import Select, and_, func, or_, select, union, update
+from sqlalchemy import Select, and_, func, or_, select, union
 from sqlalchemy.orm import Session, aliased
 
 from kiln import policy
 from kiln.auth.actor import Actor
 from kiln.errors import NotFound
 from kiln.models import Member, Namespace, Project, ProjectStatistics, User
-from kiln.models.namespaces import KIND_GROUP
+from kiln.models.namespaces import KIND_GROUP, OWNER
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action, GroupSubject
 from kiln.queries import access
@@ -141,19 +141,35 @@ def group_subject(db: Session, actor: Actor | None, group: Namespace) -> GroupSu
 
 
 def visible_namespaces(
-    db: Session, actor: Actor, search: str | None, owned_only: bool, top_level_only: bool, page: Page
+    db: Session,
+    actor: Actor,
+    search: str | None,
+    owned_only: bool,
+    top_level_only: bool,
+    page: Page,
+    *,
+    full_path_search: bool = False,
 ) -> PageResult:
-    """GET /namespaces: the user's own namespace and groups they are a member of (all for admins)."""
+    """GET /namespaces: the user's own namespace and groups a membership reaches (all for
+    admins); `full_path_search` matches the search against full paths."""
     stmt = select(Namespace)
     if not policy.is_admin(actor) or owned_only:
         levels = access.group_levels(actor.user.id)
         member_of = select(levels.c.namespace_id)
         if owned_only:
-            member_of = member_of.where(levels.c.level >= 50)
+            member_of = member_of.where(levels.c.level >= OWNER)
         stmt = stmt.where(or_(Namespace.owner_id == actor.user.id, Namespace.id.in_(member_of)))
     if search:
-        term = f"%{search.lower()}%"
-        stmt = stmt.where(or_(func.lower(Namespace.path).like(term), func.lower(Namespace.name).like(term)))
+        term = "%" + search.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        if full_path_search:
+            stmt = stmt.where(func.lower(Namespace.full_path).like(term, escape="\\"))
+        else:
+            stmt = stmt.where(
+                or_(
+                    func.lower(Namespace.path).like(term, escape="\\"),
+                    func.lower(Namespace.name).like(term, escape="\\"),
+                )
+            )
     if top_level_only:
         stmt = stmt.where(Namespace.parent_id.is_(None))
     return offset_page(db, stmt.order_by(Namespace.id.asc()), page)
@@ -171,14 +187,6 @@ def require_group(
     if action is not Action.READ_GROUP:
         policy.require(actor, action, subject)
     return group, subject
-
-
-def touch_paths_of_projects(db: Session, namespace_ids: list[int]) -> None:
-    """Projects have no stored full path; bump their update time so caches of URLs expire."""
-    if namespace_ids:
-        db.execute(
-            update(Project).where(Project.namespace_id.in_(namespace_ids)).values(updated_at=func.now())
-        )
 
 
 # ---------------------------------------------------------------------------- the namespaces API
@@ -207,20 +215,9 @@ class NamespaceListing:
 def list_for_api(db: Session, actor: Actor, q: NamespaceList, page: Page) -> NamespaceListing:
     """GET /namespaces: the caller's own namespace and the groups a membership reaches
     (every namespace for administrators), with `full_path_search` matching full paths."""
-    if q.full_path_search and q.search:
-        stmt = select(Namespace)
-        if not policy.is_admin(actor) or q.owned_only:
-            levels = access.group_levels(actor.user.id)
-            member_of = select(levels.c.namespace_id)
-            if q.owned_only:
-                member_of = member_of.where(levels.c.level >= 50)
-            stmt = stmt.where(or_(Namespace.owner_id == actor.user.id, Namespace.id.in_(member_of)))
-        stmt = stmt.where(func.lower(Namespace.full_path).like(f"%{q.search.lower()}%"))
-        if q.top_level_only:
-            stmt = stmt.where(Namespace.parent_id.is_(None))
-        result = offset_page(db, stmt.order_by(Namespace.id.asc()), page)
-    else:
-        result = visible_namespaces(db, actor, q.search, q.owned_only, q.top_level_only, page)
+    result = visible_namespaces(
+        db, actor, q.search, q.owned_only, q.top_level_only, page, full_path_search=q.full_path_search
+    )
     return NamespaceListing(page=result, records=namespace_records(db, actor, result.items))
 
 
