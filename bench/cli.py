@@ -1,6 +1,6 @@
 """`python -m bench`: kiln's hot routes against a bare Litestar route, same data, same server.
 
-For each database backend: a fresh data directory, `kiln migrate`, bulk users, then
+For each database backend: a fresh data directory, `kiln migrate`, bulk users and projects, then
 `kiln serve` and the bare app (bench.bare) as subprocesses on one CPU, and a load
 generator on another, measuring one target at a time."""
 
@@ -29,19 +29,31 @@ import httpx
 from bench import dataset
 from bench.load import TIMEOUT_S, LoadGenerator, Measurement, Target, choose
 from bench.processes import Managed, cpu_count, free_port
+from kiln.pagination import TOTAL_LIMIT
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results"
 ROOT_TOKEN = "kiln-bench-root-token"
 ROOT_PASSWORD = "kiln-bench-root-password"
+# A personal access token of an ordinary bench user (no admin), for the visibility-filtered list.
+USER_TOKEN = "kiln-bench-user-token"
 AIM = 0.40
-KILN_TARGETS = ("kiln_user", "kiln_users")
+KILN_TARGETS = (
+    "kiln_user",
+    "kiln_users",
+    "kiln_project",
+    "kiln_projects",
+    "kiln_projects_keyset",
+    "kiln_projects_user",
+)
+PER_PAGE = 20
 
 
 @dataclass
 class BackendResult:
     backend: str
     users: int
+    projects: int
     targets: list[Target]
     rounds: dict[str, list[Measurement]] = field(default_factory=dict)
 
@@ -63,6 +75,7 @@ class BackendResult:
         return {
             "backend": self.backend,
             "users": self.users,
+            "projects": self.projects,
             "targets": [
                 {
                     "key": t.key,
@@ -84,6 +97,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=float, default=2.0, help="unmeasured seconds before each (2)")
     parser.add_argument("--connections", type=int, default=32, help="keep-alive connections (32)")
     parser.add_argument("--users", type=int, default=10_000, help="users besides root (10000)")
+    parser.add_argument("--projects", type=int, default=10_000, help="projects (10000)")
     parser.add_argument(
         "--rounds", type=int, default=1, help="measure every target N times; report the median"
     )
@@ -179,6 +193,11 @@ def run_backend(
         step(f"[{backend}] inserting {args.users:,} users")
         users = dataset.populate(url, args.users + 1)
         user_id = dataset.middle_user_id(url)
+        step(f"[{backend}] inserting {args.projects:,} projects")
+        projects = dataset.populate_projects(url, args.projects)
+        project_id = dataset.middle_public_project_id(url)
+        # The bare route's user doubles as the ordinary viewer: a bench user, not an admin.
+        dataset.user_token(url, user_id, USER_TOKEN)
 
         step(f"[{backend}] starting kiln and the bare app")
         kiln = Managed(
@@ -229,22 +248,43 @@ def run_backend(
         stack.callback(bare.stop)
 
         token = {"Private-Token": ROOT_TOKEN}
+        api = f"http://127.0.0.1:{kiln_port}/api/v4"
+        listing = f"/projects?per_page={PER_PAGE}&order_by=id"
         targets = [
             Target("bare", f"bare GET /users/{user_id}", f"http://127.0.0.1:{bare_port}/users/{user_id}"),
-            Target("kiln_user", "kiln GET /api/v4/user", f"http://127.0.0.1:{kiln_port}/api/v4/user", token),
+            Target("kiln_user", "kiln GET /api/v4/user", f"{api}/user", token),
             Target(
                 "kiln_users",
-                "kiln GET /api/v4/users?per_page=20",
-                f"http://127.0.0.1:{kiln_port}/api/v4/users?per_page=20",
+                f"kiln GET /api/v4/users?per_page={PER_PAGE}",
+                f"{api}/users?per_page={PER_PAGE}",
                 token,
+            ),
+            Target(
+                "kiln_project",
+                f"kiln GET /api/v4/projects/{project_id}",
+                f"{api}/projects/{project_id}",
+                token,
+            ),
+            Target("kiln_projects", f"kiln GET /api/v4{listing}", f"{api}{listing}", token),
+            Target(
+                "kiln_projects_keyset",
+                f"kiln GET /api/v4{listing}&pagination=keyset",
+                f"{api}{listing}&pagination=keyset",
+                token,
+            ),
+            Target(
+                "kiln_projects_user",
+                f"kiln GET /api/v4{listing} (user)",
+                f"{api}{listing}",
+                {"Private-Token": USER_TOKEN},
             ),
         ]
         kiln.wait_ready(targets[1].url, token)
         bare.wait_ready(targets[0].url, {})
-        check_answers(targets, user_id)
+        check_answers(targets, user_id, project_id, projects)
 
-        servers = {"bare": bare, "kiln_user": kiln, "kiln_users": kiln}
-        result = BackendResult(backend, users, targets, {t.key: [] for t in targets})
+        servers = {t.key: bare if t.key == "bare" else kiln for t in targets}
+        result = BackendResult(backend, users, projects, targets, {t.key: [] for t in targets})
         for number in range(1, args.rounds + 1):
             for target in targets:
                 round_note = f" (round {number}/{args.rounds})" if args.rounds > 1 else ""
@@ -253,10 +293,15 @@ def run_backend(
                 )
                 if args.warmup > 0:
                     generator.run(target, args.warmup)
+                # Both servers share one CPU: neither may still be working off an earlier run.
+                for busy in (kiln, bare):
+                    busy.wait_idle()
                 server = servers[target.key]
                 cpu_before = server.cpu_seconds()
                 measured = generator.run(target, args.duration)
+                server.wait_idle()
                 measured.server_cpu_s = round(server.cpu_seconds() - cpu_before, 3)
+                measured.unfinished = args.connections
                 result.rounds[target.key].append(measured)
         for server in (kiln, bare):
             if server.proc.poll() is not None:
@@ -284,20 +329,58 @@ def start_postgres(stack: ExitStack) -> str:
     return server.url("kiln_bench")
 
 
-def check_answers(targets: list[Target], user_id: int) -> None:
+def check_answers(targets: list[Target], user_id: int, project_id: int, projects: int) -> None:
     """Refuse to measure a route that answers wrongly: fast errors are not throughput."""
     for target in targets:
         response = httpx.get(target.url, headers=target.headers, timeout=10)
         if response.status_code != 200:
             raise RuntimeError(f"{target.label}: HTTP {response.status_code}: {response.text[:300]}")
-        body = response.json()
-        ok = {
-            "bare": isinstance(body, dict) and body.get("id") == user_id,
-            "kiln_user": isinstance(body, dict) and body.get("username") == "root",
-            "kiln_users": isinstance(body, list) and len(body) == 20,
-        }[target.key]
-        if not ok:
-            raise RuntimeError(f"{target.label}: unexpected body: {response.text[:300]}")
+        if not answer_ok(target.key, response, user_id, project_id, projects):
+            raise RuntimeError(
+                f"{target.label}: unexpected answer: {dict(response.headers)} {response.text[:300]}"
+            )
+
+
+def answer_ok(key: str, response: httpx.Response, user_id: int, project_id: int, projects: int) -> bool:
+    body = response.json()
+    headers = response.headers
+    link = headers.get("Link", "")
+    if key == "bare":
+        return isinstance(body, dict) and body.get("id") == user_id
+    if key == "kiln_user":
+        return isinstance(body, dict) and body.get("username") == "root"
+    if key == "kiln_users":
+        return isinstance(body, list) and len(body) == PER_PAGE
+    if key == "kiln_project":
+        return (
+            isinstance(body, dict)
+            and body.get("id") == project_id
+            and isinstance(body.get("namespace"), dict)
+            and "permissions" in body
+        )
+    # kiln counts up to TOTAL_LIMIT rows and leaves the total out above that.
+    total = headers.get("X-Total")
+    if key == "kiln_projects":
+        # Admin view: every project.
+        expected = str(projects) if projects <= TOTAL_LIMIT else None
+        return _project_page(body) and total == expected and 'rel="next"' in link
+    if key == "kiln_projects_keyset":
+        # No total; the next page continues below the last id.
+        return _project_page(body) and "X-Total" not in headers and "id_before=" in link
+    if key == "kiln_projects_user":
+        # An ordinary user sees fewer than root: others' private projects are hidden.
+        return _project_page(body) and (total is None or 0 < int(total) < projects)
+    raise KeyError(key)
+
+
+def _project_page(body: Any) -> bool:
+    """A full page of project entities in descending id order (order_by=id, sort desc)."""
+    if not isinstance(body, list) or len(body) != PER_PAGE:
+        return False
+    if not all(isinstance(p, dict) and isinstance(p.get("id"), int) and "namespace" in p for p in body):
+        return False
+    ids = [p["id"] for p in body]
+    return ids == sorted(ids, reverse=True) and len(set(ids)) == len(ids)
 
 
 def print_report(
@@ -329,9 +412,10 @@ def print_report(
         print("  noisy. The CPU ms/request column (and its ratio) is the steadier comparison.")
     for result in results:
         print()
-        print(f"{result.backend}: {result.users:,} users")
+        print(f"{result.backend}: {result.users:,} users, {result.projects:,} projects")
+        width = max(36, *(len(t.label) for t in result.targets))
         header = (
-            f"  {'target':<36} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'CPU ms/req':>10} {'errors':>6}"
+            f"  {'target':<{width}} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'CPU ms/req':>10} {'errors':>6}"
             f"  {'ratio':>5} {'CPU ratio':>9}"
         )
         print(header)
@@ -340,12 +424,14 @@ def print_report(
             m = result.chosen(target.key)
             if target.key == "bare":
                 versus = f"  {'(reference)':>15}"
+            elif m.requests == 0:
+                versus = f"  {'-':>5} {'-':>9}  NO ANSWER"
             else:
                 ratio = result.ratio(target.key)
                 verdict = "ok" if ratio >= AIM else "BELOW AIM"
                 versus = f"  {ratio:>5.2f} {result.cpu_ratio(target.key):>9.2f}  {verdict}"
             print(
-                f"  {target.label:<36} {m.rps:>8,.0f} {m.p50_ms:>8.2f} {m.p99_ms:>8.2f}"
+                f"  {target.label:<{width}} {m.rps:>8,.0f} {m.p50_ms:>8.2f} {m.p99_ms:>8.2f}"
                 f" {m.cpu_ms_per_request:>10.3f} {m.failures:>6}{versus}"
             )
     print()
@@ -353,6 +439,11 @@ def print_report(
     if timeouts:
         print(
             f"timeouts: {timeouts} requests (all rounds) got no answer within {TIMEOUT_S}s; counted as errors"
+        )
+    if any(m.requests == 0 for r in results for runs in r.rounds.values() for m in runs):
+        print(
+            "NO ANSWER: not one request finished within the run; the route is slower than"
+            " connections x latency allows. Try fewer --connections or a longer --duration."
         )
     print(f"aim: ratio = kiln req/s / bare req/s >= {AIM:.2f}")
     print("CPU ratio = bare CPU ms/request / kiln CPU ms/request (server process, user + system)")

@@ -1,19 +1,59 @@
-"""The benchmark's database: kiln's schema and root via `kiln migrate`, then bulk users."""
+"""The benchmark's database: kiln's schema and root via `kiln migrate`, then bulk users,
+groups and projects, and a personal access token for one ordinary user.
+
+Everything is inserted with Core executemany in batches (the ORM would spend minutes on
+10,000 rows) and topped up: running a step again on a filled database adds only what is
+missing. Columns left out get the models' Python-side defaults, which Core applies too."""
 
 from __future__ import annotations
 
+import random
+import secrets
 import subprocess
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sqlalchemy import create_engine, func, insert, select
+from sqlalchemy import (
+    Connection,
+    FromClause,
+    String,
+    cast,
+    create_engine,
+    func,
+    insert,
+    literal,
+    select,
+    update,
+)
 
-from kiln.models.namespaces import KIND_USER, Namespace
+from kiln.auth.tokens import digest
+from kiln.models.namespaces import (
+    DEVELOPER,
+    INTERNAL,
+    KIND_GROUP,
+    KIND_USER,
+    OWNER,
+    PRIVATE,
+    PUBLIC,
+    Member,
+    Namespace,
+)
+from kiln.models.projects import Project, ProjectStatistics
+from kiln.models.tokens import PersonalAccessToken
 from kiln.models.users import User
 
 USERNAME_PREFIX = "bench-user-"
+GROUP_PREFIX = "bench-group-"
+PROJECT_PREFIX = "bench-project-"
+TOKEN_NAME = "kiln-bench"
 BATCH = 2000
+GROUPS = 50
+# One project in GROUP_SHARE lives in a group, the rest in users' own namespaces.
+GROUP_SHARE = 4
+# The ordinary user's memberships: Developer of this many groups (so some private group
+# projects are visible to them through membership, as for a real user).
+USER_GROUPS = 3
 
 
 def migrate(kiln_bin: Path, env: Mapping[str, str], log: Path) -> None:
@@ -27,15 +67,13 @@ def migrate(kiln_bin: Path, env: Mapping[str, str], log: Path) -> None:
 
 
 def populate(url: str, total_users: int) -> int:
-    """Insert users (with their namespaces) until there are `total_users`; returns the count.
-
-    Core executemany in batches: the ORM would spend minutes on 10,000 rows."""
+    """Insert users (with their namespaces) until there are `total_users`; returns the count."""
     engine = create_engine(url)
     users = User.__table__
     namespaces = Namespace.__table__
     try:
         with engine.begin() as conn:
-            existing = int(conn.execute(select(func.count()).select_from(users)).scalar_one())
+            existing = _count(conn, users)
             missing = max(0, total_users - existing)
             now = datetime.now(UTC)
             for start in range(0, missing, BATCH):
@@ -63,7 +101,158 @@ def populate(url: str, total_users: int) -> int:
                         for user_id, username, name in created
                     ],
                 )
-            return int(conn.execute(select(func.count()).select_from(users)).scalar_one())
+            _place_top_level(conn)
+            return _count(conn, users)
+    finally:
+        engine.dispose()
+
+
+def populate_projects(url: str, total_projects: int) -> int:
+    """Insert projects (each with its statistics row) until there are `total_projects`.
+
+    Spread over the bench users' namespaces and GROUPS public groups (one in GROUP_SHARE);
+    about 8 in 10 are public, 1 internal, 1 private. Returns the project count."""
+    engine = create_engine(url)
+    projects = Project.__table__
+    statistics = ProjectStatistics.__table__
+    try:
+        with engine.begin() as conn:
+            groups = _groups(conn)
+            owned = conn.execute(
+                select(Namespace.id, Namespace.owner_id)
+                .where(Namespace.kind == KIND_USER, Namespace.path.startswith(USERNAME_PREFIX))
+                .order_by(Namespace.id)
+            ).all()
+            if not owned:
+                raise RuntimeError("no bench users to own projects; populate users first")
+            existing = _count(conn, projects)
+            missing = max(0, total_projects - existing)
+            for start in range(0, missing, BATCH):
+                rows = []
+                for n in range(existing + start + 1, existing + min(missing, start + BATCH) + 1):
+                    if n % GROUP_SHARE == 0:
+                        namespace_id, creator_id = groups[(n // GROUP_SHARE) % len(groups)]
+                    else:
+                        namespace_id, creator_id = owned[n % len(owned)]
+                    rows.append(
+                        {
+                            "namespace_id": namespace_id,
+                            "creator_id": creator_id,
+                            "name": f"Bench Project {n}",
+                            "path": f"{PROJECT_PREFIX}{n:05d}",
+                            "description": "benchmark fixture",
+                            "visibility": _visibility(n),
+                            "default_branch": "main",
+                            "runners_token": "GR1348941" + secrets.token_urlsafe(15),
+                        }
+                    )
+                conn.execute(insert(projects), rows)
+                created = conn.execute(
+                    select(projects.c.id).where(projects.c.path.in_([r["path"] for r in rows]))
+                ).scalars()
+                conn.execute(insert(statistics), [{"project_id": project_id} for project_id in created])
+            return _count(conn, projects)
+    finally:
+        engine.dispose()
+
+
+def _visibility(n: int) -> str:
+    """Seeded by the number, so a rerun draws the same and every group gets a mix."""
+    draw = random.Random(n).random()
+    return PRIVATE if draw < 0.1 else INTERNAL if draw < 0.2 else PUBLIC
+
+
+def _groups(conn: Connection) -> list[tuple[int, int]]:
+    """(namespace id, owner's user id) of the bench groups, created (public, each owned by a
+    bench user through an Owner membership) until there are GROUPS."""
+    found = conn.execute(
+        select(Namespace.id, Namespace.creator_id)
+        .where(Namespace.kind == KIND_GROUP, Namespace.path.startswith(GROUP_PREFIX))
+        .order_by(Namespace.id)
+    ).all()
+    if len(found) < GROUPS:
+        owners = (
+            conn.execute(
+                select(User.id)
+                .where(User.username.startswith(USERNAME_PREFIX))
+                .order_by(User.id)
+                .limit(GROUPS)
+            )
+            .scalars()
+            .all()
+        )
+        if not owners:
+            raise RuntimeError("no bench users to own groups; populate users first")
+        rows = [
+            {
+                "kind": KIND_GROUP,
+                "name": f"Bench Group {n}",
+                "path": f"{GROUP_PREFIX}{n:03d}",
+                "visibility": PUBLIC,
+                "creator_id": owners[n % len(owners)],
+            }
+            for n in range(len(found) + 1, GROUPS + 1)
+        ]
+        conn.execute(insert(Namespace.__table__), rows)
+        made = conn.execute(
+            select(Namespace.id, Namespace.creator_id).where(Namespace.path.in_([r["path"] for r in rows]))
+        ).all()
+        conn.execute(
+            insert(Member.__table__),
+            [
+                {"namespace_id": ns_id, "user_id": owner, "access_level": OWNER, "created_by_id": owner}
+                for ns_id, owner in made
+            ],
+        )
+        _place_top_level(conn)
+        found = conn.execute(
+            select(Namespace.id, Namespace.creator_id)
+            .where(Namespace.kind == KIND_GROUP, Namespace.path.startswith(GROUP_PREFIX))
+            .order_by(Namespace.id)
+        ).all()
+    return [(int(ns_id), int(owner)) for ns_id, owner in found]
+
+
+def _place_top_level(conn: Connection) -> None:
+    """Fill the derived columns of top-level namespaces inserted without them, as
+    services.namespaces.place does: full path and name are their own, traversal is "<id>/"."""
+    ns = Namespace.__table__
+    conn.execute(
+        update(ns)
+        .where(ns.c.parent_id.is_(None), ns.c.traversal == "")
+        .values(full_path=ns.c.path, full_name=ns.c.name, traversal=cast(ns.c.id, String) + literal("/"))
+    )
+
+
+def user_token(url: str, user_id: int, secret: str) -> None:
+    """A personal access token (scope api) for an ordinary user, and that user's Developer
+    membership of the first USER_GROUPS bench groups; nothing is added twice."""
+    engine = create_engine(url)
+    tokens = PersonalAccessToken.__table__
+    members = Member.__table__
+    try:
+        with engine.begin() as conn:
+            hashed = digest(secret)
+            if conn.execute(select(tokens.c.id).where(tokens.c.digest == hashed)).first() is None:
+                conn.execute(
+                    insert(tokens),
+                    {"user_id": user_id, "name": TOKEN_NAME, "digest": hashed, "scopes": ["api"]},
+                )
+            group_ids = [ns_id for ns_id, _owner in _groups(conn)[:USER_GROUPS]]
+            joined = set(
+                conn.execute(
+                    select(members.c.namespace_id).where(
+                        members.c.user_id == user_id, members.c.namespace_id.in_(group_ids)
+                    )
+                ).scalars()
+            )
+            rows = [
+                {"namespace_id": g, "user_id": user_id, "access_level": DEVELOPER, "created_by_id": user_id}
+                for g in group_ids
+                if g not in joined
+            ]
+            if rows:
+                conn.execute(insert(members), rows)
     finally:
         engine.dispose()
 
@@ -78,3 +267,27 @@ def middle_user_id(url: str) -> int:
     finally:
         engine.dispose()
     return int(ids[len(ids) // 2])
+
+
+def middle_public_project_id(url: str) -> int:
+    """A public project in the middle of the table: every viewer may read it."""
+    engine = create_engine(url)
+    projects = Project.__table__
+    try:
+        with engine.connect() as conn:
+            ids = (
+                conn.execute(
+                    select(projects.c.id).where(projects.c.visibility == PUBLIC).order_by(projects.c.id)
+                )
+                .scalars()
+                .all()
+            )
+    finally:
+        engine.dispose()
+    if not ids:
+        raise RuntimeError("no public project to read")
+    return int(ids[len(ids) // 2])
+
+
+def _count(conn: Connection, table: FromClause) -> int:
+    return int(conn.execute(select(func.count()).select_from(table)).scalar_one())

@@ -56,8 +56,10 @@ class Measurement:
     p90_ms: float
     p99_ms: float
     max_ms: float
-    # Filled in by the harness: CPU the server spent during the run.
+    # Filled in by the harness: CPU the server spent on the run, and the requests still open
+    # when it ended (one per connection), which that CPU also paid for.
     server_cpu_s: float = 0.0
+    unfinished: int = 0
 
     @property
     def rps(self) -> float:
@@ -69,7 +71,10 @@ class Measurement:
 
     @property
     def cpu_ms_per_request(self) -> float:
-        return self.server_cpu_s * 1000 / self.requests if self.requests else 0.0
+        """Includes the requests left open at the end: the server finishes them after the run
+        (their CPU is counted), and for a slow route they are many per completed one."""
+        served = self.requests + self.unfinished
+        return self.server_cpu_s * 1000 / served if self.requests else 0.0
 
     def as_dict(self) -> dict[str, float | int]:
         return {

@@ -81,6 +81,24 @@ class Managed:
         wall clock down; throughput alone does not."""
         return sum(_cpu_of(pid) for pid in _tree(self.proc.pid))
 
+    def wait_idle(self, timeout: float = 60.0, interval: float = 0.25) -> float:
+        """Wait until the server stops using CPU; returns the seconds waited.
+
+        When a load run ends, the requests already read keep running (a blocking handler is
+        not cancelled by a closed connection). For a slow route that backlog is seconds of
+        work; measured next, it would count its CPU against requests it did not complete."""
+        started = time.monotonic()
+        last = self.cpu_seconds()
+        quiet = 0
+        # Twice in a row at most one clock tick per interval (the job workers' idle polling):
+        # once alone could be a busy server that other work kept off the CPU.
+        while quiet < 2 and time.monotonic() - started < timeout:
+            time.sleep(interval)
+            now = self.cpu_seconds()
+            quiet = quiet + 1 if now - last <= 1.0 / CLOCK_TICKS else 0
+            last = now
+        return time.monotonic() - started
+
     def tail(self, lines: int = 30) -> str:
         self._out.flush()
         try:
