@@ -33,6 +33,8 @@ class Action(Enum):
 
     READ_PROJECT = auto()
     READ_CODE = auto()  # repository contents
+    PUSH_CODE = auto()  # write to unprotected branches (Developer); protected ones: may_push_to
+    ADMIN_PROTECTED_BRANCHES = auto()  # protect, unprotect, change rules (Maintainer)
     UPDATE_PROJECT = auto()  # settings (Maintainer)
     CHANGE_VISIBILITY = auto()  # visibility, path and namespace (Owner)
     ADMIN_PROJECT = auto()  # archive, delete, restore (Owner)
@@ -71,7 +73,15 @@ class GroupSubject:
 
 
 # Writes to a project's content or settings that an archived project refuses.
-ARCHIVED_REFUSES = frozenset({Action.UPDATE_PROJECT, Action.CHANGE_VISIBILITY, Action.UPLOAD_FILE})
+ARCHIVED_REFUSES = frozenset(
+    {
+        Action.UPDATE_PROJECT,
+        Action.CHANGE_VISIBILITY,
+        Action.UPLOAD_FILE,
+        Action.PUSH_CODE,
+        Action.ADMIN_PROTECTED_BRANCHES,
+    }
+)
 _CREATION_LEVEL = {
     "noone": None,
     "administrator": None,
@@ -153,7 +163,14 @@ def _may_project(actor: Actor | None, action: Action, s: ProjectSubject) -> bool
         return s.project.forking_access_level != DISABLED and _may_project(actor, Action.READ_CODE, s)
     if action in (Action.STAR_PROJECT, Action.UPLOAD_FILE):
         return _may_project(actor, Action.READ_PROJECT, s)
-    if action in (Action.UPDATE_PROJECT, Action.SHARE_PROJECT, Action.ADMIN_MEMBERS):
+    if action is Action.PUSH_CODE:
+        return (admin or level >= DEVELOPER) and s.project.repository_access_level != DISABLED
+    if action in (
+        Action.UPDATE_PROJECT,
+        Action.SHARE_PROJECT,
+        Action.ADMIN_MEMBERS,
+        Action.ADMIN_PROTECTED_BRANCHES,
+    ):
         return admin or level >= MAINTAINER
     if action in (Action.CHANGE_VISIBILITY, Action.ADMIN_PROJECT, Action.MANAGE_OWNERS):
         return admin or level >= OWNER
@@ -193,6 +210,29 @@ def _may_group(actor: Actor | None, action: Action, s: GroupSubject) -> bool:
             and _may_group(actor, Action.READ_GROUP, s)
         )
     return False
+
+
+def may_push_to(
+    actor: Actor | None,
+    s: ProjectSubject,
+    rule_push_level: int | None,
+    *,
+    force: bool = False,
+    allow_force: bool = False,
+) -> bool:
+    """A push or edit of one branch: PUSH_CODE, then the branch's protection if it has one
+    (`rule_push_level`: 0 no one, 30 Developers, 40 Maintainers, 60 administrators)."""
+    if not may(actor, Action.PUSH_CODE, s):
+        return False
+    if rule_push_level is None:
+        return True
+    if force and not allow_force:
+        return False
+    if rule_push_level == 0:
+        return False
+    if rule_push_level >= 60:
+        return is_admin(actor)
+    return is_admin(actor) or (s.level or 0) >= rule_push_level
 
 
 def require(actor: Actor | None, action: Action, subject: object = None) -> None:

@@ -12,6 +12,7 @@ from kiln.models.projects import (
     ProjectTopic,
     Upload,
 )
+from kiln.models.repository import CommitNote, Event, ProtectedBranch
 from kiln.models.settings import ApplicationSetting
 from kiln.models.tokens import OAuthAccessToken, PersonalAccessToken, WebSession
 from kiln.models.users import Identity, User, UserCustomAttribute
@@ -19,6 +20,8 @@ from kiln.models.users import Identity, User, UserCustomAttribute
 __all__ = [
     "ApplicationSetting",
     "Base",
+    "CommitNote",
+    "Event",
     "GroupCustomAttribute",
     "Identity",
     "Job",
@@ -32,6 +35,7 @@ __all__ = [
     "ProjectStar",
     "ProjectStatistics",
     "ProjectTopic",
+    "ProtectedBranch",
     "Upload",
     "User",
     "UserCustomAttribute",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import date, datetime
 
-from sqlalchemy import ForeignKey, Index, String, Text, UniqueConstraint, text
+from sqlalchemy import JSON, ForeignKey, Index, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from kiln.models.base import Base, Timestamps, utcnow
@@ -75,6 +75,9 @@ class Project(Timestamps, Base):
     import_error: Mapped[str | None] = mapped_column(Text)
     # Primary language by share of the default branch (filled by the repository's languages).
     primary_language: Mapped[str | None] = mapped_column(String(64), index=True)
+    # Languages of the default branch, computed once per commit (`languages_sha`).
+    languages: Mapped[dict[str, float] | None] = mapped_column(JSON)
+    languages_sha: Mapped[str | None] = mapped_column(String(64))
 
     issues_access_level: Mapped[str] = _feature()
     repository_access_level: Mapped[str] = _feature()

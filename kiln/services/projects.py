@@ -473,56 +473,102 @@ def create_project(
     if not p.name and not p.path:
         raise ParamError("name, path are missing, at least one parameter must be provided")
     inst = instance_settings.current(db)
-    with transaction(db):
-        if for_user is not None:
-            ns = db.scalars(select(Namespace).where(Namespace.owner_id == for_user.id)).one()
-        else:
-            ns = _namespace_for_create(db, actor, p.namespace_id)
-        name = p.name if p.name else p.path or ""
-        path = (
-            p.path
-            if p.path
-            else (name if ns_service.path_error(name) is None else ns_service.path_from_name(name))
-        )
-        # Above the group's visibility a new project is quietly lowered to it, as GitLab does.
-        visibility = _default_visibility(p.visibility or inst["default_project_visibility"], ns)
-        errors: dict[str, list[str]] = {}
-        _check_name_path(db, ns, name, path, errors)
-        _check_restricted(actor, visibility, inst, errors)
-        owner = for_user or actor.user
-        if not ns.is_group and not actor.is_admin:
-            count = (
-                db.scalar(select(func.count()).select_from(Project).where(Project.namespace_id == ns.id)) or 0
+    created: list[int] = []
+    try:
+        with transaction(db):
+            if for_user is not None:
+                ns = db.scalars(select(Namespace).where(Namespace.owner_id == for_user.id)).one()
+            else:
+                ns = _namespace_for_create(db, actor, p.namespace_id)
+            name = p.name if p.name else p.path or ""
+            path = (
+                p.path
+                if p.path
+                else (name if ns_service.path_error(name) is None else ns_service.path_from_name(name))
             )
-            if count >= owner.projects_limit:
-                errors.setdefault("limit_reached", []).append(
-                    f"Your project limit is {owner.projects_limit} projects! "
-                    "Please contact your administrator to increase it"
+            # Above the group's visibility a new project is quietly lowered to it, as GitLab does.
+            visibility = _default_visibility(p.visibility or inst["default_project_visibility"], ns)
+            errors: dict[str, list[str]] = {}
+            _check_name_path(db, ns, name, path, errors)
+            _check_restricted(actor, visibility, inst, errors)
+            owner = for_user or actor.user
+            if not ns.is_group and not actor.is_admin:
+                count = (
+                    db.scalar(select(func.count()).select_from(Project).where(Project.namespace_id == ns.id))
+                    or 0
                 )
-        if errors:
-            raise ValidationFailed(errors)
-        project = Project(
-            namespace_id=ns.id,
-            creator_id=actor.user.id,
-            name=name,
-            path=path,
-            visibility=visibility,
-            runners_token="GR1348941" + secrets.token_urlsafe(15),
-        )
-        _apply_settings(project, p)
-        if p.initialize_with_readme or p.default_branch:
+                if count >= owner.projects_limit:
+                    errors.setdefault("limit_reached", []).append(
+                        f"Your project limit is {owner.projects_limit} projects! "
+                        "Please contact your administrator to increase it"
+                    )
+            if errors:
+                raise ValidationFailed(errors)
+            project = Project(
+                namespace_id=ns.id,
+                creator_id=actor.user.id,
+                name=name,
+                path=path,
+                visibility=visibility,
+                runners_token="GR1348941" + secrets.token_urlsafe(15),
+            )
+            _apply_settings(project, p)
             project.default_branch = p.default_branch or ns.default_branch or inst["default_branch_name"]
-        db.add(project)
-        try:
+            db.add(project)
+            try:
+                db.flush()
+            except IntegrityError:
+                raise ValidationFailed({"path": ["has already been taken"]}) from None
+            db.add(ProjectStatistics(project_id=project.id, **_zero_stats()))
+            topics = _topics_of_params(p)
+            if topics:
+                _set_topics(db, project, topics)
             db.flush()
-        except IntegrityError:
-            raise ValidationFailed({"path": ["has already been taken"]}) from None
-        db.add(ProjectStatistics(project_id=project.id, **_zero_stats()))
-        topics = _topics_of_params(p)
-        if topics:
-            _set_topics(db, project, topics)
-        db.flush()
+            # The repository is created inside the transaction and removed if it fails, so a
+            # refused or failed creation leaves neither rows nor folders behind.
+            created.append(project.id)
+            _create_repository(
+                db, project, settings, inst, readme=p.initialize_with_readme, author=actor.user
+            )
+    except BaseException:
+        from kiln.services.repositories import store
+
+        for pid in created:
+            store(settings).remove(pid)
+        raise
     return record(db, actor, project)
+
+
+def _create_repository(
+    db: Session,
+    project: Project,
+    settings: Settings,
+    inst: instance_settings.InstanceSettings,
+    *,
+    readme: bool,
+    author: User,
+) -> None:
+    from kiln.git.writes import FileAction, Person, commit_actions
+    from kiln.services import repositories
+
+    repo = repositories.store(settings).create(project.id, project.default_branch or "main")
+    repositories.protect_default_branch(db, project, int(inst["default_branch_protection"]))
+    if readme:
+        person = Person(author.name, author.email)
+        content = (
+            f"# {project.name}\n\n{project.description}\n" if project.description else f"# {project.name}\n"
+        )
+        commit_actions(
+            repo,
+            branch=project.default_branch or "main",
+            actions=[FileAction("create", "README.md", content.encode())],
+            message="Initial commit",
+            author=person,
+            committer=person,
+        )
+        repositories.record_push(
+            db, project, None, f"refs/heads/{project.default_branch}", None, str(repo.head.target), repo
+        )
 
 
 def _default_visibility(default: str, ns: Namespace) -> str:
@@ -735,8 +781,20 @@ def fork_project(db: Session, actor: Actor, ident: str, p: ProjectFork, settings
         _set_topics(db, fork, finder.topics_of(db, [source.id])[source.id])
         db.execute(update(Project).where(Project.id == source.id).values(forks_count=Project.forks_count + 1))
         db.flush()
+        _copy_repository(settings, source.id, fork.id)
     db.refresh(source)
     return record(db, actor, fork)
+
+
+def _copy_repository(settings: Settings, source_id: int, fork_id: int) -> None:
+    """The fork's repository starts as a copy of its source's; removed again on failure."""
+    from kiln.services.repositories import store
+
+    try:
+        store(settings).fork(source_id, fork_id)
+    except BaseException:
+        store(settings).remove(fork_id)
+        raise
 
 
 def _full_messages(errors: dict[str, list[str]]) -> list[str]:

@@ -30,8 +30,8 @@ def dangling(db) -> list[str]:
 
 
 def rich_tree(api, make, settings):
-    """A group with a subgroup, projects with members, stars, topics, shares, forks, uploads,
-    custom attributes, access requests and repository folders."""
+    """A group with a subgroup, projects (each with its repository) with members, stars,
+    topics, shares, forks, uploads, custom attributes and access requests."""
     owner, dev, fan = make.user(), make.user(), make.user()
     top = make.group(owners=[owner], members={dev: DEVELOPER}, visibility="public")
     sub = make.group(parent=top, members={fan: REPORTER}, visibility="public")
@@ -53,9 +53,7 @@ def rich_tree(api, make, settings):
         api(owner).post(f"/projects/{pid}/share", json={"group_id": other.id, "group_access": 20})
         api(owner).post(f"/projects/{pid}/uploads", files={"file": ("a.txt", b"attached")})
         api("root").put(f"/projects/{pid}/custom_attributes/k", json={"value": "v"})
-        folder = repository_path(settings.data_dir / "repositories", pid)
-        folder.mkdir(parents=True)
-        (folder / "HEAD").write_text("ref: refs/heads/main\n")
+        assert (repository_path(settings.data_dir / "repositories", pid) / "HEAD").is_file()
     fork = api(fan).post(f"/projects/{projects[0]}/fork").json()
     outsider = make.user()
     api(outsider).post(f"/groups/{sub.id}/access_requests")

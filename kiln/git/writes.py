@@ -1,0 +1,226 @@
+"""The one way kiln writes commits: build a tree from file actions on top of a parent,
+write the commit, then move the branch with a compare-and-swap (kiln.git.refs)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+
+import pygit2
+
+from kiln.git.errors import ActionFailed, EmptyCommit
+from kiln.git.refs import branch_tip, update_ref
+
+FILE_MODE = pygit2.enums.FileMode.BLOB
+EXEC_MODE = pygit2.enums.FileMode.BLOB_EXECUTABLE
+STALE = "You are attempting to update a file that has changed since you started editing it."
+
+_locks: dict[str, threading.Lock] = {}
+_locks_guard = threading.Lock()
+
+
+@contextmanager
+def repository_lock(repo_path: Path) -> Iterator[None]:
+    """One writer per repository: a thread lock in this process and a file lock across
+    processes and nodes sharing the volume."""
+    key = str(repo_path)
+    with _locks_guard:
+        lock = _locks.setdefault(key, threading.Lock())
+    with lock:
+        fd = os.open(repo_path / "kiln-write.lock", os.O_CREAT | os.O_RDWR, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+
+@dataclass(slots=True)
+class FileAction:
+    action: str  # create, update, delete, move, chmod
+    file_path: str
+    content: bytes | None = None
+    previous_path: str | None = None
+    execute_filemode: bool | None = None
+    last_commit_id: str | None = None
+
+
+@dataclass(slots=True)
+class Person:
+    name: str
+    email: str
+
+    def signature(self, when: datetime | None = None) -> pygit2.Signature:
+        moment = when or datetime.now(UTC)
+        return pygit2.Signature(self.name, self.email, int(moment.timestamp()), 0)
+
+
+def path_problem(path: str) -> str | None:
+    """Paths that would escape the tree or break git: absolute, `..`, NUL, empty parts."""
+    if not path or path.startswith("/") or "\x00" in path or path.endswith("/"):
+        return "invalid path"
+    parts = PurePosixPath(path).parts
+    if any(part in ("..", ".", "") for part in parts) or "/../" in f"/{path}/":
+        return "invalid path"
+    if any(part == ".git" for part in parts):
+        return "invalid path"
+    return None
+
+
+def last_commit_for_path(repo_path: Path, revision: str, path: str) -> str | None:
+    result = subprocess.run(
+        ["git", "log", "-1", "--format=%H", revision, "--", path],
+        cwd=repo_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    out = result.stdout.strip()
+    return out or None
+
+
+def _tree_paths(index: pygit2.Index) -> set[str]:
+    return {entry.path for entry in index}
+
+
+def _apply(
+    repo: pygit2.Repository, repo_path: Path, index: pygit2.Index, parent: str | None, action: FileAction
+) -> None:
+    problem = path_problem(action.file_path)
+    if problem is None and action.previous_path is not None:
+        problem = path_problem(action.previous_path)
+    if problem is not None:
+        raise ActionFailed(
+            f"Your changes could not be committed, because the file path is invalid: {action.file_path}"
+        )
+    path = action.file_path
+    paths = _tree_paths(index)
+    exists = path in paths
+
+    def check_fresh(p: str) -> None:
+        if action.last_commit_id and parent is not None:
+            last = last_commit_for_path(repo_path, parent, p)
+            if (
+                last is not None
+                and not last.startswith(action.last_commit_id)
+                and last != action.last_commit_id
+            ):
+                raise ActionFailed(STALE)
+
+    def check_free(p: str) -> None:
+        if p in paths:
+            raise ActionFailed("A file with this name already exists")
+        prefix = p + "/"
+        if any(existing.startswith(prefix) for existing in paths):
+            raise ActionFailed("A directory with this name already exists")
+        parts = PurePosixPath(p).parts
+        for i in range(1, len(parts)):
+            if "/".join(parts[:i]) in paths:
+                raise ActionFailed("A file with this name already exists")
+
+    if action.action == "create":
+        check_free(path)
+        blob = repo.create_blob(action.content or b"")
+        index.add(pygit2.IndexEntry(path, blob, EXEC_MODE if action.execute_filemode else FILE_MODE))
+    elif action.action == "update":
+        if not exists:
+            raise ActionFailed("A file with this name doesn't exist")
+        check_fresh(path)
+        mode = index[path].mode
+        index.add(pygit2.IndexEntry(path, repo.create_blob(action.content or b""), mode))
+    elif action.action == "delete":
+        if not exists:
+            raise ActionFailed("A file with this name doesn't exist")
+        check_fresh(path)
+        index.remove(path)
+    elif action.action == "move":
+        source = action.previous_path or ""
+        if source not in paths:
+            raise ActionFailed("A file with this name doesn't exist")
+        check_fresh(source)
+        entry = index[source]
+        index.remove(source)
+        paths.discard(source)
+        check_free(path)
+        blob = repo.create_blob(action.content) if action.content is not None else entry.id
+        index.add(pygit2.IndexEntry(path, blob, entry.mode))
+    elif action.action == "chmod":
+        if not exists:
+            raise ActionFailed("A file with this name doesn't exist")
+        entry = index[path]
+        index.add(pygit2.IndexEntry(path, entry.id, EXEC_MODE if action.execute_filemode else FILE_MODE))
+    else:
+        raise ActionFailed(f"Unknown action '{action.action}'")
+
+
+def commit_actions(
+    repo: pygit2.Repository,
+    *,
+    branch: str,
+    actions: list[FileAction],
+    message: str,
+    author: Person,
+    committer: Person,
+    start: pygit2.Commit | None = None,
+    force: bool = False,
+    allow_empty: bool = False,
+) -> tuple[pygit2.Commit, str | None]:
+    """Commit `actions` onto `branch` (created from `start` when it doesn't exist yet, or
+    reset onto `start` with `force`); returns the commit and the branch's previous tip."""
+    repo_path = Path(repo.path)
+    with repository_lock(repo_path):
+        tip = branch_tip(repo, branch)
+        base: pygit2.Commit | None
+        if tip is not None and not force:
+            base = repo[tip].peel(pygit2.Commit)
+        else:
+            base = start
+        index = pygit2.Index()
+        if base is not None:
+            index.read_tree(base.tree)
+        for action in actions:
+            _apply(repo, repo_path, index, str(base.id) if base is not None else None, action)
+        tree = index.write_tree(repo)
+        if base is not None and tree == base.tree.id and not allow_empty:
+            raise EmptyCommit("no changes")
+        parents = [base.id] if base is not None else []
+        oid = repo.create_commit(None, author.signature(), committer.signature(), message, tree, parents)
+        previous = str(tip) if tip is not None else None
+        update_ref(
+            repo_path,
+            f"refs/heads/{branch}",
+            str(oid),
+            previous,
+            f"kiln: {message.splitlines()[0] if message else 'commit'}",
+        )
+        return repo[oid].peel(pygit2.Commit), previous
+
+
+def write_commit(
+    repo: pygit2.Repository,
+    *,
+    branch: str,
+    tree: pygit2.Oid,
+    parents: list[pygit2.Oid],
+    message: str,
+    author: pygit2.Signature,
+    committer: pygit2.Signature,
+    expected_tip: str | None,
+) -> pygit2.Commit:
+    """A commit with a tree built elsewhere (cherry-pick, revert, merges), swapped in only if
+    the branch still points where the caller saw it."""
+    repo_path = Path(repo.path)
+    with repository_lock(repo_path):
+        oid = repo.create_commit(None, author, committer, message, tree, parents)
+        update_ref(
+            repo_path, f"refs/heads/{branch}", str(oid), expected_tip, f"kiln: {message.splitlines()[0]}"
+        )
+        return repo[oid].peel(pygit2.Commit)

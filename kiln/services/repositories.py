@@ -1,0 +1,193 @@
+"""What every repository endpoint shares: opening a project's repository for reading or
+writing with the policy's checks, protected-branch rules, and the bookkeeping of a ref
+update (push event in the outbox, activity time, statistics) in one transaction."""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import subprocess
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pygit2
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from kiln import policy
+from kiln.auth.actor import Actor
+from kiln.config import Settings
+from kiln.db import transaction
+from kiln.errors import Forbidden
+from kiln.git.refs import ZERO
+from kiln.git.store import RepositoryStore, store_for
+from kiln.models import Event, Project, ProjectStatistics, ProtectedBranch
+from kiln.models.repository import DEVELOPER_ACCESS, MAINTAINER_ACCESS
+from kiln.policy import Action, ProjectSubject
+from kiln.services import projects as project_service
+
+PUSH_REFUSED = "You are not allowed to push into this branch"
+# Instance/project default_branch_protection → (push, merge) access levels of the default branch.
+DEFAULT_PROTECTION = {
+    1: (DEVELOPER_ACCESS, DEVELOPER_ACCESS),
+    2: (MAINTAINER_ACCESS, MAINTAINER_ACCESS),
+    3: (MAINTAINER_ACCESS, DEVELOPER_ACCESS),
+    4: (MAINTAINER_ACCESS, MAINTAINER_ACCESS),
+}
+
+
+def store(settings: Settings) -> RepositoryStore:
+    return store_for(settings.data_dir / "repositories")
+
+
+@dataclass(slots=True)
+class RepoContext:
+    subject: ProjectSubject
+    store: RepositoryStore
+    # None while the project has no repository on disk yet (an empty project).
+    repo: pygit2.Repository | None
+
+    @property
+    def project(self) -> Project:
+        return self.subject.project
+
+    @property
+    def path(self) -> Path:
+        return self.store.path(self.project.id)
+
+    def ensure(self) -> pygit2.Repository:
+        """The repository, created empty on first write if the project has none."""
+        if self.repo is None:
+            self.repo = self.store.create(self.project.id, self.project.default_branch or "main")
+        return self.repo
+
+
+def for_read(db: Session, actor: Actor | None, ident: str, settings: Settings) -> RepoContext:
+    """404 for a project the actor can't see; 403 when they see it but not its code."""
+    s = project_service.load(db, actor, ident)
+    if not policy.may(actor, Action.READ_CODE, s):
+        raise Forbidden()
+    st = store(settings)
+    repo = st.open(s.project.id) if st.exists(s.project.id) else None
+    return RepoContext(subject=s, store=st, repo=repo)
+
+
+def for_write(db: Session, actor: Actor, ident: str, settings: Settings) -> RepoContext:
+    s = project_service.load(db, actor, ident)
+    policy.require(actor, Action.PUSH_CODE, s)
+    st = store(settings)
+    repo = st.open(s.project.id) if st.exists(s.project.id) else None
+    return RepoContext(subject=s, store=st, repo=repo)
+
+
+def protection_for(db: Session, project_id: int, branch: str) -> ProtectedBranch | None:
+    """The rule that protects `branch`: an exact name wins over a wildcard pattern."""
+    rules = db.scalars(select(ProtectedBranch).where(ProtectedBranch.project_id == project_id)).all()
+    exact = [r for r in rules if r.name == branch]
+    if exact:
+        return exact[0]
+    matching = [r for r in rules if "*" in r.name and fnmatch.fnmatchcase(branch, r.name)]
+    return matching[0] if matching else None
+
+
+def may_push(
+    db: Session, actor: Actor | None, s: ProjectSubject, branch: str, *, force: bool = False
+) -> bool:
+    rule = protection_for(db, s.project.id, branch)
+    if rule is None:
+        return policy.may_push_to(actor, s, None)
+    return policy.may_push_to(
+        actor, s, rule.push_access_level, force=force, allow_force=rule.allow_force_push
+    )
+
+
+def require_push(db: Session, actor: Actor, s: ProjectSubject, branch: str, *, force: bool = False) -> None:
+    if not may_push(db, actor, s, branch, force=force):
+        raise Forbidden(message=f"403 Forbidden - {PUSH_REFUSED}")
+
+
+def protect_default_branch(db: Session, project: Project, level: int) -> None:
+    """New projects' default branch gets the instance's default protection."""
+    levels = DEFAULT_PROTECTION.get(level)
+    if levels is None or not project.default_branch:
+        return
+    db.add(
+        ProtectedBranch(
+            project_id=project.id,
+            name=project.default_branch,
+            push_access_level=levels[0],
+            merge_access_level=levels[1],
+        )
+    )
+
+
+def record_push(
+    db: Session,
+    project: Project,
+    actor: Actor | None,
+    ref: str,
+    before: str | None,
+    after: str | None,
+    repo: pygit2.Repository,
+) -> Event:
+    """The bookkeeping of one ref update, inside the caller's transaction: a push event for
+    hooks and CI, the project's activity time, and its repository statistics."""
+    before = before or ZERO
+    after = after or ZERO
+    ref_type = "tag" if ref.startswith("refs/tags/") else "branch"
+    commits: list[dict[str, str]] = []
+    if after != ZERO:
+        walker = repo.walk(pygit2.Oid(hex=after), pygit2.enums.SortMode.TOPOLOGICAL)
+        if before != ZERO:
+            with contextlib.suppress(KeyError, ValueError, pygit2.GitError):
+                walker.hide(pygit2.Oid(hex=before))
+        for n, commit in enumerate(walker):
+            if n >= 20:
+                break
+            commits.append(
+                {"id": str(commit.id), "message": commit.message, "title": commit.message.split("\n", 1)[0]}
+            )
+    event = Event(
+        project_id=project.id,
+        author_id=actor.user.id if actor is not None else None,
+        action="pushed",
+        target_type=ref_type,
+        data={
+            "ref": ref,
+            "ref_type": ref_type,
+            "before": before,
+            "after": after,
+            "commit_count": len(commits),
+            "commits": commits,
+            "action": "created" if before == ZERO else ("removed" if after == ZERO else "pushed"),
+        },
+    )
+    db.add(event)
+    now = datetime.now(UTC)
+    db.execute(update(Project).where(Project.id == project.id).values(last_activity_at=now))
+    _refresh_statistics(db, project, repo)
+    return event
+
+
+def _refresh_statistics(db: Session, project: Project, repo: pygit2.Repository) -> None:
+    count = 0
+    if not repo.head_is_unborn:
+        result = subprocess.run(
+            ["git", "rev-list", "--count", "HEAD"], cwd=repo.path, capture_output=True, text=True, check=False
+        )
+        count = int(result.stdout.strip() or 0)
+    size = sum(f.stat().st_size for f in Path(repo.path).rglob("*") if f.is_file())
+    db.execute(
+        update(ProjectStatistics)
+        .where(ProjectStatistics.project_id == project.id)
+        .values(commit_count=count, repository_size=size)
+    )
+
+
+def bookkeeping(
+    db: Session, ctx: RepoContext, actor: Actor | None, ref: str, before: str | None, after: str | None
+) -> None:
+    """record_push in a transaction of its own (for callers that changed only the repository)."""
+    with transaction(db):
+        record_push(db, ctx.project, actor, ref, before, after, ctx.ensure())
