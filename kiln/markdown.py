@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import nh3
 from markdown_it import MarkdownIt
 
@@ -11,6 +13,12 @@ _md = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table"
 def render(text: str | None) -> str:
     if not text:
         return ""
+    return _render_cached(text)
+
+
+@lru_cache(maxsize=4096)
+def _render_cached(text: str) -> str:
+    # The HTML depends on the text alone; lists render the same descriptions again and again.
     return nh3.clean(_md.render(text)).strip()
 
 

@@ -46,7 +46,10 @@ class Namespace(Timestamps, Base):
     # Kept in step with the ancestors' paths and names by services.groups on every rename.
     full_path: Mapped[str] = mapped_column(String(2048), default="")
     full_name: Mapped[str] = mapped_column(String(2048), default="")
-    traversal: Mapped[str] = mapped_column(String(512), default="", index=True)
+    # Compared bytewise ("C" collation on PostgreSQL) so ranges over it follow digit order.
+    traversal: Mapped[str] = mapped_column(
+        String(512).with_variant(String(512, collation="C"), "postgresql"), default="", index=True
+    )
     parent_id: Mapped[int | None] = mapped_column(ForeignKey("namespaces.id", ondelete="CASCADE"), index=True)
     owner_id: Mapped[int | None] = mapped_column(
         ForeignKey("users.id", ondelete="CASCADE"), index=True, unique=True

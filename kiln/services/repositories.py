@@ -30,7 +30,7 @@ from kiln.services import projects as project_service
 PUSH_REFUSED = "You are not allowed to push into this branch"
 # Instance/project default_branch_protection → (push, merge) access levels of the default branch.
 DEFAULT_PROTECTION = {
-    1: (DEVELOPER_ACCESS, DEVELOPER_ACCESS),
+    1: (DEVELOPER_ACCESS, MAINTAINER_ACCESS),
     2: (MAINTAINER_ACCESS, MAINTAINER_ACCESS),
     3: (MAINTAINER_ACCESS, DEVELOPER_ACCESS),
     4: (MAINTAINER_ACCESS, MAINTAINER_ACCESS),
