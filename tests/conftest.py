@@ -182,6 +182,9 @@ class Api:
     def put(self, path: str, **kw: Any) -> Any:
         return self.request("PUT", path, **kw)
 
+    def patch(self, path: str, **kw: Any) -> Any:
+        return self.request("PATCH", path, **kw)
+
     def delete(self, path: str, **kw: Any) -> Any:
         return self.request("DELETE", path, **kw)
 

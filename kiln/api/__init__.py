@@ -5,7 +5,9 @@ from __future__ import annotations
 from litestar.handlers import HTTPRouteHandler
 
 from kiln.api import (
+    commits,
     custom_attributes,
+    git_http,
     groups,
     members,
     meta,
@@ -13,6 +15,12 @@ from kiln.api import (
     oauth,
     personal_access_tokens,
     projects,
+    protected_branches,
+    repository_branches,
+    repository_compare,
+    repository_files,
+    repository_tags,
+    repository_tree,
     sessions,
     uploads,
     users,
@@ -73,6 +81,13 @@ API_ROUTES: list[HTTPRouteHandler] = [
     *namespaces.ROUTES,
     *members.ROUTES,
     *custom_attributes.ROUTES,
+    *repository_branches.ROUTES,
+    *repository_tags.ROUTES,
+    *protected_branches.ROUTES,
+    *repository_files.ROUTES,
+    *repository_tree.ROUTES,
+    *commits.ROUTES,
+    *repository_compare.ROUTES,
 ]
 
 # Mounted at the root: web sign-in, OAuth, health, public files.
@@ -88,4 +103,5 @@ ROOT_ROUTES: list[HTTPRouteHandler] = [
     uploads.user_avatar,
     projects.uploaded_file_by_id,
     projects.uploaded_file_by_path,
+    *git_http.ROOT_ROUTES,
 ]

@@ -127,7 +127,7 @@ async def get_project(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -
 @put("/projects/{id:str}", params=ProjectUpdate)
 async def update_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
     p: ProjectUpdate = await params(request)
-    rec = service.update_project(db, actor, id, p)
+    rec = service.update_project(db, actor, id, p, runtime(request).settings)
     return render(project_full(rec, _base(request)))
 
 
@@ -195,7 +195,7 @@ async def list_starrers(request: Req, db: Db, viewer: Viewer, id: FromPath[str])
 
 @get("/projects/{id:str}/languages", auth="optional")
 async def languages(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Response[bytes]:
-    return render(service.languages(db, viewer, id))
+    return render(service.languages(db, viewer, id, runtime(request).settings))
 
 
 @post("/projects/{id:str}/share", params=ProjectShare)

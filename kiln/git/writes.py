@@ -63,21 +63,23 @@ class Person:
         return pygit2.Signature(self.name, self.email, int(moment.timestamp()), 0)
 
 
+def _subject(message: str) -> str:
+    return (message.splitlines() or ["commit"])[0]
+
+
 def path_problem(path: str) -> str | None:
-    """Paths that would escape the tree or break git: absolute, `..`, NUL, empty parts."""
+    """Paths that would escape the tree or break git: absolute, `..`, `.`, empty parts
+    (`a//b`), NUL, `.git`."""
     if not path or path.startswith("/") or "\x00" in path or path.endswith("/"):
         return "invalid path"
-    parts = PurePosixPath(path).parts
-    if any(part in ("..", ".", "") for part in parts) or "/../" in f"/{path}/":
-        return "invalid path"
-    if any(part == ".git" for part in parts):
+    if any(part in ("", ".", "..", ".git") for part in path.split("/")):
         return "invalid path"
     return None
 
 
 def last_commit_for_path(repo_path: Path, revision: str, path: str) -> str | None:
     result = subprocess.run(
-        ["git", "log", "-1", "--format=%H", revision, "--", path],
+        ["git", "--literal-pathspecs", "log", "-1", "--format=%H", revision, "--", path],
         cwd=repo_path,
         capture_output=True,
         text=True,
@@ -108,11 +110,9 @@ def _apply(
     def check_fresh(p: str) -> None:
         if action.last_commit_id and parent is not None:
             last = last_commit_for_path(repo_path, parent, p)
-            if (
-                last is not None
-                and not last.startswith(action.last_commit_id)
-                and last != action.last_commit_id
-            ):
+            given = action.last_commit_id.lower()
+            # A short id must still name one commit: at least 7 hex digits, as git abbreviates.
+            if last is not None and not (len(given) >= 7 and last.startswith(given)):
                 raise ActionFailed(STALE)
 
     def check_free(p: str) -> None:
@@ -199,7 +199,7 @@ def commit_actions(
             f"refs/heads/{branch}",
             str(oid),
             previous,
-            f"kiln: {message.splitlines()[0] if message else 'commit'}",
+            f"kiln: {_subject(message)}",
         )
         return repo[oid].peel(pygit2.Commit), previous
 
@@ -220,7 +220,5 @@ def write_commit(
     repo_path = Path(repo.path)
     with repository_lock(repo_path):
         oid = repo.create_commit(None, author, committer, message, tree, parents)
-        update_ref(
-            repo_path, f"refs/heads/{branch}", str(oid), expected_tip, f"kiln: {message.splitlines()[0]}"
-        )
+        update_ref(repo_path, f"refs/heads/{branch}", str(oid), expected_tip, f"kiln: {_subject(message)}")
         return repo[oid].peel(pygit2.Commit)

@@ -552,8 +552,9 @@ def _create_repository(
     from kiln.services import repositories
 
     repo = repositories.store(settings).create(project.id, project.default_branch or "main")
-    repositories.protect_default_branch(db, project, int(inst["default_branch_protection"]))
     if readme:
+        # The default branch is protected when it first exists (here, or at the first push).
+        repositories.protect_default_branch(db, project, int(inst["default_branch_protection"]))
         person = Person(author.name, author.email)
         content = (
             f"# {project.name}\n\n{project.description}\n" if project.description else f"# {project.name}\n"
@@ -577,7 +578,9 @@ def _default_visibility(default: str, ns: Namespace) -> str:
     return default
 
 
-def update_project(db: Session, actor: Actor, ident: str, p: ProjectUpdate) -> ProjectRecord:
+def update_project(
+    db: Session, actor: Actor, ident: str, p: ProjectUpdate, settings: Settings
+) -> ProjectRecord:
     s = load(db, actor, ident, Action.UPDATE_PROJECT)
     project = s.project
     given = p.given()
@@ -596,7 +599,8 @@ def update_project(db: Session, actor: Actor, ident: str, p: ProjectUpdate) -> P
         if errors:
             raise ValidationFailed(errors)
         project.name, project.path = name, path
-        if "default_branch" in given and p.default_branch:
+        if "default_branch" in given and p.default_branch and p.default_branch != project.default_branch:
+            _move_head(settings, project, p.default_branch)
             project.default_branch = p.default_branch
         _apply_settings(project, p)
         topics = _topics_of_params(p)
@@ -786,6 +790,23 @@ def fork_project(db: Session, actor: Actor, ident: str, p: ProjectFork, settings
     return record(db, actor, fork)
 
 
+def _move_head(settings: Settings, project: Project, branch: str) -> None:
+    """The default branch is the repository's HEAD; it must name an existing branch (an
+    empty repository takes any name, for its first push)."""
+    from kiln.services.repositories import store
+
+    st = store(settings)
+    if not st.exists(project.id):
+        return
+    repo = st.open(project.id)
+    if repo.head_is_unborn and not list(repo.branches.local):
+        repo.set_head(f"refs/heads/{branch}")
+        return
+    if repo.references.get(f"refs/heads/{branch}") is None:
+        raise ValidationFailed({"base": [f"Could not change HEAD: branch '{branch}' does not exist"]})
+    repo.set_head(f"refs/heads/{branch}")
+
+
 def _copy_repository(settings: Settings, source_id: int, fork_id: int) -> None:
     """The fork's repository starts as a copy of its source's; removed again on failure."""
     from kiln.services.repositories import store
@@ -850,12 +871,15 @@ def starrers(db: Session, actor: Actor | None, ident: str, search: str | None, p
     return offset_page(db, stmt.order_by(ProjectStar.id.asc()), page, scalars=False)
 
 
-def languages(db: Session, actor: Actor | None, ident: str) -> dict[str, float]:
-    """Computed from the repository's default branch; an empty repository has none."""
+def languages(db: Session, actor: Actor | None, ident: str, settings: Settings) -> dict[str, float]:
+    """Computed from the repository's default branch once per commit; an empty repository has
+    none."""
+    from kiln.services import languages as language_service
+
     s = load(db, actor, ident, Action.READ_PROJECT)
     if not policy.may(actor, Action.READ_CODE, s):
         raise NotFound("Project")
-    return {}
+    return language_service.for_project(db, s, settings)
 
 
 # ---------------------------------------------------------------------------- sharing

@@ -83,7 +83,9 @@ def for_write(db: Session, actor: Actor, ident: str, settings: Settings) -> Repo
 
 def protection_for(db: Session, project_id: int, branch: str) -> ProtectedBranch | None:
     """The rule that protects `branch`: an exact name wins over a wildcard pattern."""
-    rules = db.scalars(select(ProtectedBranch).where(ProtectedBranch.project_id == project_id)).all()
+    rules = db.scalars(
+        select(ProtectedBranch).where(ProtectedBranch.project_id == project_id).order_by(ProtectedBranch.id)
+    ).all()
     exact = [r for r in rules if r.name == branch]
     if exact:
         return exact[0]
@@ -142,6 +144,13 @@ def record_push(
         if before != ZERO:
             with contextlib.suppress(KeyError, ValueError, pygit2.GitError):
                 walker.hide(pygit2.Oid(hex=before))
+        else:
+            # A new ref: only the commits no other branch already has are new.
+            for name in repo.branches.local:
+                other = repo.references.get(f"refs/heads/{name}")
+                if other is not None and f"refs/heads/{name}" != ref:
+                    with contextlib.suppress(KeyError, ValueError, pygit2.GitError):
+                        walker.hide(other.resolve().target)
         for n, commit in enumerate(walker):
             if n >= 20:
                 break

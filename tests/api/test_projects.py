@@ -1003,3 +1003,19 @@ def test_membership_rows_of_a_deleted_project_are_gone(api, make, db):
     api(u).delete(f"/projects/{p.id}")
     assert db.scalars(select(Member).where(Member.project_id == p.id)).all() == []
     assert db.scalars(select(ProjectStar).where(ProjectStar.project_id == p.id)).all() == []
+
+
+def test_default_branch_must_exist_and_moves_head(api, make, settings):
+    u = make.user()
+    p = api(u).post("/projects", json={"name": "x", "initialize_with_readme": True}).json()
+    r = api(u).put(f"/projects/{p['id']}", json={"default_branch": "nope"})
+    assert (r.status_code, r.json()) == (
+        400,
+        {"message": {"base": ["Could not change HEAD: branch 'nope' does not exist"]}},
+    )
+    api(u).post(f"/projects/{p['id']}/repository/branches", json={"branch": "dev", "ref": "main"})
+    r = api(u).put(f"/projects/{p['id']}", json={"default_branch": "dev"})
+    assert (r.status_code, r.json()["default_branch"]) == (200, "dev")
+    from kiln.services.repositories import store
+
+    assert store(settings).open(p["id"]).head.shorthand == "dev"

@@ -1,0 +1,118 @@
+"""Repository files (spec part 1 "Repository files"): the file record, raw bytes and blame at
+a ref (HEAD on each answers with the X-Service-* metadata headers), and one-file commits."""
+
+from __future__ import annotations
+
+import mimetypes
+from typing import Any
+from urllib.parse import quote
+
+from litestar import Request, Response
+from litestar.handlers import HTTPRouteHandler
+from litestar.response import Stream
+
+from kiln.api._deps import Authenticated, Db, Viewer, runtime
+from kiln.api._params import params
+from kiln.api._render import no_content, render
+from kiln.api._routes import delete, get, post, put
+from kiln.auth.tokens import API, READ_API, READ_REPOSITORY
+from kiln.entities.files import blame_ranges, file_headers, file_record, write_result
+from kiln.schemas.files import FileBlame, FileDelete, FileGet, FileRaw, FileWrite
+from kiln.services import files as service
+
+Req = Request[Any, Any, Any]
+READ_SCOPES = (API, READ_API, READ_REPOSITORY)
+FILE = "/projects/{id:str}/repository/files/{file_path:str}"
+# Browsers and proxies must not keep a file that may change with its ref (GitLab's no_cache_headers).
+NO_CACHE = {
+    "Cache-Control": "max-age=0, private, must-revalidate, no-store, no-cache",
+    "Pragma": "no-cache",
+    "Expires": "Fri, 01 Jan 1990 00:00:00 GMT",
+}
+
+
+# Types a browser would run or render as a document.
+_ACTIVE = ("html", "xml", "javascript", "svg")
+
+
+def _head(request: Req) -> bool:
+    return bool(request.scope.get("kiln_head"))
+
+
+@get(FILE, auth="optional", params=FileGet, scopes=READ_SCOPES)
+async def get_file(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
+    q: FileGet = await params(request)
+    rec = service.read_file(db, viewer, q.id, q.file_path, q.ref, runtime(request).settings)
+    return render(file_record(rec, content=not _head(request)), headers=file_headers(rec))
+
+
+@get(FILE + "/raw", auth="optional", params=FileRaw, scopes=READ_SCOPES)
+async def get_raw_file(request: Req, db: Db, viewer: Viewer) -> Response[Any]:
+    q: FileRaw = await params(request)
+    rec = service.raw_file(db, viewer, q.id, q.file_path, q.ref, runtime(request).settings)
+    content = rec.content()
+    headers = {
+        **NO_CACHE,
+        **file_headers(rec),
+        "Content-Length": str(len(content.data)),
+        "Content-Disposition": _inline(rec.file.name),
+        "X-Content-Type-Options": "nosniff",
+    }
+    return Stream(content.chunks(), media_type=_media_type(rec.file.name, content.binary), headers=headers)
+
+
+@get(FILE + "/blame", auth="optional", params=FileBlame, scopes=READ_SCOPES)
+async def get_blame(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
+    q: FileBlame = await params(request)
+    lines = (q.range.start, q.range.end) if q.range is not None else None
+    rec, ranges = service.blame_file(
+        db,
+        viewer,
+        q.id,
+        q.file_path,
+        q.ref,
+        runtime(request).settings,
+        lines=lines,
+        headers_only=_head(request),
+    )
+    return render(blame_ranges(ranges), headers=file_headers(rec))
+
+
+@post(FILE, params=FileWrite)
+async def create_file(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
+    p: FileWrite = await params(request)
+    branch = service.write_file(db, actor, p.id, p.file_path, p, runtime(request).settings, "create")
+    return render(write_result(p.file_path, branch), status=201)
+
+
+@put(FILE, params=FileWrite)
+async def update_file(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
+    p: FileWrite = await params(request)
+    branch = service.write_file(db, actor, p.id, p.file_path, p, runtime(request).settings, "update")
+    return render(write_result(p.file_path, branch))
+
+
+@delete(FILE, params=FileDelete)
+async def delete_file(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
+    p: FileDelete = await params(request)
+    service.write_file(db, actor, p.id, p.file_path, p, runtime(request).settings, "delete")
+    return no_content()
+
+
+def _media_type(name: str, binary: bool) -> str:
+    """Text is served as plain text whatever its name (no HTML or script from a repository
+    runs in a browser); binary content by its name's type."""
+    if not binary:
+        return "text/plain"  # Litestar adds "; charset=utf-8"
+    guessed = mimetypes.guess_type(name, strict=False)[0] or ""
+    if not guessed or guessed.startswith("text/") or any(k in guessed for k in _ACTIVE):
+        return "application/octet-stream"
+    return guessed
+
+
+def _inline(name: str) -> str:
+    fallback = "".join(c if c.isascii() and c.isprintable() and c not in '"\\' else "_" for c in name)
+    return f"inline; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"
+
+
+ROUTES: list[HTTPRouteHandler] = [get_file, get_raw_file, get_blame, create_file, update_file, delete_file]

@@ -1,0 +1,67 @@
+"""The repository tree and blobs by id: GET /projects/:id/repository/tree, .../blobs/:sha
+and .../blobs/:sha/raw."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Request, Response
+from litestar.handlers import HTTPRouteHandler
+from litestar.response import Stream
+
+from kiln.api._deps import Db, Viewer, runtime
+from kiln.api._pagination import _url, page_of, paginated
+from kiln.api._params import params
+from kiln.api._render import render
+from kiln.api._routes import get
+from kiln.api.repository_files import NO_CACHE, READ_SCOPES
+from kiln.entities.files import blob, tree_entry
+from kiln.schemas.files import BlobGet, TreeList
+from kiln.services import tree as service
+
+Req = Request[Any, Any, Any]
+
+
+@get("/projects/{id:str}/repository/tree", auth="optional", params=TreeList, scopes=READ_SCOPES)
+async def list_tree(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
+    q: TreeList = await params(request)
+    page = page_of(q, keyset_allowed=True)
+    listing = service.list_tree(db, viewer, q.id, q, page, runtime(request).settings)
+    items = [tree_entry(item) for item in listing.page.items]
+    if listing.unpaginated:
+        return render(items)
+    if page.keyset:
+        # The next page continues after the last entry's path (`page_token`), as GitLab's
+        # Gitaly keyset pager links it.
+        result = listing.page
+        headers = {}
+        if result.has_next:
+            url = _url(
+                request, drop=("page_token", "page"), per_page=page.per_page, page_token=result.next_key
+            )
+            headers["Link"] = f'<{url}>; rel="next"'
+        return render(items, headers=headers)
+    return paginated(request, items, page, listing.page)
+
+
+@get("/projects/{id:str}/repository/blobs/{sha:str}", auth="optional", params=BlobGet, scopes=READ_SCOPES)
+async def get_blob(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
+    q: BlobGet = await params(request)
+    return render(blob(service.get_blob(db, viewer, q.id, q.sha, runtime(request).settings)))
+
+
+@get("/projects/{id:str}/repository/blobs/{sha:str}/raw", auth="optional", params=BlobGet, scopes=READ_SCOPES)
+async def get_raw_blob(request: Req, db: Db, viewer: Viewer) -> Response[Any]:
+    q: BlobGet = await params(request)
+    content = service.raw_blob(db, viewer, q.id, q.sha, runtime(request).settings)
+    media = "application/octet-stream" if content.binary else "text/plain"
+    headers = {
+        **NO_CACHE,
+        "Content-Length": str(len(content.data)),
+        "Content-Disposition": "inline",
+        "X-Content-Type-Options": "nosniff",
+    }
+    return Stream(content.chunks(), media_type=media, headers=headers)
+
+
+ROUTES: list[HTTPRouteHandler] = [list_tree, get_blob, get_raw_blob]

@@ -1,0 +1,115 @@
+"""Views of repository files, blame ranges, tree entries and blobs."""
+
+from __future__ import annotations
+
+import base64
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+import pygit2
+
+from kiln.entities._format import iso
+from kiln.git.files import TreeItem
+
+if TYPE_CHECKING:
+    from kiln.services.files import BlameRange, FileRecord
+
+
+_HEADER_SAFE = "".join(chr(c) for c in range(0x20, 0x7F) if chr(c) != "%")
+
+
+def file_record(rec: FileRecord, *, content: bool = True) -> dict[str, Any]:
+    """The spec's file record; `content` (base64, no line breaks) is left out for HEAD."""
+    view: dict[str, Any] = {
+        "file_name": rec.file.name,
+        "file_path": rec.file.path,
+        "size": rec.file.blob.size,
+        "encoding": "base64",
+    }
+    if content:
+        view["content"] = base64.b64encode(rec.data).decode("ascii")
+    view |= {
+        "content_sha256": rec.content_sha256,
+        "ref": rec.ref,
+        "blob_id": str(rec.file.blob.id),
+        "commit_id": rec.commit_id,
+        "last_commit_id": rec.last_commit_id,
+        "execute_filemode": rec.file.executable,
+    }
+    return view
+
+
+def file_headers(rec: FileRecord) -> dict[str, str]:
+    """The metadata headers every file read carries (HEAD answers with these alone)."""
+    meta = file_record(rec, content=False)
+    return {_header_name(key): _header_value(value) for key, value in sorted(meta.items())}
+
+
+def _header_name(key: str) -> str:
+    return "X-Service-" + "-".join(part.capitalize() for part in key.split("_"))
+
+
+def _header_value(value: Any) -> str:
+    text = str(value).lower() if isinstance(value, bool) else str(value)
+    if text.isascii():
+        return text
+    # Header values are ASCII on the wire for most HTTP stacks: a non-ASCII name travels
+    # percent-encoded as UTF-8 (printable ASCII other than `%` stays as it is).
+    return quote(text, safe=_HEADER_SAFE)
+
+
+def write_result(path: str, branch: str) -> dict[str, str]:
+    return {"file_path": path, "branch": branch}
+
+
+def _when(sig: pygit2.Signature) -> str | None:
+    return iso(datetime.fromtimestamp(sig.time, UTC))
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
+
+
+def blame_commit(commit: pygit2.Commit) -> dict[str, Any]:
+    return {
+        "id": str(commit.id),
+        "message": commit.raw_message.decode("utf-8", "replace"),
+        "parent_ids": [str(p) for p in commit.parent_ids],
+        "authored_date": _when(commit.author),
+        "author_name": _text(commit.author.raw_name),
+        "author_email": _text(commit.author.raw_email),
+        "committed_date": _when(commit.committer),
+        "committer_name": _text(commit.committer.raw_name),
+        "committer_email": _text(commit.committer.raw_email),
+    }
+
+
+def blame_ranges(ranges: list[BlameRange]) -> list[dict[str, Any]]:
+    views: dict[str, dict[str, Any]] = {}
+    out = []
+    for r in ranges:
+        sha = str(r.commit.id)
+        if sha not in views:
+            views[sha] = blame_commit(r.commit)
+        out.append({"commit": views[sha], "lines": r.lines})
+    return out
+
+
+def tree_entry(item: TreeItem) -> dict[str, Any]:
+    return {
+        "id": item.id,
+        "name": item.name,
+        "type": item.type,
+        "path": item.path,
+        "mode": f"{item.mode:06o}",
+    }
+
+
+def blob(obj: pygit2.Blob) -> dict[str, Any]:
+    return {
+        "size": obj.size,
+        "encoding": "base64",
+        "content": base64.b64encode(obj.data).decode("ascii"),
+        "sha": str(obj.id),
+    }

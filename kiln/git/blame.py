@@ -1,0 +1,59 @@
+"""Blame through the git binary (`git blame --porcelain`), many times faster than libgit2's on
+long histories; consecutive lines from the same commit form one range, as GitLab groups them."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kiln.git.errors import GitError
+
+_HEADER = re.compile(rb"^([0-9a-f]{40,64}) \d+ \d+(?: \d+)?$")
+_TOO_SHORT = re.compile(rb"has only \d+ lines?")
+
+
+class RangeOutsideFile(GitError):
+    """The requested first line lies beyond the end of the file."""
+
+
+@dataclass(slots=True)
+class BlameGroup:
+    sha: str
+    lines: list[str] = field(default_factory=list)
+
+
+def blame(
+    repo_path: Path, revision: str, git_path: str, *, start: int | None = None, end: int | None = None
+) -> list[BlameGroup]:
+    """Ranges of `git_path` at `revision`; lines `start`..`end` (1-based, inclusive) when given."""
+    args: list[str | bytes] = ["git", "blame", "--porcelain"]
+    if start is not None and end is not None:
+        args += ["-L", f"{start},{end}"]
+    args += [revision, "--", os.fsencode(git_path)]
+    result = subprocess.run(args, cwd=repo_path, capture_output=True, check=False)
+    if result.returncode != 0:
+        if _TOO_SHORT.search(result.stderr):
+            raise RangeOutsideFile("range is outside of the file length")
+        raise GitError(result.stderr.decode("utf-8", "replace").strip())
+    return parse_porcelain(result.stdout)
+
+
+def parse_porcelain(output: bytes) -> list[BlameGroup]:
+    groups: list[BlameGroup] = []
+    sha: str | None = None
+    for line in output.split(b"\n"):
+        if line.startswith(b"\t"):
+            if sha is None:
+                continue
+            text = line[1:].decode("utf-8", "replace")
+            if not groups or groups[-1].sha != sha:
+                groups.append(BlameGroup(sha))
+            groups[-1].lines.append(text)
+            continue
+        header = _HEADER.match(line)
+        if header is not None:
+            sha = header.group(1).decode("ascii")
+    return groups

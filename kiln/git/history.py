@@ -1,0 +1,190 @@
+"""Reading history: commit lists through `git log` (path-limited history is where the git
+binary beats libgit2), and per-commit facts: stats, the refs that contain a commit,
+trailers, the added lines of a diff."""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pygit2
+
+from kiln.git.errors import RefNotFound
+
+_FIND = pygit2.enums.DiffFind.FIND_RENAMES
+_TRAILER = re.compile(r"^([A-Za-z0-9][A-Za-z0-9-]*)[ \t]*:[ \t]*(.*)$")
+_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
+
+
+@dataclass(slots=True)
+class Stats:
+    additions: int
+    deletions: int
+
+    @property
+    def total(self) -> int:
+        return self.additions + self.deletions
+
+
+@dataclass(slots=True)
+class LogQuery:
+    """What `git log` is asked for: revisions (or every ref), limits, order."""
+
+    revisions: list[str]
+    all_refs: bool = False
+    path: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    author: str | None = None
+    first_parent: bool = False
+    topo: bool = False
+
+
+def title(message: str) -> str:
+    """The first line of a message, whole."""
+    return re.split(r"[\r\n]", message, maxsplit=1)[0]
+
+
+def parse_trailers(message: str) -> dict[str, list[str]]:
+    """`Key: value` lines of the message's last paragraph, when every line of it is one
+    (continuation lines, indented, fold into the trailer above them)."""
+    paragraphs = re.split(r"\n[ \t]*\n", message.strip("\n"))
+    if len(paragraphs) < 2:
+        return {}
+    found: list[tuple[str, str]] = []
+    for line in paragraphs[-1].split("\n"):
+        if line[:1] in (" ", "\t") and found:
+            key, value = found[-1]
+            found[-1] = (key, f"{value} {line.strip()}")
+            continue
+        m = _TRAILER.match(line)
+        if m is None:
+            return {}
+        found.append((m.group(1), m.group(2).strip()))
+    out: dict[str, list[str]] = {}
+    for key, value in found:
+        out.setdefault(key, []).append(value)
+    return out
+
+
+def valid_revision(rev: str) -> bool:
+    """What git may take as a revision argument: no option, whitespace, NUL or tree path."""
+    return bool(rev) and not rev.startswith("-") and not re.search(r"[\s\x00:]", rev)
+
+
+def _log_args(q: LogQuery) -> list[str]:
+    args: list[str] = []
+    if q.since is not None:
+        # Whole seconds, both bounds inclusive.
+        args.append(f"--since={_git_date(math.ceil(q.since.timestamp()))}")
+    if q.until is not None:
+        args.append(f"--until={_git_date(math.floor(q.until.timestamp()))}")
+    if q.author:
+        args.append(f"--author={q.author}")
+    if q.first_parent:
+        args.append("--first-parent")
+    if q.topo:
+        args.append("--topo-order")
+    if q.all_refs:
+        args.append("--all")
+    args.append("--end-of-options")
+    if not q.all_refs:
+        args.extend(q.revisions)
+    args.append("--")
+    if q.path:
+        args.append(q.path)
+    return args
+
+
+def _git_date(seconds: int) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M:%S +0000")
+
+
+def _git(repo_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["git", "--literal-pathspecs", *args],
+        cwd=repo_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def log(repo_path: Path, q: LogQuery, *, skip: int, limit: int) -> list[str]:
+    """The ids of one window of history; RefNotFound when a revision does not resolve."""
+    result = _git(
+        repo_path, "log", "-z", "--format=%H", f"--skip={skip}", f"--max-count={limit}", *_log_args(q)
+    )
+    if result.returncode != 0:
+        raise RefNotFound(" ".join(q.revisions))
+    return [line for line in result.stdout.split("\x00") if line.strip()]
+
+
+def count(repo_path: Path, q: LogQuery, *, cap: int | None = None) -> int:
+    """How many commits the query lists, counting at most `cap`."""
+    limit = [f"--max-count={cap}"] if cap is not None else []
+    result = _git(repo_path, "rev-list", "--count", *limit, *_log_args(q))
+    if result.returncode != 0:
+        raise RefNotFound(" ".join(q.revisions))
+    return int(result.stdout.strip() or 0)
+
+
+def _diff(commit: pygit2.Commit) -> pygit2.Diff:
+    """Against the first parent (the empty tree for a root commit), renames found."""
+    if commit.parents:
+        diff = commit.parents[0].tree.diff_to_tree(commit.tree)
+    else:
+        diff = commit.tree.diff_to_tree(swap=True)
+    diff.find_similar(flags=_FIND)
+    return diff
+
+
+def stats(commit: pygit2.Commit) -> Stats:
+    """Lines added and removed against the first parent, as GitLab counts them."""
+    s = _diff(commit).stats
+    return Stats(additions=s.insertions, deletions=s.deletions)
+
+
+def refs_containing(repo_path: Path, sha: str, *, branches: bool, tags: bool) -> list[tuple[str, str]]:
+    """(kind, name) of the branches, then the tags, whose history holds `sha`, by name."""
+    patterns = (["refs/heads/"] if branches else []) + (["refs/tags/"] if tags else [])
+    if not patterns:
+        return []
+    result = subprocess.run(
+        ["git", "for-each-ref", f"--contains={sha}", "--format=%(refname)", *patterns],
+        cwd=repo_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    out: list[tuple[str, str]] = []
+    for ref in result.stdout.splitlines():
+        if ref.startswith("refs/heads/"):
+            out.append(("branch", ref.removeprefix("refs/heads/")))
+        elif ref.startswith("refs/tags/"):
+            out.append(("tag", ref.removeprefix("refs/tags/")))
+    return out
+
+
+def has_branches(repo: pygit2.Repository) -> bool:
+    return any(True for _ in repo.references.iterator(pygit2.enums.ReferenceFilter.BRANCHES))
+
+
+def added_lines(hunks: str) -> set[int]:
+    """Numbers, in the new file, of the lines a diff's hunks add."""
+    out: set[int] = set()
+    line = 0
+    for text in hunks.split("\n"):
+        m = _HUNK.match(text)
+        if m is not None:
+            line = int(m.group(1))
+        elif text.startswith("+"):
+            out.add(line)
+            line += 1
+        elif text.startswith(" "):
+            line += 1
+    return out

@@ -1,0 +1,260 @@
+"""Repository files (spec part 1 "Repository files"): read a file, its raw bytes and its
+blame at a ref; create, update and delete one file as a commit on a branch.
+
+Writes go through kiln.git.writes (one lock per repository, compare-and-swap on the branch),
+so an edit racing a push fails with 400 and leaves the branch where the push put it."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+import pygit2
+from sqlalchemy.orm import Session
+
+from kiln.auth.actor import Actor
+from kiln.config import Settings
+from kiln.db import transaction
+from kiln.errors import BadRequest, NotFound, ParamError
+from kiln.git import files as git_files
+from kiln.git.blame import BlameGroup, RangeOutsideFile, blame
+from kiln.git.errors import ActionFailed, ConcurrentUpdate, EmptyCommit, InvalidRefName, RefNotFound
+from kiln.git.refs import branch_tip, resolve_commit, valid_branch_name
+from kiln.git.writes import FileAction, Person, commit_actions
+from kiln.schemas.files import FileDelete, FileWrite
+from kiln.services import instance_settings, repositories
+from kiln.services.repositories import PUSH_REFUSED, RepoContext
+
+NOT_ON_BRANCH = "You can only create or edit files when you are on a branch"
+NO_CHANGES = "No changes were made: the new content is identical to the current content"
+INVALID_PATH = "Your changes could not be committed, because the file path is invalid"
+_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+
+Change = Literal["create", "update", "delete"]
+
+
+@dataclass(slots=True)
+class Content:
+    """Bytes to serve raw, sent in pieces so a large file reaches the socket as it goes."""
+
+    data: bytes
+    binary: bool
+
+    def chunks(self) -> Iterator[bytes]:
+        return git_files.chunks(self.data)
+
+
+@dataclass(slots=True)
+class FileRecord:
+    file: git_files.FoundFile
+    ref: str
+    commit_id: str
+    last_commit_id: str
+    content_sha256: str
+
+    @property
+    def data(self) -> bytes:
+        return self.file.blob.data
+
+    def content(self) -> Content:
+        return Content(self.data, self.file.blob.is_binary)
+
+
+@dataclass(slots=True)
+class BlameRange:
+    commit: pygit2.Commit
+    lines: list[str]
+
+
+def _commit_at(ctx: RepoContext, ref: str | None) -> pygit2.Commit:
+    """GitLab's `project.commit(ref)`: an empty repository has no commit at any ref."""
+    repo = ctx.repo
+    if repo is None:
+        raise NotFound("Commit")
+    try:
+        return resolve_commit(repo, ref)
+    except RefNotFound:
+        raise NotFound("Commit") from None
+
+
+def _record(ctx: RepoContext, commit: pygit2.Commit, path: str, ref: str) -> FileRecord:
+    found = git_files.find_file(commit, path)
+    if found is None:
+        raise NotFound("File")
+    last = git_files.last_commit_for_path(ctx.path, str(commit.id), found.git_path)
+    return FileRecord(
+        file=found,
+        ref=ref,
+        commit_id=str(commit.id),
+        last_commit_id=last or str(commit.id),
+        content_sha256=hashlib.sha256(found.blob.data).hexdigest(),
+    )
+
+
+def read_file(
+    db: Session, viewer: Actor | None, ident: str, path: str, ref: str, settings: Settings
+) -> FileRecord:
+    ctx = repositories.for_read(db, viewer, ident, settings)
+    return _record(ctx, _commit_at(ctx, ref), path, ref)
+
+
+def raw_file(
+    db: Session, viewer: Actor | None, ident: str, path: str, ref: str | None, settings: Settings
+) -> FileRecord:
+    """Without `ref`, the default branch (clients.md 7)."""
+    ctx = repositories.for_read(db, viewer, ident, settings)
+    commit = _commit_at(ctx, ref)
+    return _record(ctx, commit, path, ref or ctx.project.default_branch or "")
+
+
+def blame_file(
+    db: Session,
+    viewer: Actor | None,
+    ident: str,
+    path: str,
+    ref: str,
+    settings: Settings,
+    *,
+    lines: tuple[int, int] | None,
+    headers_only: bool = False,
+) -> tuple[FileRecord, list[BlameRange]]:
+    if lines is not None and lines[0] > lines[1]:
+        raise BadRequest("range[start] must be less than or equal to range[end]", raw=True)
+    ctx = repositories.for_read(db, viewer, ident, settings)
+    commit = _commit_at(ctx, ref)
+    record = _record(ctx, commit, path, ref)
+    if headers_only:
+        return record, []
+    start, end = lines if lines is not None else (None, None)
+    try:
+        groups = blame(ctx.path, str(commit.id), record.file.git_path, start=start, end=end)
+    except RangeOutsideFile as exc:
+        raise BadRequest(str(exc)) from None
+    return record, _with_commits(ctx.ensure(), groups)
+
+
+def _with_commits(repo: pygit2.Repository, groups: list[BlameGroup]) -> list[BlameRange]:
+    commits: dict[str, pygit2.Commit] = {}
+    out: list[BlameRange] = []
+    for group in groups:
+        commit = commits.get(group.sha)
+        if commit is None:
+            commit = commits[group.sha] = repo[group.sha].peel(pygit2.Commit)
+        out.append(BlameRange(commit=commit, lines=group.lines))
+    return out
+
+
+# ---------------------------------------------------------------------------- writes
+
+
+def _content(p: FileWrite) -> bytes:
+    if p.encoding == "text":
+        try:
+            return p.content.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ParamError("content is invalid") from None
+    # Line-wrapped or unpadded base64 is still base64; anything else is refused.
+    text = "".join(p.content.split())
+    if not _BASE64.fullmatch(text):
+        raise ParamError("content is invalid")
+    bare = text.rstrip("=")
+    try:
+        return base64.b64decode(bare + "=" * (-len(bare) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        raise ParamError("content is invalid") from None
+
+
+def _actions(change: Change, path: str, p: FileDelete) -> list[FileAction]:
+    if change == "delete":
+        return [FileAction("delete", path, last_commit_id=p.last_commit_id)]
+    assert isinstance(p, FileWrite)
+    content = _content(p)
+    if change == "create":
+        return [FileAction("create", path, content=content, execute_filemode=bool(p.execute_filemode))]
+    actions = [FileAction("update", path, content=content, last_commit_id=p.last_commit_id)]
+    if p.execute_filemode is not None:
+        actions.append(FileAction("chmod", path, execute_filemode=p.execute_filemode))
+    return actions
+
+
+def write_file(
+    db: Session, actor: Actor, ident: str, path: str, p: FileDelete, settings: Settings, change: Change
+) -> str:
+    """Commit one file change onto `p.branch`; returns the branch. Every refusal is a 400 with
+    GitLab's message (Commits::CreateService and Gitaly's index errors)."""
+    ctx = repositories.for_write(db, actor, ident, settings)
+    if not repositories.may_push(db, actor, ctx.subject, p.branch):
+        raise BadRequest(PUSH_REFUSED, raw=True)
+    if any(part in ("", ".") for part in path.split("/")):
+        raise BadRequest(f"{INVALID_PATH}: {path}", raw=True)
+    repo = ctx.ensure()
+    empty = not git_files.has_branches(repo)
+    start: pygit2.Commit | None = None
+    if not empty:
+        start_name = p.start_branch or p.branch
+        start_tip = branch_tip(repo, start_name)
+        if start_tip is None:
+            raise BadRequest(NOT_ON_BRANCH, raw=True)
+        if start_name != p.branch and branch_tip(repo, p.branch) is not None:
+            raise BadRequest(
+                f"A branch called '{p.branch}' already exists. Switch to that branch in order to make changes",
+                raw=True,
+            )
+        start = repo[start_tip].peel(pygit2.Commit)
+    if branch_tip(repo, p.branch) is None and not valid_branch_name(p.branch):
+        raise BadRequest(
+            f"Something went wrong when we tried to create '{p.branch}' for you: Branch name is invalid",
+            raw=True,
+        )
+    if change != "create" and start is not None:
+        # An existing file may be stored under a name that isn't UTF-8 (kiln.git.files).
+        found = git_files.find_file(start, path)
+        if found is not None:
+            path = found.git_path
+    actions = _actions(change, path, p)
+    user = actor.user
+    author = Person(p.author_name or user.name, p.author_email or user.email)
+    try:
+        commit, before = commit_actions(
+            repo,
+            branch=p.branch,
+            actions=actions,
+            message=p.commit_message,
+            author=author,
+            committer=Person(user.name, user.email),
+            start=start,
+        )
+    except ActionFailed as exc:
+        raise BadRequest(str(exc), raw=True) from None
+    except EmptyCommit:
+        raise BadRequest(NO_CHANGES, raw=True) from None
+    except (ConcurrentUpdate, InvalidRefName):
+        raise BadRequest(
+            f"Could not update branch {p.branch}. Please refresh and try again.", raw=True
+        ) from None
+    with transaction(db):
+        repositories.record_push(
+            db, ctx.project, actor, f"refs/heads/{p.branch}", before, str(commit.id), repo
+        )
+        if empty:
+            _first_branch(db, ctx, p.branch)
+    return p.branch
+
+
+def _first_branch(db: Session, ctx: RepoContext, branch: str) -> None:
+    """The first branch of an empty repository becomes its default (clients.md 16), protected
+    as the instance protects default branches."""
+    repo = ctx.ensure()
+    repo.set_head(f"refs/heads/{branch}")
+    project = ctx.project
+    if project.default_branch == branch:
+        return
+    project.default_branch = branch
+    if repositories.protection_for(db, project.id, branch) is None:
+        level = int(instance_settings.current(db)["default_branch_protection"])
+        repositories.protect_default_branch(db, project, level)

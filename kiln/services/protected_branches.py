@@ -1,0 +1,177 @@
+"""Protected branch rules: who may push, merge and unprotect a branch name or wildcard
+pattern (`release/*`). Reading them needs access to the code, changing them the
+Maintainer role (and the rule's own unprotect level)."""
+
+from __future__ import annotations
+
+import fnmatch
+from datetime import datetime
+from typing import Literal
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from kiln import policy
+from kiln.auth.actor import Actor
+from kiln.db import transaction
+from kiln.errors import Conflict, Forbidden, NotFound, ValidationFailed
+from kiln.models import ProtectedBranch
+from kiln.models.repository import ADMIN_ACCESS, MAINTAINER_ACCESS
+from kiln.pagination import Page, PageResult
+from kiln.policy import Action, ProjectSubject
+from kiln.preconditions import require_unmodified_since
+from kiln.queries.paging import offset_page
+from kiln.schemas.repository import ProtectedBranchCreate, ProtectedBranchList, ProtectedBranchUpdate
+from kiln.services import projects as project_service
+
+# GitLab answers a missing rule through ActiveRecord's RecordNotFound, with a lower-case "found".
+RULE_NOT_FOUND = "404 Not found"
+KINDS: tuple[Literal["push", "merge", "unprotect"], ...] = ("push", "merge", "unprotect")
+
+
+# ----------------------------------------------------------------------------- matching
+
+
+def rules_of(db: Session, project_id: int) -> list[ProtectedBranch]:
+    """All rules of a project in one query, for matching many branches in memory."""
+    stmt = select(ProtectedBranch).where(ProtectedBranch.project_id == project_id)
+    return list(db.scalars(stmt.order_by(ProtectedBranch.id)))
+
+
+def _matches(rule: ProtectedBranch, branch: str) -> bool:
+    return rule.name == branch or ("*" in rule.name and fnmatch.fnmatchcase(branch, rule.name))
+
+
+def matching(rules: list[ProtectedBranch], branch: str) -> list[ProtectedBranch]:
+    return [r for r in rules if _matches(r, branch)]
+
+
+def governing(rules: list[ProtectedBranch], branch: str) -> ProtectedBranch | None:
+    """The rule that decides pushes, as repositories.protection_for picks it: an exact name
+    wins over a wildcard pattern."""
+    for rule in rules:
+        if rule.name == branch:
+            return rule
+    for rule in rules:
+        if "*" in rule.name and fnmatch.fnmatchcase(branch, rule.name):
+            return rule
+    return None
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+def _readable(db: Session, actor: Actor | None, ident: str) -> ProjectSubject:
+    s = project_service.load(db, actor, ident)
+    policy.require(actor, Action.READ_CODE, s)
+    return s
+
+
+def list_rules(
+    db: Session, actor: Actor | None, ident: str, q: ProtectedBranchList, page: Page
+) -> PageResult:
+    s = _readable(db, actor, ident)
+    stmt = select(ProtectedBranch).where(ProtectedBranch.project_id == s.project.id)
+    if q.search:
+        pattern = "%" + q.search.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        stmt = stmt.where(func.lower(ProtectedBranch.name).like(pattern, escape="\\"))
+    return offset_page(db, stmt.order_by(ProtectedBranch.id), page)
+
+
+def _find(db: Session, project_id: int, name: str) -> ProtectedBranch:
+    rule = db.scalars(
+        select(ProtectedBranch).where(ProtectedBranch.project_id == project_id, ProtectedBranch.name == name)
+    ).first()
+    if rule is None:
+        raise NotFound(message=RULE_NOT_FOUND)
+    return rule
+
+
+def get_rule(db: Session, actor: Actor | None, ident: str, name: str) -> ProtectedBranch:
+    s = _readable(db, actor, ident)
+    return _find(db, s.project.id, name)
+
+
+# ----------------------------------------------------------------------------- changing
+
+
+def _may_unprotect(actor: Actor, s: ProjectSubject, rule: ProtectedBranch) -> bool:
+    """Changing or removing a rule: Maintainers, unless the rule's unprotect level asks for
+    more (administrators only at 60)."""
+    if not policy.may(actor, Action.ADMIN_PROTECTED_BRANCHES, s):
+        return False
+    if policy.is_admin(actor):
+        return True
+    wanted = rule.unprotect_access_level or MAINTAINER_ACCESS
+    return wanted < ADMIN_ACCESS and (s.level or 0) >= wanted
+
+
+def create_rule(db: Session, actor: Actor, ident: str, p: ProtectedBranchCreate) -> ProtectedBranch:
+    s = project_service.load(db, actor, ident)
+    policy.require(actor, Action.ADMIN_PROTECTED_BRANCHES, s)
+    name = p.name.strip()
+    if not name:
+        raise ValidationFailed({"name": ["can't be blank"]}, status=422)
+    conflict = Conflict(f"Protected branch '{name}' already exists")
+    with transaction(db):
+        exists = db.scalars(
+            select(ProtectedBranch.id).where(
+                ProtectedBranch.project_id == s.project.id, ProtectedBranch.name == name
+            )
+        ).first()
+        if exists is not None:
+            raise conflict
+        rule = ProtectedBranch(
+            project_id=s.project.id,
+            name=name,
+            push_access_level=_or(p.level("push"), MAINTAINER_ACCESS),
+            merge_access_level=_or(p.level("merge"), MAINTAINER_ACCESS),
+            unprotect_access_level=_or(p.level("unprotect"), MAINTAINER_ACCESS),
+            allow_force_push=p.allow_force_push,
+            code_owner_approval_required=bool(p.code_owner_approval_required),
+        )
+        db.add(rule)
+        try:
+            db.flush()
+        except IntegrityError:  # a twin request protected the same name first
+            raise conflict from None
+    return rule
+
+
+def _or(value: int | None, default: int) -> int:
+    return default if value is None else value
+
+
+def update_rule(
+    db: Session, actor: Actor, ident: str, name: str, p: ProtectedBranchUpdate
+) -> ProtectedBranch:
+    s = project_service.load(db, actor, ident)
+    with transaction(db):
+        rule = _find(db, s.project.id, name)
+        if not _may_unprotect(actor, s, rule):
+            raise Forbidden()
+        given = p.given()
+        if p.allow_force_push is not None:
+            rule.allow_force_push = p.allow_force_push
+        if p.code_owner_approval_required is not None:
+            rule.code_owner_approval_required = p.code_owner_approval_required
+        for kind in KINDS:
+            if f"{kind}_access_level" in given or f"allowed_to_{kind}" in given:
+                level = p.level(kind)
+                if level is not None:
+                    setattr(rule, f"{kind}_access_level", level)
+        db.flush()
+    return rule
+
+
+def delete_rule(
+    db: Session, actor: Actor, ident: str, name: str, unmodified_since: datetime | None = None
+) -> None:
+    s = project_service.load(db, actor, ident)
+    with transaction(db):
+        rule = _find(db, s.project.id, name)
+        if not _may_unprotect(actor, s, rule):
+            raise Forbidden()
+        require_unmodified_since(rule.updated_at, unmodified_since)
+        db.delete(rule)

@@ -1,0 +1,82 @@
+"""The repository tree and blobs by id (GitLab's /repository/tree and /repository/blobs)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pygit2
+from sqlalchemy.orm import Session
+
+from kiln.auth.actor import Actor
+from kiln.config import Settings
+from kiln.errors import BadRequest, NotFound, ParamError
+from kiln.git import files as git_files
+from kiln.git.errors import RefNotFound
+from kiln.git.refs import resolve_commit
+from kiln.pagination import TOTAL_LIMIT, Page, PageResult
+from kiln.schemas.files import TreeList
+from kiln.services import repositories
+from kiln.services.files import Content
+
+NONE_NEEDS_RECURSIVE = 'pagination cannot be "none" unless "recursive" is true'
+
+
+@dataclass(slots=True)
+class TreeListing:
+    page: PageResult  # items: git_files.TreeItem
+    # pagination=none: every entry, no pagination headers
+    unpaginated: bool = False
+
+
+def list_tree(
+    db: Session, viewer: Actor | None, ident: str, q: TreeList, page: Page, settings: Settings
+) -> TreeListing:
+    if q.pagination == "none" and not q.recursive:
+        raise ParamError(NONE_NEEDS_RECURSIVE)
+    ctx = repositories.for_read(db, viewer, ident, settings)
+    if ctx.repo is None:
+        raise NotFound("Tree")
+    try:
+        commit = resolve_commit(ctx.repo, q.ref)
+    except RefNotFound:
+        raise NotFound("Tree") from None
+    items = git_files.list_tree(commit, q.path or "", recursive=q.recursive)
+    if items is None:
+        raise NotFound("Tree")
+    if q.pagination == "none":
+        return TreeListing(PageResult(items=items, total=len(items), has_next=False), unpaginated=True)
+    if page.keyset:
+        return TreeListing(_after_token(items, q.page_token, page.per_page))
+    chunk = items[page.offset : page.offset + page.per_page]
+    total = len(items) if len(items) <= TOTAL_LIMIT else None
+    return TreeListing(
+        PageResult(items=chunk, total=total, has_next=len(items) > page.offset + page.per_page)
+    )
+
+
+def _after_token(items: list[git_files.TreeItem], token: str | None, per_page: int) -> PageResult:
+    """Keyset pages continue after the entry whose path is the token (paths are unique)."""
+    start = 0
+    if token:
+        positions = {item.path: n for n, item in enumerate(items)}
+        if token not in positions:
+            raise BadRequest("page_token is invalid")
+        start = positions[token] + 1
+    chunk = items[start : start + per_page]
+    has_next = len(items) > start + per_page
+    return PageResult(
+        items=chunk, total=None, has_next=has_next, next_key=chunk[-1].path if has_next else None
+    )
+
+
+def get_blob(db: Session, viewer: Actor | None, ident: str, sha: str, settings: Settings) -> pygit2.Blob:
+    ctx = repositories.for_read(db, viewer, ident, settings)
+    blob = git_files.blob_by_sha(ctx.repo, sha) if ctx.repo is not None else None
+    if blob is None:
+        raise NotFound("Blob")
+    return blob
+
+
+def raw_blob(db: Session, viewer: Actor | None, ident: str, sha: str, settings: Settings) -> Content:
+    blob = get_blob(db, viewer, ident, sha, settings)
+    return Content(blob.data, blob.is_binary)
