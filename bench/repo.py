@@ -1,0 +1,431 @@
+"""`python -m bench.repo`: repository reads through kiln against the same work done bare.
+
+1. GET /api/v4/projects/:id/repository/files/:path?ref=main for a 10 KB file in a repository
+   of 1,000 commits (the file is added by the first and never touched again, so its
+   `last_commit_id` is found at the far end of the history), against a bare Litestar route
+   that reads the same blob with pygit2 and renders it the same way, minus last_commit_id.
+2. `git clone` of that repository through kiln's smart HTTP, against `git http-backend`
+   behind a minimal CGI server (bench.repo --serve-backend), the floor for any git-over-HTTP
+   server.
+
+Same arrangement as `python -m bench`: SQLite data dir, servers pinned to CPU 0 and the load
+generator (wrk, else bench.loadgen) to CPU 1, one target at a time; CPU per request from /proc,
+including the `git` processes a server runs and reaps."""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+import httpx
+import orjson
+import pygit2
+from litestar import Litestar, Response, get
+from litestar.datastructures import State
+
+from bench import dataset
+from bench.cli import REPO, RESULTS, ROOT_PASSWORD, ROOT_TOKEN, bin_path, git_revision, step
+from bench.load import LoadGenerator, Measurement, Target, choose
+from bench.processes import CLOCK_TICKS, Managed, _tree, cpu_count, free_port
+from kiln.git.layout import repository_path, repository_relpath
+
+FILE = "data/blob-10k.txt"
+REPO_ENV = "BENCH_REPO_PATH"
+
+
+# ---------------------------------------------------------------------------- the bare route
+
+
+@get("/blob")
+async def read_blob(state: State) -> Response[bytes]:
+    """The files API's work without kiln: resolve main, find the path, base64 the blob."""
+    repo: pygit2.Repository = state.repo
+    commit = repo.revparse_single("refs/heads/main").peel(pygit2.Commit)
+    entry = commit.tree[FILE]
+    data = repo[entry.id].data
+    body = {
+        "file_name": entry.name,
+        "file_path": FILE,
+        "size": len(data),
+        "encoding": "base64",
+        "content_sha256": hashlib.sha256(data).hexdigest(),
+        "ref": "main",
+        "blob_id": str(entry.id),
+        "commit_id": str(commit.id),
+        "content": base64.b64encode(data).decode(),
+    }
+    return Response(orjson.dumps(body), media_type="application/json")
+
+
+def create_app() -> Litestar:
+    """uvicorn factory, like bench.bare: one repository handle kept open."""
+    repo = pygit2.Repository(os.environ[REPO_ENV])
+    return Litestar(
+        route_handlers=[read_blob],
+        state=State({"repo": repo}),
+        openapi_config=None,
+        logging_config=None,
+        debug=False,
+    )
+
+
+# ---------------------------------------------------------------------------- git http-backend
+
+
+class CGIBackend(BaseHTTPRequestHandler):
+    """git http-backend as CGI: one process per request, its output passed through."""
+
+    root = ""
+
+    def do_GET(self) -> None:
+        self._run(b"")
+
+    def do_POST(self) -> None:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            body = bytearray()
+            while size := int(self.rfile.readline().strip() or b"0", 16):
+                body += self.rfile.read(size)
+                self.rfile.readline()
+            self.rfile.readline()
+        else:
+            body = bytearray(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        self._run(bytes(body))
+
+    def _run(self, body: bytes) -> None:
+        url = urlsplit(self.path)
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "GIT_PROJECT_ROOT": self.root,
+            "GIT_HTTP_EXPORT_ALL": "1",
+            "REQUEST_METHOD": self.command,
+            "PATH_INFO": url.path,
+            "QUERY_STRING": url.query,
+            "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+            "CONTENT_LENGTH": str(len(body)),
+            "REMOTE_ADDR": self.client_address[0],
+        }
+        for header in ("Content-Encoding", "Git-Protocol"):
+            if header in self.headers:
+                env["HTTP_" + header.upper().replace("-", "_")] = self.headers[header]
+        done = subprocess.run(["git", "http-backend"], input=body, env=env, capture_output=True, check=False)
+        head, _, payload = done.stdout.partition(b"\r\n\r\n")
+        status = 200
+        headers: list[tuple[str, str]] = []
+        for line in head.decode("latin-1").split("\r\n"):
+            name, _, value = line.partition(":")
+            if name.lower() == "status":
+                status = int(value.strip().split()[0])
+            elif name:
+                headers.append((name, value.strip()))
+        self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+def serve_backend(root: str, port: int) -> None:
+    CGIBackend.root = root
+    ThreadingHTTPServer(("127.0.0.1", port), CGIBackend).serve_forever()
+
+
+# ---------------------------------------------------------------------------- the harness
+
+
+def build_history(path: Path, commits: int, size: int) -> bytes:
+    """`commits` commits on main: the first adds FILE (`size` bytes), each changes log.txt."""
+    repo = pygit2.Repository(str(path))
+    old = repo.references["refs/heads/main"].target
+    parent = repo[old].peel(pygit2.Commit)
+    content = b"".join(f"{n:07d} the quick brown fox jumps over the lazy dog\n".encode() for n in range(size))
+    content = content[:size]
+    blob = repo.create_blob(content)
+    when = int(time.time()) - commits
+    tip = parent.id
+    tree = parent.tree
+    for n in range(commits):
+        index = pygit2.Index()
+        index.read_tree(tree)
+        if n == 0:
+            index.add(pygit2.IndexEntry(FILE, blob, pygit2.enums.FileMode.BLOB))
+        index.add(
+            pygit2.IndexEntry("log.txt", repo.create_blob(f"{n}\n".encode()), pygit2.enums.FileMode.BLOB)
+        )
+        tree_id = index.write_tree(repo)
+        sig = pygit2.Signature("Bench", "bench@example.com", when + n, 0)
+        tip = repo.create_commit(None, sig, sig, f"Commit {n}\n", tree_id, [tip])
+        tree = repo[tree_id].peel(pygit2.Tree)
+    subprocess.run(["git", "update-ref", "refs/heads/main", str(tip), str(old)], cwd=path, check=True)
+    return content
+
+
+def cpu_seconds(server: Managed) -> float:
+    """CPU of the server's processes and of the children they have reaped (kiln runs
+    `git` per request; the children's time lands in the parent's cutime and cstime)."""
+    total = 0.0
+    for pid in _tree(server.proc.pid):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(v) for v in fields[11:15]) / CLOCK_TICKS
+    return total
+
+
+def measure(
+    generator: LoadGenerator,
+    server: Managed,
+    target: Target,
+    warmup: float,
+    duration: float,
+    connections: int,
+) -> Measurement:
+    step(f"{target.label}: {warmup:g}s warm-up, {duration:g}s measured")
+    if warmup > 0:
+        generator.run(target, warmup)
+    server.wait_idle()
+    before = cpu_seconds(server)
+    measured = generator.run(target, duration)
+    server.wait_idle()
+    measured.server_cpu_s = round(cpu_seconds(server) - before, 3)
+    measured.unfinished = connections
+    return measured
+
+
+def clone_times(url: str, work: Path, times: int) -> list[float]:
+    seconds = []
+    for n in range(times):
+        dest = work / f"clone-{n}"
+        started = time.perf_counter()
+        subprocess.run(["git", "clone", "--quiet", "--no-checkout", url, str(dest)], check=True)
+        seconds.append(time.perf_counter() - started)
+        shutil.rmtree(dest)
+    return seconds
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.repo", description=__doc__)
+    parser.add_argument("--duration", type=float, default=10.0, help="measured seconds per target (10)")
+    parser.add_argument("--warmup", type=float, default=2.0, help="unmeasured seconds before each (2)")
+    parser.add_argument("--connections", type=int, default=32, help="keep-alive connections (32)")
+    parser.add_argument("--commits", type=int, default=1000, help="commits in the repository (1000)")
+    parser.add_argument("--size", type=int, default=10 * 1024, help="bytes of the file read (10240)")
+    parser.add_argument("--clones", type=int, default=5, help="clones per server; the median counts (5)")
+    parser.add_argument("--loadgen", choices=("auto", "wrk", "python"), default="auto")
+    parser.add_argument("--no-install", action="store_true", help="never apt-get install wrk")
+    parser.add_argument("--no-pin", action="store_true", help="do not pin servers and load generator")
+    parser.add_argument("--results-dir", type=Path, default=RESULTS)
+    parser.add_argument("--serve-backend", nargs=2, metavar=("ROOT", "PORT"), help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.serve_backend:
+        serve_backend(args.serve_backend[0], int(args.serve_backend[1]))
+        return 0
+    server_cpu, load_cpu = (None, None) if args.no_pin or cpu_count() < 2 else (0, 1)
+    generator = choose(args.loadgen, args.connections, load_cpu, install=not args.no_install)
+    load_before = os.getloadavg()
+    started = datetime.now(UTC)
+    with ExitStack() as stack:
+        stack.callback(generator.close)
+        work = Path(tempfile.mkdtemp(prefix="kiln-bench-repo-"))
+        stack.callback(shutil.rmtree, work, ignore_errors=True)
+        data_dir = work / "data"
+        data_dir.mkdir()
+        kiln_port, bare_port, backend_port = free_port(), free_port(), free_port()
+        base = f"http://127.0.0.1:{kiln_port}"
+        env = {
+            **os.environ,
+            "KILN_DATA_DIR": str(data_dir),
+            "KILN_ROOT_TOKEN": ROOT_TOKEN,
+            "KILN_ROOT_PASSWORD": ROOT_PASSWORD,
+            "KILN_EXTERNAL_URL": base,
+        }
+        step("kiln migrate")
+        dataset.migrate(bin_path("kiln"), env, work / "migrate.log")
+        kiln = Managed(
+            "kiln serve",
+            [
+                str(bin_path("kiln")),
+                "serve",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(kiln_port),
+                "--processes",
+                "1",
+            ],
+            env,
+            work / "kiln.log",
+            server_cpu,
+        )
+        stack.callback(kiln.stop)
+        token = {"Private-Token": ROOT_TOKEN}
+        kiln.wait_ready(f"{base}/api/v4/user", token)
+        created = httpx.post(
+            f"{base}/api/v4/projects",
+            headers=token,
+            json={"name": "bench-repo", "initialize_with_readme": True, "visibility": "public"},
+            timeout=30,
+        )
+        created.raise_for_status()
+        project = created.json()
+        repo_dir = repository_path(data_dir / "repositories", project["id"])
+        step(f"writing {args.commits:,} commits")
+        content = build_history(repo_dir, args.commits, args.size)
+
+        bare = Managed(
+            "bare blob app",
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "bench.repo:create_app",
+                "--factory",
+                "--app-dir",
+                str(REPO),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(bare_port),
+                "--loop",
+                "uvloop",
+                "--http",
+                "httptools",
+                "--log-level",
+                "warning",
+                "--workers",
+                "1",
+            ],
+            {**env, REPO_ENV: str(repo_dir)},
+            work / "bare.log",
+            server_cpu,
+        )
+        stack.callback(bare.stop)
+        backend = Managed(
+            "git http-backend",
+            [
+                sys.executable,
+                "-m",
+                "bench.repo",
+                "--serve-backend",
+                str(data_dir / "repositories"),
+                str(backend_port),
+            ],
+            env,
+            work / "backend.log",
+            server_cpu,
+        )
+        stack.callback(backend.stop)
+
+        files_url = f"{base}/api/v4/projects/{project['id']}/repository/files/{quote(FILE, safe='')}?ref=main"
+        targets = [
+            Target("bare_blob", "bare GET /blob (pygit2)", f"http://127.0.0.1:{bare_port}/blob"),
+            Target(
+                "kiln_file",
+                f"kiln GET .../repository/files/{quote(FILE, safe='')}?ref=main",
+                files_url,
+                token,
+            ),
+        ]
+        bare.wait_ready(targets[0].url, {})
+        for target in targets:
+            answer = httpx.get(target.url, headers=target.headers, timeout=30)
+            if answer.status_code != 200 or base64.b64decode(answer.json()["content"]) != content:
+                raise RuntimeError(f"{target.key} answered wrongly: {answer.status_code} {answer.text[:300]}")
+
+        servers = {"bare_blob": bare, "kiln_file": kiln}
+        results = {
+            t.key: measure(generator, servers[t.key], t, args.warmup, args.duration, args.connections)
+            for t in targets
+        }
+
+        backend_url = f"http://127.0.0.1:{backend_port}/{repository_relpath(project['id'])}"
+        kiln_url = f"{base}/{project['path_with_namespace']}.git"
+        backend.wait_ready(f"{backend_url}/info/refs?service=git-upload-pack", {})
+        step(f"cloning {args.clones} times through each server")
+        clones = {
+            "git_http_backend": clone_times(backend_url, work, args.clones),
+            "kiln": clone_times(kiln_url, work, args.clones),
+        }
+
+    document = {
+        "started_at": started.isoformat(timespec="seconds"),
+        "git": git_revision(),
+        "settings": {
+            "loadgen": generator.describe(),
+            "duration_s": args.duration,
+            "warmup_s": args.warmup,
+            "commits": args.commits,
+            "file_bytes": args.size,
+            "clones": args.clones,
+            "loadavg_before": [round(x, 2) for x in load_before],
+            "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+        },
+        "files": {key: m.as_dict() for key, m in results.items()},
+        "clone_seconds": {key: [round(s, 3) for s in runs] for key, runs in clones.items()},
+    }
+    report(document, results, clones, targets)
+    args.results_dir.mkdir(parents=True, exist_ok=True)
+    path = args.results_dir / f"repo-{started.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps(document, indent=2) + "\n")
+    print(f"\nresults: {path}")
+    return 1 if any(m.failures for m in results.values()) else 0
+
+
+def report(
+    document: dict[str, Any],
+    results: dict[str, Measurement],
+    clones: dict[str, list[float]],
+    targets: list[Target],
+) -> None:
+    s = document["settings"]
+    print()
+    print(f"kiln repository benchmark ({document['git']})")
+    print(
+        f"  {s['commits']:,} commits, {s['file_bytes']:,}-byte file; load: {s['loadgen']}, {s['duration_s']:g}s each"
+    )
+    print(f"  load average before/after: {s['loadavg_before'][0]:.2f} / {s['loadavg_after'][0]:.2f}")
+    print(f"  {'target':<60} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'CPU ms/req':>10} {'errors':>6}")
+    for t in targets:
+        m = results[t.key]
+        print(
+            f"  {t.label:<60} {m.rps:>8,.0f} {m.p50_ms:>8.2f} {m.p99_ms:>8.2f}"
+            f" {m.cpu_ms_per_request:>10.3f} {m.failures:>6}"
+        )
+    bare, kiln = results["bare_blob"], results["kiln_file"]
+    if bare.rps and kiln.cpu_ms_per_request:
+        print(
+            f"  ratio kiln/bare: {kiln.rps / bare.rps:.2f} (req/s), "
+            f"{bare.cpu_ms_per_request / kiln.cpu_ms_per_request:.2f} (CPU)"
+        )
+    print()
+    for key, runs in clones.items():
+        print(
+            f"  clone via {key:<18} median {statistics.median(runs):.3f}s  runs {[round(r, 3) for r in runs]}"
+        )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

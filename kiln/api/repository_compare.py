@@ -1,0 +1,69 @@
+"""Compare, contributors and archives of a project's repository (GitLab's
+lib/api/repositories.rb); ROUTES is mounted under /api/v4 by kiln.api."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import quote
+
+from litestar import Request, Response
+from litestar.handlers import HTTPRouteHandler
+from litestar.params import FromPath
+from litestar.response import Stream
+
+from kiln.api._deps import Db, Viewer, runtime
+from kiln.api._pagination import page_of, paginated
+from kiln.api._params import params
+from kiln.api._render import render
+from kiln.api._routes import get
+from kiln.entities.compare import compare_view, contributor
+from kiln.git.archive import FORMATS
+from kiln.schemas.compare import ArchiveParams, CompareParams, ContributorList
+from kiln.services import compare as service
+
+Req = Request[Any, Any, Any]
+
+
+@get("/projects/{id:str}/repository/compare", auth="optional", params=CompareParams)
+async def compare(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Response[bytes]:
+    q: CompareParams = await params(request)
+    result = service.compare(db, viewer, id, q, runtime(request).settings)
+    return render(compare_view(result.comparison, result.web_url, unidiff=q.unidiff))
+
+
+@get("/projects/{id:str}/repository/contributors", auth="optional", params=ContributorList)
+async def contributors(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Response[bytes]:
+    q: ContributorList = await params(request)
+    page = page_of(q)
+    result = service.contributors(db, viewer, id, q, page, runtime(request).settings)
+    return paginated(request, [contributor(c) for c in result.items], page, result)
+
+
+def _archive_route(suffix: str | None) -> HTTPRouteHandler:
+    """One static route per format: Litestar has no parameters inside a segment, and a
+    catch-all `/repository/{name}` would shadow the other repository routes' 404s."""
+    path = "/projects/{id:str}/repository/archive" + (f".{suffix}" if suffix else "")
+
+    async def archive(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Stream:
+        q: ArchiveParams = await params(request)
+        result = service.archive(db, viewer, id, q, suffix, runtime(request).settings)
+        name = result.filename
+        plain = "".join(ch if " " <= ch < "\x7f" and ch not in '"\\' else "_" for ch in name)
+        headers = {
+            "Content-Disposition": f"attachment; filename=\"{plain}\"; filename*=UTF-8''{quote(name, safe='')}",
+            "Content-Transfer-Encoding": "binary",
+            "Cache-Control": "private",
+        }
+        return Stream(result.body, media_type=result.media_type, headers=headers)
+
+    archive.__name__ = f"archive_{(suffix or 'default').replace('.', '_')}"
+    register: Callable[[Callable[..., Any]], HTTPRouteHandler] = get(
+        path, auth="optional", params=ArchiveParams, summary="Get an archive of the repository"
+    )
+    return register(archive)
+
+
+ARCHIVE_ROUTES = [_archive_route(None), *(_archive_route(fmt) for fmt in FORMATS)]
+
+ROUTES: list[HTTPRouteHandler] = [compare, contributors, *ARCHIVE_ROUTES]

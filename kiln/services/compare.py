@@ -1,0 +1,188 @@
+"""Reading a repository's history as a whole: comparing two refs (also across a fork
+network), its contributors, and archives of a commit's tree."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pygit2
+from sqlalchemy.orm import Session
+
+from kiln import policy
+from kiln.auth.actor import Actor
+from kiln.config import Settings
+from kiln.errors import BadRequest, Forbidden, NotFound
+from kiln.git import archive as git_archive
+from kiln.git import diffs
+from kiln.git.errors import RefNotFound
+from kiln.git.refs import resolve_commit
+from kiln.git.writes import path_problem
+from kiln.models import Project
+from kiln.pagination import TOTAL_LIMIT, Page, PageResult
+from kiln.policy import Action, ProjectSubject
+from kiln.schemas.compare import ArchiveParams, CompareParams, ContributorList
+from kiln.services import projects as project_service
+from kiln.services.repositories import RepoContext, for_read
+
+NO_ACCESS_TO_FORK = "You don't have access to this fork's parent project"
+
+
+def project_web_url(settings: Settings, s: ProjectSubject) -> str:
+    return f"{settings.external_url}/{s.namespace.full_path}/{s.project.path}"
+
+
+def _commit(repo: pygit2.Repository | None, ref: str) -> pygit2.Commit:
+    """The commit `ref` names; an empty name names nothing (not the default branch)."""
+    ref = ref.strip()
+    if repo is None or not ref:
+        raise RefNotFound(ref)
+    return resolve_commit(repo, ref)
+
+
+# ---------------------------------------------------------------------------- compare
+
+
+@dataclass(slots=True)
+class CompareResult:
+    comparison: diffs.Comparison
+    # The project whose repository answered `from` (GitLab links the comparison there).
+    web_url: str
+
+
+def compare(
+    db: Session, actor: Actor | None, ident: str, q: CompareParams, settings: Settings
+) -> CompareResult:
+    """`to` is read in this project, `from` in `from_project_id` (a project of the same fork
+    network; this one by default)."""
+    ctx = for_read(db, actor, ident, settings)
+    other = _from_project(db, actor, ident, ctx, q.from_project_id)
+    from_ctx = other or ctx
+    try:
+        head = _commit(ctx.repo, q.to_ref)
+        start = _commit(from_ctx.repo, q.from_ref)
+    except RefNotFound:
+        raise NotFound("Ref") from None
+    repo = _joined(other, ctx) if other is not None else ctx.repo
+    assert repo is not None
+    comparison = diffs.compare(
+        repo, repo[start.id].peel(pygit2.Commit), repo[head.id].peel(pygit2.Commit), straight=q.straight
+    )
+    return CompareResult(comparison=comparison, web_url=project_web_url(settings, from_ctx.subject))
+
+
+def _from_project(
+    db: Session, actor: Actor | None, ident: str, ctx: RepoContext, from_project_id: int | None
+) -> RepoContext | None:
+    """The other project of a cross-project compare; None when it is this one."""
+    if from_project_id is None or from_project_id == ctx.project.id:
+        return None
+    refused = BadRequest(f"Target project id:{from_project_id} is not a fork of project id:{ident}", raw=True)
+    try:
+        s = project_service.load(db, actor, str(from_project_id))
+    except NotFound:
+        raise refused from None
+    if _network_root(db, s.project) != _network_root(db, ctx.project):
+        raise refused
+    if not policy.may(actor, Action.READ_CODE, s):
+        raise Forbidden(NO_ACCESS_TO_FORK)
+    st = ctx.store
+    repo = st.open(s.project.id) if st.exists(s.project.id) else None
+    return RepoContext(subject=s, store=st, repo=repo)
+
+
+def _network_root(db: Session, project: Project) -> int:
+    """The project every fork in the network descends from."""
+    seen = {project.id}
+    current = project
+    while current.forked_from_id is not None and current.forked_from_id not in seen:
+        parent = db.get(Project, current.forked_from_id)
+        if parent is None:
+            break
+        seen.add(parent.id)
+        current = parent
+    return current.id
+
+
+def _joined(other: RepoContext, ctx: RepoContext) -> pygit2.Repository:
+    """The `from` project's repository reading this project's objects too (a handle of its
+    own: the shared cache stays untouched)."""
+    repo = pygit2.Repository(str(other.path))
+    if ctx.repo is not None:
+        repo.odb.add_disk_alternate(str(Path(ctx.repo.path) / "objects"))
+    return repo
+
+
+# ---------------------------------------------------------------------------- contributors
+
+
+def contributors(
+    db: Session, actor: Actor | None, ident: str, q: ContributorList, page: Page, settings: Settings
+) -> PageResult:
+    """Authors of the ref's last 2,000 non-merge commits; any error is a bare 404, as in GitLab."""
+    ctx = for_read(db, actor, ident, settings)
+    if ctx.repo is None or (ctx.repo.head_is_unborn and not q.ref):
+        return _page_of([], page)
+    try:
+        head = _commit(ctx.repo, q.ref or ctx.project.default_branch or "HEAD")
+    except RefNotFound:
+        raise NotFound() from None
+    found = diffs.contributors(ctx.repo, head)
+    if q.order_by == "commits":
+        found.sort(key=lambda c: (c.commits, c.email.lower()), reverse=q.sort == "desc")
+    else:
+        found.sort(key=lambda c: (getattr(c, q.order_by).lower(), c.email), reverse=q.sort == "desc")
+    return _page_of(found, page)
+
+
+def _page_of(items: list[diffs.Contributor], page: Page) -> PageResult:
+    total = len(items)
+    chunk = items[page.offset : page.offset + page.per_page]
+    return PageResult(
+        items=chunk,
+        total=total if total <= TOTAL_LIMIT else None,
+        has_next=page.offset + page.per_page < total,
+    )
+
+
+# ---------------------------------------------------------------------------- archives
+
+
+@dataclass(slots=True)
+class Archive:
+    filename: str
+    media_type: str
+    body: AsyncIterator[bytes]
+
+
+def archive(
+    db: Session, actor: Actor | None, ident: str, q: ArchiveParams, fmt: str | None, settings: Settings
+) -> Archive:
+    """`fmt` comes from the path (`archive.zip`) and wins over the `format` parameter. An
+    unknown ref or path is GitLab's 404 File Not Found."""
+    ctx = for_read(db, actor, ident, settings)
+    repo = ctx.repo
+    if repo is None or repo.head_is_unborn:
+        raise NotFound("File")
+    ref = q.sha or ctx.project.default_branch or repo.head.shorthand
+    path = (q.path or "").strip("/") or None
+    try:
+        commit = _commit(repo, ref)
+    except RefNotFound:
+        raise NotFound("File") from None
+    if path is not None:
+        if path_problem(path) is not None:
+            raise NotFound("File")
+        try:
+            commit.tree[path]
+        except KeyError:
+            raise NotFound("File") from None
+    ext = git_archive.extension(fmt or q.format)
+    sha = str(commit.id)
+    prefix = git_archive.archive_prefix(ctx.project.path, ref, sha, path)
+    return Archive(
+        filename=f"{prefix}.{ext}",
+        media_type=git_archive.media_type(ext),
+        body=git_archive.stream(ctx.path, sha, prefix, ext, path),
+    )

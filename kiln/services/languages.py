@@ -1,0 +1,50 @@
+"""A project's languages: computed from its default branch once per commit and kept on the
+project row with the primary language, which the `with_programming_language` filter reads."""
+
+from __future__ import annotations
+
+from sqlalchemy import update
+from sqlalchemy.orm import Session
+
+from kiln.config import Settings
+from kiln.db import transaction
+from kiln.git.errors import RefNotFound
+from kiln.git.languages import language_bytes, shares
+from kiln.git.refs import resolve_commit
+from kiln.models import Project
+from kiln.policy import ProjectSubject
+from kiln.services.repositories import store
+
+
+def for_project(db: Session, s: ProjectSubject, settings: Settings) -> dict[str, float]:
+    """The caller has checked that the actor may read the code. `{}` for an empty repository."""
+    project = s.project
+    st = store(settings)
+    if not st.exists(project.id):
+        return {}
+    repo = st.open(project.id)
+    if repo.head_is_unborn:
+        return {}
+    try:
+        commit = resolve_commit(repo, project.default_branch or None)
+    except RefNotFound:
+        return {}
+    sha = str(commit.id)
+    if project.languages_sha == sha and project.languages is not None:
+        return dict(project.languages)
+    found = shares(language_bytes(repo, commit.tree))
+    primary = next(iter(found), None)
+    # A short write of the cache alone; updated_at keeps its value (nothing the owner changed).
+    with transaction(db):
+        db.execute(
+            update(Project)
+            .where(Project.id == project.id)
+            .values(
+                languages=found,
+                languages_sha=sha,
+                primary_language=primary,
+                updated_at=Project.updated_at,
+            )
+        )
+    db.expire(project, ["languages", "languages_sha", "primary_language"])
+    return found
