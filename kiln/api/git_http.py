@@ -1,0 +1,205 @@
+"""Git smart HTTP at `<full path>[.git]/info/refs`, `/git-upload-pack` and `/git-receive-pack`,
+streamed through `git --stateless-rpc` (kiln.git.transport).
+
+A project's path has slashes, so these routes are one root route `/{full:path}` that takes
+whatever no other route matched (Litestar's router tries static segments first and never
+backs off into it); paths that aren't git's answer the router's own 404, for every method."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from litestar import Request, Response
+from litestar.handlers import HTTPRouteHandler
+from litestar.params import FromPath
+from litestar.response import Stream
+
+from kiln.api._deps import runtime
+from kiln.api._routes import route
+from kiln.errors import KilnError, RouteNotFound, Unauthorized
+from kiln.git import transport
+from kiln.git.transport import RECEIVE_PACK, UPLOAD_PACK, GitProcess
+from kiln.services import git_http as service
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+Req = Request[Any, Any, Any]
+T = TypeVar("T")
+log = logging.getLogger("kiln.api")
+
+PATH = "/{full:path}"
+# git-http-backend's hdr_nocache: git's answers are never cached on the way.
+NO_CACHE = {
+    "Expires": "Fri, 01 Jan 1980 00:00:00 GMT",
+    "Pragma": "no-cache",
+    "Cache-Control": "no-cache, max-age=0, must-revalidate",
+}
+CHALLENGE = {"WWW-Authenticate": 'Basic realm="GitLab"'}
+# Pushes still being recorded after their client went away.
+_finishing: set[asyncio.Task[None]] = set()
+
+
+@route("GET", PATH, auth="none", summary="Git smart HTTP: ref advertisement (info/refs)")
+async def info_refs(request: Req, full: FromPath[str]) -> Response[Any]:
+    target = service.route(full)
+    if target is None or target.action != "info/refs":
+        raise RouteNotFound()
+    try:
+        access, db = await _open(request, target.project, request.query_params.get("service"))
+    except KilnError as refused:
+        return git_error(refused)
+    db.close()
+    git = await GitProcess.start(
+        access.service, access.repo_path, advertise=True, protocol=request.headers.get("git-protocol")
+    )
+    return Stream(
+        transport.advertisement(git),
+        media_type=transport.content_type(access.service, "advertisement"),
+        headers=NO_CACHE,
+    )
+
+
+@route("POST", PATH, auth="none", summary="Git smart HTTP: git-upload-pack / git-receive-pack")
+async def rpc(request: Req, full: FromPath[str]) -> Response[Any]:
+    target = service.route(full)
+    if target is None or target.action == "info/refs":
+        raise RouteNotFound()
+    if request.headers.get("content-type") != transport.content_type(target.action, "request"):
+        return _text(415, "Unsupported Media Type")
+    try:
+        access, db = await _open(request, target.project, target.action)
+        body = transport.inflate(request.stream(), request.headers.get("content-encoding"))
+        if access.service == UPLOAD_PACK:
+            db.close()
+            return await _upload_pack(request, access, body)
+        return await _receive_pack(request, access, db, body)
+    except KilnError as refused:
+        return git_error(refused)
+    except transport.MalformedRequest as bad:
+        return _text(400, str(bad))
+
+
+async def _not_a_route(full: FromPath[str]) -> Response[Any]:
+    raise RouteNotFound()
+
+
+# Every other method on the catch-all path is no route either (not a 405). OPTIONS comes
+# first: a path registered without it gets Litestar's automatic OPTIONS handler.
+UNROUTED = [
+    route(method, PATH, auth="none", summary="No route: unknown paths answer 404")(_not_a_route)
+    for method in ("OPTIONS", "PUT", "PATCH", "DELETE")
+]
+
+ROOT_ROUTES: list[HTTPRouteHandler] = [*UNROUTED, info_refs, rpc]
+
+
+async def _open(request: Req, project: str, wanted: str | None) -> tuple[service.GitAccess, Session]:
+    """The caller cleared for `wanted` on the project, and the session that found them (kept
+    open for the bookkeeping of a push). Refusals leave as git's plain-text answers."""
+    rt = runtime(request)
+    db = rt.sessions()
+    try:
+        access = await _in_thread(
+            service.open_repository,
+            db,
+            rt.settings,
+            authorization=request.headers.get("authorization"),
+            project_path=project,
+            service=wanted,
+            job_token_resolver=rt.job_token_resolver,
+        )
+        # The read transaction ends here; a push's bookkeeping opens its own.
+        db.commit()
+    except BaseException:
+        db.close()
+        raise
+    return access, db
+
+
+async def _upload_pack(request: Req, access: service.GitAccess, body: AsyncIterator[bytes]) -> Response[Any]:
+    git = await GitProcess.start(UPLOAD_PACK, access.repo_path, protocol=request.headers.get("git-protocol"))
+    try:
+        await git.feed(body)
+    except BaseException:
+        git.stop()
+        raise
+
+    async def result() -> AsyncIterator[bytes]:
+        try:
+            async for chunk in git.output():
+                yield chunk
+            await git.wait()
+        finally:
+            git.stop()
+
+    return Stream(result(), media_type=transport.content_type(UPLOAD_PACK, "result"), headers=NO_CACHE)
+
+
+async def _receive_pack(
+    request: Req, access: service.GitAccess, db: Session, body: AsyncIterator[bytes]
+) -> Response[Any]:
+    rt = runtime(request)
+    media = transport.content_type(RECEIVE_PACK, "result")
+    try:
+        head, push = await transport.read_push(body)
+        check = await _in_thread(service.check_push, db, rt.settings, access, push)
+        if check.refused is not None:
+            async for _ in body:  # the pack the client sends anyway
+                pass
+            db.close()
+            return Response(transport.refusal(push, check.refused), media_type=media, headers=NO_CACHE)
+        git = await GitProcess.start(
+            RECEIVE_PACK, access.repo_path, protocol=request.headers.get("git-protocol"), guard=check.guard
+        )
+    except BaseException:
+        db.close()
+        raise
+    try:
+        await git.feed(body, first=head)
+    except BaseException:
+        git.stop()
+        db.close()
+        raise
+    # From here the push runs to its end and is recorded even if the client goes away.
+    chunks: asyncio.Queue[bytes | None] = asyncio.Queue()
+
+    async def finish() -> None:
+        try:
+            async for chunk in git.output():
+                chunks.put_nowait(chunk)
+            await git.wait()
+            await _in_thread(service.record_push, db, rt.settings, access, check)
+        except Exception:
+            log.exception("recording the push to %s failed", access.subject.project.id)
+        finally:
+            db.close()
+            chunks.put_nowait(None)
+
+    task = asyncio.create_task(finish())
+    _finishing.add(task)
+    task.add_done_callback(_finishing.discard)
+
+    async def result() -> AsyncIterator[bytes]:
+        while (chunk := await chunks.get()) is not None:
+            yield chunk
+
+    return Stream(result(), media_type=media, headers=NO_CACHE)
+
+
+async def _in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Synchronous services off the event loop: the transport streams meanwhile."""
+    return await asyncio.to_thread(fn, *args, **kwargs)
+
+
+def _text(status: int, message: str, headers: dict[str, str] | None = None) -> Response[bytes]:
+    return Response(f"{message}\n".encode(), status_code=status, media_type="text/plain", headers=headers)
+
+
+def git_error(exc: KilnError) -> Response[bytes]:
+    """Refusals as git shows them: plain text; a 401 challenges for Basic credentials."""
+    headers = CHALLENGE if isinstance(exc, Unauthorized) else None
+    return _text(exc.status, str(exc), headers)

@@ -1,0 +1,314 @@
+"""Who may clone, fetch and push over git's smart HTTP, and what a push changes in kiln.
+
+GitLab's rules (git_http_client_controller.rb, git_access.rb, checks/branch_check.rb):
+credentials come as HTTP Basic; without them only downloads of public code go through and
+everything else is challenged with 401, so git asks for credentials and retries. Errors are
+plain text because git shows such bodies to its user."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pygit2
+from sqlalchemy.orm import Session
+
+from kiln import policy
+from kiln.auth.actor import Actor
+from kiln.auth.credentials import Credentials, JobTokenResolver, authenticate
+from kiln.auth.tokens import API, READ_API, READ_REPOSITORY, WRITE_REPOSITORY
+from kiln.config import Settings
+from kiln.db import transaction
+from kiln.errors import Forbidden, InvalidToken, NotFound, Unauthorized
+from kiln.git import transport
+from kiln.git.transport import RECEIVE_PACK, UPLOAD_PACK, ForceGuard, PushRequest, RefCommand
+from kiln.models import Project
+from kiln.policy import Action, ProjectSubject
+from kiln.services import instance_settings, repositories
+from kiln.services import projects as project_service
+from kiln.services.sessions import check_password
+
+ACCESS_DENIED = (
+    "HTTP Basic: Access denied. If a password was provided for Git authentication, the password was "
+    "incorrect or you're required to use a token instead of a password. If a token was provided, it "
+    "was either incorrect, expired, or improperly scoped."
+)
+PROJECT_NOT_FOUND = (
+    "The project you were looking for could not be found or you don't have permission to view it."
+)
+NO_REPOSITORY = "A repository for this project does not exist yet."
+COMMAND_NOT_ALLOWED = "The command you're trying to execute is not allowed."
+DOWNLOAD_REFUSED_TOKEN = "You are not allowed to download code."
+UPLOAD_REFUSED_TOKEN = "You are not allowed to upload code."
+DOWNLOAD_REFUSED = "You are not allowed to download code from this project."
+ARCHIVED = "You can't push code to an archived project."
+PUSH_REFUSED = "You are not allowed to push code to this project."
+# Per-ref refusals (checks/branch_check.rb, checks/tag_check.rb).
+DELETE_DEFAULT = "The default branch of a project cannot be deleted."
+HEX_BRANCH = "You cannot create a branch with a 40-character hexadecimal branch name."
+FORCE_PROTECTED = "You are not allowed to force push code to a protected branch on this project."
+DELETE_PROTECTED = (
+    "You are not allowed to delete protected branches from this project. "
+    "Only a project maintainer or owner can delete a protected branch."
+)
+DELETE_PROTECTED_VIA_GIT = "You can only delete protected branches using the web interface."
+PUSH_PROTECTED = "You are not allowed to push code to protected branches on this project."
+CREATE_PROTECTED = "You are not allowed to create protected branches on this project."
+CHANGE_TAG = "You are not allowed to change existing tags on this project."
+HEX_TAG = "You cannot create a tag with a SHA-1 or SHA-256 tag name."
+# The prefix GitLab's hooks put before their messages; clients match on it.
+MESSAGE_PREFIX = "GitLab: "
+
+DOWNLOAD_SCOPES = frozenset({API, READ_API, READ_REPOSITORY, WRITE_REPOSITORY})
+PUSH_SCOPES = frozenset({API, WRITE_REPOSITORY})
+JOB_TOKEN_USER = "gitlab-ci-token"
+_PATH = re.compile(
+    r"^/*(?P<project>[^/].*?)(?:\.git)?/(?P<action>info/refs|git-upload-pack|git-receive-pack)$"
+)
+
+
+@dataclass(slots=True, frozen=True)
+class GitRoute:
+    project: str
+    # info/refs, git-upload-pack or git-receive-pack
+    action: str
+
+
+@dataclass(slots=True)
+class GitAccess:
+    """A caller cleared for one service on one project's repository."""
+
+    actor: Actor | None
+    subject: ProjectSubject
+    repo_path: Path
+    service: str
+
+
+@dataclass(slots=True)
+class PushCheck:
+    """A push judged before git runs: refused with a message, or allowed (maybe with refs
+    whose non-fast-forward updates the pre-receive hook must still refuse)."""
+
+    refused: str | None
+    guard: ForceGuard | None
+    had_branches: bool
+    before: dict[str, str | None]
+
+
+def route(path: str) -> GitRoute | None:
+    """`<full path>[.git]/info/refs|git-upload-pack|git-receive-pack`, else no git route."""
+    match = _PATH.match(path)
+    if match is None or "/" not in match.group("project"):
+        return None
+    return GitRoute(match.group("project"), match.group("action"))
+
+
+def open_repository(
+    db: Session,
+    settings: Settings,
+    *,
+    authorization: str | None,
+    project_path: str,
+    service: str | None,
+    job_token_resolver: JobTokenResolver | None = None,
+) -> GitAccess:
+    """The caller and repository for `service`; Unauthorized (challenge), Forbidden or
+    NotFound with git's plain-text messages otherwise."""
+    credentials = basic_credentials(authorization)
+    actor = None
+    if credentials is not None:
+        actor = _authenticate(db, settings, *credentials, job_token_resolver)
+    if actor is None:
+        return _anonymous(db, settings, project_path, service)
+    _check_abilities(actor, service)
+    if service not in transport.SERVICES:
+        raise Forbidden(message=COMMAND_NOT_ALLOWED)
+    try:
+        s = project_service.load(db, actor, project_path)
+    except NotFound:
+        raise NotFound(message=PROJECT_NOT_FOUND) from None
+    return _cleared(settings, actor, s, service)
+
+
+def basic_credentials(authorization: str | None) -> tuple[str, str] | None:
+    if not authorization or authorization[:6].lower() != "basic ":
+        return None
+    try:
+        decoded = base64.b64decode(authorization[6:].strip(), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        raise Unauthorized(ACCESS_DENIED) from None
+    login, sep, password = decoded.partition(":")
+    if not sep or not password:
+        raise Unauthorized(ACCESS_DENIED)
+    return login, password
+
+
+def _authenticate(
+    db: Session, settings: Settings, login: str, password: str, job_token_resolver: JobTokenResolver | None
+) -> Actor:
+    """GitLab's order: CI job token, OAuth token, personal access token (any login), then the
+    user's password."""
+    if login == JOB_TOKEN_USER:
+        actor = job_token_resolver(db, password) if job_token_resolver else None
+        if actor is None:
+            raise Unauthorized(ACCESS_DENIED)
+        return actor
+    try:
+        actor = authenticate(db, settings, Credentials(bearer=password))
+    except Unauthorized:
+        actor = None
+    except InvalidToken:
+        raise Unauthorized(ACCESS_DENIED) from None
+    except Forbidden as refused:
+        raise Forbidden(message=str(refused).removeprefix("403 Forbidden - ")) from None
+    if actor is not None:
+        return actor
+    user = check_password(db, login, password)
+    if user is None:
+        raise Unauthorized(ACCESS_DENIED)
+    return Actor(user=user, via="session", scopes=None, admin_mode=settings.admin_mode)
+
+
+def _check_abilities(actor: Actor, service: str | None) -> None:
+    """What the credential itself allows, whatever the project (a token's scopes)."""
+    if actor.via == "job_token":
+        if service != UPLOAD_PACK:
+            raise Forbidden(message=UPLOAD_REFUSED_TOKEN)
+        return
+    if service == UPLOAD_PACK and not actor.has_scope(DOWNLOAD_SCOPES):
+        raise Forbidden(message=DOWNLOAD_REFUSED_TOKEN)
+    if service == RECEIVE_PACK and not actor.has_scope(PUSH_SCOPES):
+        raise Forbidden(message=UPLOAD_REFUSED_TOKEN)
+
+
+def _anonymous(db: Session, settings: Settings, project_path: str, service: str | None) -> GitAccess:
+    """Without credentials only public code can be downloaded; anything else is challenged
+    (also for projects that don't exist, so nothing leaks before authentication)."""
+    if service != UPLOAD_PACK:
+        raise Unauthorized(ACCESS_DENIED)
+    try:
+        s = project_service.load(db, None, project_path)
+    except NotFound:
+        raise Unauthorized(ACCESS_DENIED) from None
+    if not policy.may(None, Action.READ_CODE, s):
+        raise Unauthorized(ACCESS_DENIED)
+    return _cleared(settings, None, s, service)
+
+
+def _cleared(settings: Settings, actor: Actor | None, s: ProjectSubject, service: str) -> GitAccess:
+    store = repositories.store(settings)
+    if service == UPLOAD_PACK:
+        if not policy.may(actor, Action.READ_CODE, s):
+            raise Forbidden(message=DOWNLOAD_REFUSED)
+        if not store.exists(s.project.id):
+            raise NotFound(message=NO_REPOSITORY)
+    else:
+        if s.project.archived:
+            raise Forbidden(message=ARCHIVED)
+        if not policy.may(actor, Action.PUSH_CODE, s):
+            raise Forbidden(message=PUSH_REFUSED)
+        if not store.exists(s.project.id):
+            store.create(s.project.id, s.project.default_branch or "main")
+    return GitAccess(actor=actor, subject=s, repo_path=store.path(s.project.id), service=service)
+
+
+def check_push(db: Session, settings: Settings, access: GitAccess, push: PushRequest) -> PushCheck:
+    """Each ref command against the protection rules, before git receives the pack. A
+    non-fast-forward update can only be told once the objects are there, so refs where only
+    that is refused go to the pre-receive hook."""
+    names = [c.ref for c in push.commands]
+    before = transport.read_refs(access.repo_path, names)
+    had_branches = bool(transport.branch_names(access.repo_path))
+    no_force: list[str] = []
+    for command in push.commands:
+        refused = _refusal(db, access, command)
+        if refused is not None:
+            return PushCheck(MESSAGE_PREFIX + refused, None, had_branches, before)
+        if _force_refused(db, access, command):
+            no_force.append(command.ref)
+    guard = None
+    if no_force:
+        hooks = transport.hooks_dir(settings.data_dir)
+        guard = ForceGuard(no_force, MESSAGE_PREFIX + FORCE_PROTECTED, hooks)
+    return PushCheck(None, guard, had_branches, before)
+
+
+def _refusal(db: Session, access: GitAccess, command: RefCommand) -> str | None:
+    s, actor = access.subject, access.actor
+    if command.ref.startswith("refs/tags/"):
+        tag = command.ref.removeprefix("refs/tags/")
+        if not command.creation and not policy.may(actor, Action.ADMIN_PROTECTED_BRANCHES, s):
+            return CHANGE_TAG
+        if command.creation and transport.looks_like_object_id(tag):
+            return HEX_TAG
+        return None
+    if not command.ref.startswith("refs/heads/"):
+        return None
+    branch = command.ref.removeprefix("refs/heads/")
+    if command.deletion and branch == s.project.default_branch:
+        return DELETE_DEFAULT
+    if command.creation and transport.looks_like_object_id(branch) and len(branch) == 40:
+        return HEX_BRANCH
+    if repositories.protection_for(db, s.project.id, branch) is None:
+        return None
+    if command.deletion:
+        if policy.may(actor, Action.ADMIN_PROTECTED_BRANCHES, s):
+            return DELETE_PROTECTED_VIA_GIT
+        return DELETE_PROTECTED
+    if not repositories.may_push(db, actor, s, branch):
+        return CREATE_PROTECTED if command.creation else PUSH_PROTECTED
+    return None
+
+
+def _force_refused(db: Session, access: GitAccess, command: RefCommand) -> bool:
+    if command.creation or command.deletion or not command.ref.startswith("refs/heads/"):
+        return False
+    branch = command.ref.removeprefix("refs/heads/")
+    return not repositories.may_push(db, access.actor, access.subject, branch, force=True)
+
+
+def record_push(db: Session, settings: Settings, access: GitAccess, check: PushCheck) -> list[str]:
+    """The bookkeeping of what the push changed (refs compared before and after git ran):
+    one transaction with a push event per moved branch or tag, and on a first push the
+    project's default branch (HEAD follows it). Returns the refs that moved."""
+    after = transport.read_refs(access.repo_path, list(check.before))
+    moved = [ref for ref, old in check.before.items() if after.get(ref) != old]
+    if not moved:
+        return []
+    repo = pygit2.Repository(str(access.repo_path))
+    with transaction(db):
+        project = db.get(Project, access.subject.project.id)
+        if project is None:
+            return moved
+        if not check.had_branches:
+            _first_push(db, settings, access, project, moved, after)
+        for ref in moved:
+            if ref.startswith(("refs/heads/", "refs/tags/")):
+                repositories.record_push(db, project, access.actor, ref, check.before[ref], after[ref], repo)
+    return moved
+
+
+def _first_push(
+    db: Session,
+    settings: Settings,
+    access: GitAccess,
+    project: Project,
+    moved: list[str],
+    after: dict[str, str | None],
+) -> None:
+    """The first branches pushed into an empty repository: the project's default branch stays
+    if it was among them, else the first one pushed becomes the default."""
+    pushed = [r.removeprefix("refs/heads/") for r in moved if r.startswith("refs/heads/") and after[r]]
+    if not pushed:
+        return
+    branch = project.default_branch if project.default_branch in pushed else pushed[0]
+    transport.set_head(access.repo_path, branch)
+    if branch == project.default_branch:
+        return
+    project.default_branch = branch
+    if repositories.protection_for(db, project.id, branch) is None:
+        level = int(instance_settings.current(db)["default_branch_protection"])
+        repositories.protect_default_branch(db, project, level)
