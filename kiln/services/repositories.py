@@ -10,16 +10,18 @@ import subprocess
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pygit2
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from kiln import policy
+from kiln import jobs, policy
 from kiln.auth.actor import Actor
 from kiln.config import Settings
 from kiln.db import transaction
 from kiln.errors import Forbidden
+from kiln.git.maintenance import refresh_commit_graph
 from kiln.git.refs import ZERO
 from kiln.git.store import RepositoryStore, store_for
 from kiln.models import Event, Project, ProjectStatistics, ProtectedBranch
@@ -28,6 +30,7 @@ from kiln.policy import Action, ProjectSubject
 from kiln.services import projects as project_service
 
 PUSH_REFUSED = "You are not allowed to push into this branch"
+MAINTAIN = "repositories.maintain"
 # Instance/project default_branch_protection → (push, merge) access levels of the default branch.
 DEFAULT_PROTECTION = {
     1: (DEVELOPER_ACCESS, MAINTAINER_ACCESS),
@@ -173,10 +176,20 @@ def record_push(
         },
     )
     db.add(event)
+    jobs.enqueue(db, MAINTAIN, {"project_id": project.id})
     now = datetime.now(UTC)
     db.execute(update(Project).where(Project.id == project.id).values(last_activity_at=now))
     _refresh_statistics(db, project, repo)
     return event
+
+
+@jobs.handler(MAINTAIN)
+def _maintain(ctx: jobs.JobContext, payload: dict[str, Any]) -> None:
+    """After ref updates: refresh the commit-graph (idempotent; a removed project is skipped)."""
+    st = store(ctx.settings)
+    project_id = int(payload["project_id"])
+    if st.exists(project_id):
+        refresh_commit_graph(st.path(project_id))
 
 
 def _refresh_statistics(db: Session, project: Project, repo: pygit2.Repository) -> None:
