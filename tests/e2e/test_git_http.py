@@ -4,6 +4,7 @@ the bookkeeping a push leaves in the database."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -427,26 +428,35 @@ def test_commit_made_through_the_api_is_cloned(base_url, git, tmp_path, owner, u
         owner[1],
         json={"branch": "main", "content": "from the API\n", "commit_message": "add note"},
     )
-    if r.status_code == 404 and r.json() == {"error": "404 Not Found"}:
-        r = api(
-            base_url,
-            "POST",
-            f"/projects/{project['id']}/repository/commits",
-            owner[1],
-            json={
-                "branch": "main",
-                "commit_message": "add note",
-                "actions": [{"action": "create", "file_path": "docs/note.md", "content": "from the API\n"}],
-            },
-        )
-    if r.status_code == 404 and r.json() == {"error": "404 Not Found"}:
-        pytest.skip("neither the files nor the commits API is routed yet")
     assert r.status_code == 201, r.text
     work = tmp_path / "work"
     git.run("clone", "-q", with_credentials(project["http_url_to_repo"], "x", owner[1]), str(work))
     assert (work / "docs" / "note.md").read_text() == "from the API\n"
     assert git.run("log", "-1", "--format=%s", cwd=work).stdout.strip() == "add note"
     assert git.run("fsck", "--strict", cwd=work).returncode == 0
+
+
+def test_pushed_commit_is_seen_by_files_commits_blame_and_compare(base_url, git, tmp_path, owner, unique):
+    project = create_project(base_url, owner[1], unique("seen"), initialize_with_readme=True)
+    pid, token = project["id"], owner[1]
+    work = tmp_path / "work"
+    git.run("clone", "-q", with_credentials(project["http_url_to_repo"], "x", token), str(work))
+    base = git.run("rev-parse", "HEAD", cwd=work).stdout.strip()
+    pushed = git.commit(work, "app.py", "print('hi')\n", "add app")
+    git.run("push", "-q", "origin", "main", cwd=work)
+
+    f = api(base_url, "GET", f"/projects/{pid}/repository/files/app.py?ref=main", token)
+    assert f.status_code == 200, f.text
+    assert (base64.b64decode(f.json()["content"]), f.json()["last_commit_id"]) == (b"print('hi')\n", pushed)
+    commits = api(base_url, "GET", f"/projects/{pid}/repository/commits?ref_name=main", token).json()
+    assert [c["id"] for c in commits][:2] == [pushed, base]
+    blame = api(
+        base_url, "GET", f"/projects/{pid}/repository/files/app.py/blame?ref=main", token
+    ).json()
+    assert [(b["commit"]["id"], b["lines"]) for b in blame] == [(pushed, ["print('hi')"])]
+    compare = api(base_url, "GET", f"/projects/{pid}/repository/compare?from={base}&to=main", token).json()
+    assert [c["id"] for c in compare["commits"]] == [pushed]
+    assert [d["new_path"] for d in compare["diffs"]] == ["app.py"]
 
 
 def test_big_push_and_clone_round_trip(base_url, git, tmp_path, owner, unique, kiln_server):
