@@ -450,9 +450,7 @@ def test_pushed_commit_is_seen_by_files_commits_blame_and_compare(base_url, git,
     assert (base64.b64decode(f.json()["content"]), f.json()["last_commit_id"]) == (b"print('hi')\n", pushed)
     commits = api(base_url, "GET", f"/projects/{pid}/repository/commits?ref_name=main", token).json()
     assert [c["id"] for c in commits][:2] == [pushed, base]
-    blame = api(
-        base_url, "GET", f"/projects/{pid}/repository/files/app.py/blame?ref=main", token
-    ).json()
+    blame = api(base_url, "GET", f"/projects/{pid}/repository/files/app.py/blame?ref=main", token).json()
     assert [(b["commit"]["id"], b["lines"]) for b in blame] == [(pushed, ["print('hi')"])]
     compare = api(base_url, "GET", f"/projects/{pid}/repository/compare?from={base}&to=main", token).json()
     assert [c["id"] for c in compare["commits"]] == [pushed]
