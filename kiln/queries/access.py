@@ -7,10 +7,24 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import date
+from functools import cache
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, case, func, literal, or_, select, union_all
+from sqlalchemy import (
+    ColumnElement,
+    Date,
+    Select,
+    and_,
+    bindparam,
+    case,
+    func,
+    literal,
+    or_,
+    select,
+    union_all,
+)
 from sqlalchemy.orm import Session, aliased
+from sqlalchemy.sql.elements import BindParameter
 
 from kiln.models import Member, Namespace, Project, ProjectGroupLink
 from kiln.models.namespaces import OWNER
@@ -33,10 +47,17 @@ def _active(today: date) -> ColumnElement[bool]:
     return and_(Member.requested_at.is_(None), or_(Member.expires_at.is_(None), Member.expires_at > today))
 
 
-def project_level_rows(user_id: int, project_ids: Iterable[int] | None = None) -> Select[Any]:
-    """(project_id, level) rows, one per way the user reaches a project; not yet reduced."""
-    today = date.today()
-    ids = list(project_ids) if project_ids is not None else None
+def project_level_rows(
+    user_id: Any, project_ids: Iterable[int] | BindParameter[Any] | None = None, today: Any = None
+) -> Select[Any]:
+    """(project_id, level) rows, one per way the user reaches a project; not yet reduced.
+    Arguments may be bind parameters (see _project_access_statement)."""
+    today = date.today() if today is None else today
+    ids: Any = None
+    if isinstance(project_ids, BindParameter):
+        ids = project_ids
+    elif project_ids is not None:
+        ids = list(project_ids)
     member_ns, inner_ns, shared_ns = _MEMBER_NS, _INNER_NS, _SHARED_NS
 
     direct = select(Member.project_id.label("project_id"), Member.access_level.label("level")).where(
@@ -81,9 +102,11 @@ def project_level_rows(user_id: int, project_ids: Iterable[int] | None = None) -
     return union_all(direct, inherited, shared, personal)  # type: ignore[return-value]
 
 
-def project_levels(user_id: int, project_ids: Iterable[int] | None = None) -> Any:
+def project_levels(
+    user_id: Any, project_ids: Iterable[int] | BindParameter[Any] | None = None, today: Any = None
+) -> Any:
     """A subquery of (project_id, level): the user's effective level per reachable project."""
-    rows = project_level_rows(user_id, project_ids).subquery("reach")
+    rows = project_level_rows(user_id, project_ids, today).subquery("reach")
     return (
         select(rows.c.project_id.label("project_id"), func.max(rows.c.level).label("level"))
         .group_by(rows.c.project_id)
@@ -91,12 +114,21 @@ def project_levels(user_id: int, project_ids: Iterable[int] | None = None) -> An
     )
 
 
+@cache
+def _project_access_statement() -> Select[Any]:
+    """Built once with bind parameters: constructing the union costs more than running it."""
+    levels = project_levels(
+        bindparam("user_id"), bindparam("project_ids", expanding=True), bindparam("today", type_=Date())
+    )
+    return select(levels.c.project_id, levels.c.level)
+
+
 def project_access(db: Session, user_id: int, project_ids: Iterable[int]) -> dict[int, int]:
     ids = list(project_ids)
     if not ids:
         return {}
-    levels = project_levels(user_id, ids)
-    return {row[0]: row[1] for row in db.execute(select(levels.c.project_id, levels.c.level))}
+    params = {"user_id": user_id, "project_ids": ids, "today": date.today()}
+    return {row[0]: row[1] for row in db.execute(_project_access_statement(), params)}
 
 
 def project_member_level(db: Session, user_id: int, project_id: int) -> int | None:
@@ -108,7 +140,9 @@ def project_member_level(db: Session, user_id: int, project_id: int) -> int | No
     )
 
 
-def group_levels(user_id: int, group_ids: Iterable[int] | None = None) -> Any:
+def group_levels(
+    user_id: Any, group_ids: Iterable[int] | BindParameter[Any] | None = None, today: Any = None
+) -> Any:
     """A subquery of (namespace_id, level): membership of a group or of any ancestor."""
     member_ns, inner_ns = _MEMBER_NS, _INNER_NS
     stmt = (
@@ -116,20 +150,30 @@ def group_levels(user_id: int, group_ids: Iterable[int] | None = None) -> Any:
         .select_from(Member)
         .join(member_ns, member_ns.id == Member.namespace_id)
         .join(inner_ns, within(inner_ns, member_ns))
-        .where(Member.user_id == user_id, _active(date.today()))
+        .where(Member.user_id == user_id, _active(date.today() if today is None else today))
         .group_by(inner_ns.id)
     )
-    if group_ids is not None:
+    if isinstance(group_ids, BindParameter):
+        stmt = stmt.where(inner_ns.id.in_(group_ids))
+    elif group_ids is not None:
         stmt = stmt.where(inner_ns.id.in_(list(group_ids)))
     return stmt.subquery("group_levels")
+
+
+@cache
+def _group_access_statement() -> Select[Any]:
+    levels = group_levels(
+        bindparam("user_id"), bindparam("group_ids", expanding=True), bindparam("today", type_=Date())
+    )
+    return select(levels.c.namespace_id, levels.c.level)
 
 
 def group_access(db: Session, user_id: int, group_ids: Iterable[int]) -> dict[int, int]:
     ids = list(group_ids)
     if not ids:
         return {}
-    levels = group_levels(user_id, ids)
-    return {row[0]: row[1] for row in db.execute(select(levels.c.namespace_id, levels.c.level))}
+    params = {"user_id": user_id, "group_ids": ids, "today": date.today()}
+    return {row[0]: row[1] for row in db.execute(_group_access_statement(), params)}
 
 
 def related_group_ids(user_id: int) -> Select[Any]:
