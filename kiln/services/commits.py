@@ -166,15 +166,24 @@ def list_commits(
         first_parent=q.first_parent,
         topo=q.order == "topo",
     )
+    total: int | None
     try:
-        ids = history.log(ctx.path, query, skip=page.offset, limit=page.per_page + 1)
+        if query.path is not None:
+            # A path's history is short: one walk gives both the page and the total.
+            every = history.log(ctx.path, query, skip=0, limit=TOTAL_LIMIT + 1)
+            ids = every[page.offset : page.offset + page.per_page + 1]
+            counted: int | None = len(every) if len(every) <= TOTAL_LIMIT else None
+        else:
+            ids = history.log(ctx.path, query, skip=page.offset, limit=page.per_page + 1)
+            counted = None
     except RefNotFound:
         # An unknown ref (or an empty repository) has no history.
         return CommitListing(where, [], PageResult(items=[], total=0, has_next=False))
     has_next = len(ids) > page.per_page
     ids = ids[: page.per_page]
-    total: int | None
-    if not has_next and (ids or page.page == 1):
+    if query.path is not None:
+        total = counted
+    elif not has_next and (ids or page.page == 1):
         total = page.offset + len(ids)
     else:
         n = history.count(ctx.path, query, cap=TOTAL_LIMIT + 1)
