@@ -13,6 +13,7 @@ from kiln.models import Namespace, Project, ProjectCustomAttribute, ProjectStar,
 from kiln.models.namespaces import INTERNAL, OWNER, PUBLIC
 from kiln.models.projects import DISABLED
 from kiln.queries import access
+from kiln.queries.text import ESCAPE, contains, escape_like
 from kiln.schemas.projects import ProjectList
 
 
@@ -41,10 +42,6 @@ def visible_to(actor: Actor | None) -> ColumnElement[bool]:
     levels = access.project_levels(actor.user.id)
     open_levels = [PUBLIC] if actor.user.external else [PUBLIC, INTERNAL]
     return or_(Project.visibility.in_(open_levels), Project.id.in_(select(levels.c.project_id)))
-
-
-def _escape_like(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def listing(
@@ -91,24 +88,24 @@ def listing(
     if q.visibility is not None:
         stmt = stmt.where(Project.visibility == q.visibility)
     if q.search:
-        term = f"%{_escape_like(q.search.lower())}%"
+        term = contains(q.search)
         matches = [
-            func.lower(Project.name).like(term, escape="\\"),
-            func.lower(Project.path).like(term, escape="\\"),
-            func.lower(Project.description).like(term, escape="\\"),
+            func.lower(Project.name).like(term, escape=ESCAPE),
+            func.lower(Project.path).like(term, escape=ESCAPE),
+            func.lower(Project.description).like(term, escape=ESCAPE),
         ]
         if q.search_namespaces:
-            full = select(Namespace.id).where(func.lower(Namespace.full_path).like(term, escape="\\"))
+            full = select(Namespace.id).where(func.lower(Namespace.full_path).like(term, escape=ESCAPE))
             matches.append(Project.namespace_id.in_(full))
             if "/" in q.search:
                 ns_part, _, name_part = q.search.lower().rpartition("/")
                 nested = select(Namespace.id).where(
-                    func.lower(Namespace.full_path).like(f"%{_escape_like(ns_part)}", escape="\\")
+                    func.lower(Namespace.full_path).like(f"%{escape_like(ns_part)}", escape=ESCAPE)
                 )
                 matches.append(
                     and_(
                         Project.namespace_id.in_(nested),
-                        func.lower(Project.path).like(f"{_escape_like(name_part)}%", escape="\\"),
+                        func.lower(Project.path).like(f"{escape_like(name_part)}%", escape=ESCAPE),
                     )
                 )
         stmt = stmt.where(or_(*matches))

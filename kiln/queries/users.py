@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session, aliased
 from kiln.models import Identity, Member, Namespace, User, UserCustomAttribute
 from kiln.models.namespaces import KIND_GROUP, OWNER
 from kiln.models.users import USER_TYPE_HUMAN
+from kiln.queries.text import ESCAPE, contains
 from kiln.schemas.users import UserList
 
 
@@ -42,13 +43,13 @@ def listing(q: UserList, *, admin: bool) -> Select[Any]:
     stmt = select(User)
     search = (q.search or "").removeprefix("@").lower()
     if search:
-        term = f"%{_escape_like(search)}%"
+        term = contains(search)
         # Only admins find users by their private e-mail; others by the public one.
         email = User.email if admin else User.public_email
         stmt = stmt.where(
             or_(
-                func.lower(User.name).like(term, escape="\\"),
-                func.lower(User.username).like(term, escape="\\"),
+                func.lower(User.name).like(term, escape=ESCAPE),
+                func.lower(User.username).like(term, escape=ESCAPE),
                 func.lower(email) == search,
             )
         )
@@ -143,7 +144,3 @@ def solely_owned_group_ids(db: Session, user_id: int) -> list[int]:
         .where(Namespace.kind == KIND_GROUP, Member.access_level >= OWNER, ~other_owner)
     )
     return list(db.scalars(stmt))
-
-
-def _escape_like(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

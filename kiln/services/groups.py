@@ -33,6 +33,7 @@ from kiln.pagination import Page, PageResult
 from kiln.policy import Action, GroupSubject
 from kiln.queries import access
 from kiln.queries.paging import offset_page
+from kiln.queries.text import ESCAPE, contains
 from kiln.schemas.groups import GroupCreate, GroupList, GroupProjects, GroupSettings, GroupUpdate
 from kiln.schemas.projects import ProjectList
 from kiln.services import instance_settings
@@ -159,10 +160,6 @@ def _listed(actor: Actor | None, q: GroupList) -> ColumnElement[bool]:
     return _authorized(actor.user.id)
 
 
-def _escape_like(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
 def _group_query(
     actor: Actor | None, q: GroupList, *, parent: Namespace | None = None, descendants: bool = False
 ) -> Select[Any]:
@@ -178,13 +175,13 @@ def _group_query(
     if q.visibility is not None:
         stmt = stmt.where(Namespace.visibility == q.visibility)
     if q.search:
-        term = f"%{_escape_like(q.search.lower())}%"
+        term = contains(q.search)
         matches = [
-            func.lower(Namespace.name).like(term, escape="\\"),
-            func.lower(Namespace.path).like(term, escape="\\"),
+            func.lower(Namespace.name).like(term, escape=ESCAPE),
+            func.lower(Namespace.path).like(term, escape=ESCAPE),
         ]
         if parent is None:
-            matches.append(func.lower(Namespace.full_path).like(term, escape="\\"))
+            matches.append(func.lower(Namespace.full_path).like(term, escape=ESCAPE))
         stmt = stmt.where(or_(*matches))
     if q.archived:
         stmt = stmt.where(false())  # groups are never archived here

@@ -40,6 +40,7 @@ from kiln.models.namespaces import DEVELOPER, OWNER
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action, GroupSubject, ProjectSubject
 from kiln.queries.paging import offset_page
+from kiln.queries.text import ESCAPE, contains
 from kiln.schemas.members import (
     AccessRequestApprove,
     MemberAllList,
@@ -247,11 +248,11 @@ def _listing(
         m.c.member_id, m.c.user_id, m.c.level, m.c.created_at, m.c.expires_at, m.c.created_by_id
     ).where(m.c.position == 1)
     if query:
-        term = f"%{_escape_like(query.lower())}%"
+        term = contains(query)
         stmt = stmt.join(User, User.id == m.c.user_id).where(
             or_(
-                func.lower(User.name).like(term, escape="\\"),
-                func.lower(User.username).like(term, escape="\\"),
+                func.lower(User.name).like(term, escape=ESCAPE),
+                func.lower(User.username).like(term, escape=ESCAPE),
                 func.lower(User.public_email) == query.lower(),
             )
         )
@@ -261,10 +262,6 @@ def _listing(
         stmt = stmt.where(m.c.user_id.not_in(skip_users))
     # GitLab pages members in the order their rows were created.
     return stmt.order_by(m.c.member_id.asc(), m.c.user_id.asc())
-
-
-def _escape_like(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _records(db: Session, rows: list[Any]) -> list[MemberRecord]:

@@ -21,6 +21,7 @@ from kiln.pagination import Page, PageResult
 from kiln.policy import Action, GroupSubject
 from kiln.queries import access
 from kiln.queries.paging import offset_page
+from kiln.queries.text import ESCAPE, contains
 from kiln.schemas.groups import NamespaceList
 
 # GitLab's namespace/project path rule.
@@ -160,14 +161,14 @@ def visible_namespaces(
             member_of = member_of.where(levels.c.level >= OWNER)
         stmt = stmt.where(or_(Namespace.owner_id == actor.user.id, Namespace.id.in_(member_of)))
     if search:
-        term = "%" + search.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        term = contains(search)
         if full_path_search:
-            stmt = stmt.where(func.lower(Namespace.full_path).like(term, escape="\\"))
+            stmt = stmt.where(func.lower(Namespace.full_path).like(term, escape=ESCAPE))
         else:
             stmt = stmt.where(
                 or_(
-                    func.lower(Namespace.path).like(term, escape="\\"),
-                    func.lower(Namespace.name).like(term, escape="\\"),
+                    func.lower(Namespace.path).like(term, escape=ESCAPE),
+                    func.lower(Namespace.name).like(term, escape=ESCAPE),
                 )
             )
     if top_level_only:

@@ -39,6 +39,7 @@ from kiln.policy import Action, ProjectSubject
 from kiln.queries import access
 from kiln.queries import projects as finder
 from kiln.queries.paging import keyset_page, offset_page
+from kiln.queries.text import ESCAPE, contains
 from kiln.records import ProjectRecord
 from kiln.schemas.projects import ProjectCreate, ProjectFork, ProjectList, ProjectSettings, ProjectUpdate
 from kiln.services import instance_settings
@@ -866,8 +867,11 @@ def starrers(db: Session, actor: Actor | None, ident: str, search: str | None, p
         viewer_id = actor.user.id if actor is not None else -1
         stmt = stmt.where((User.private_profile.is_(False)) | (User.id == viewer_id))
     if search:
-        term = f"%{search.lower()}%"
-        stmt = stmt.where(func.lower(User.username).like(term) | func.lower(User.name).like(term))
+        term = contains(search)
+        stmt = stmt.where(
+            func.lower(User.username).like(term, escape=ESCAPE)
+            | func.lower(User.name).like(term, escape=ESCAPE)
+        )
     return offset_page(db, stmt.order_by(ProjectStar.id.asc()), page, scalars=False)
 
 

@@ -22,6 +22,7 @@ from kiln.pagination import Page, PageResult
 from kiln.policy import Action, ProjectSubject
 from kiln.preconditions import require_unmodified_since
 from kiln.queries.paging import offset_page
+from kiln.queries.text import ESCAPE, contains
 from kiln.schemas.repository import ProtectedBranchCreate, ProtectedBranchList, ProtectedBranchUpdate
 from kiln.services import projects as project_service
 
@@ -74,8 +75,8 @@ def list_rules(
     s = _readable(db, actor, ident)
     stmt = select(ProtectedBranch).where(ProtectedBranch.project_id == s.project.id)
     if q.search:
-        pattern = "%" + q.search.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        stmt = stmt.where(func.lower(ProtectedBranch.name).like(pattern, escape="\\"))
+        pattern = contains(q.search)
+        stmt = stmt.where(func.lower(ProtectedBranch.name).like(pattern, escape=ESCAPE))
     return offset_page(db, stmt.order_by(ProtectedBranch.id), page)
 
 

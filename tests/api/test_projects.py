@@ -1019,3 +1019,11 @@ def test_default_branch_must_exist_and_moves_head(api, make, settings):
     from kiln.services.repositories import store
 
     assert store(settings).open(p["id"]).head.shorthand == "dev"
+
+
+def test_starrers_search_takes_wildcards_literally(api, make):
+    u = make.user()
+    p = make.project(visibility="public")
+    api(u).post(f"/projects/{p.id}/star")
+    assert len(api().get(f"/projects/{p.id}/starrers?search=user").json()) == 1
+    assert api().get(f"/projects/{p.id}/starrers?search=%25").json() == []

@@ -1,0 +1,16 @@
+"""Matching user-typed text in SQL: one escaping of LIKE's wildcards for every search."""
+
+from __future__ import annotations
+
+# The escape character every pattern below is written with: `.like(pattern, escape=ESCAPE)`.
+ESCAPE = "\\"
+
+
+def escape_like(text: str) -> str:
+    """`%`, `_` and the escape character itself match only themselves."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def contains(text: str) -> str:
+    """A case-folded pattern matching `text` anywhere (compare with lower(column))."""
+    return f"%{escape_like(text.lower())}%"
