@@ -43,7 +43,8 @@ def within(inner: Any, outer: Any) -> ColumnElement[bool]:
     return and_(inner.traversal >= outer.traversal, inner.traversal < outer.traversal + "~")
 
 
-def _active(today: date) -> ColumnElement[bool]:
+def active_membership(today: Any) -> ColumnElement[bool]:
+    """Memberships that grant access: not an access request, not expired."""
     return and_(Member.requested_at.is_(None), or_(Member.expires_at.is_(None), Member.expires_at > today))
 
 
@@ -61,7 +62,7 @@ def project_level_rows(
     member_ns, inner_ns, shared_ns = _MEMBER_NS, _INNER_NS, _SHARED_NS
 
     direct = select(Member.project_id.label("project_id"), Member.access_level.label("level")).where(
-        Member.user_id == user_id, Member.project_id.is_not(None), _active(today)
+        Member.user_id == user_id, Member.project_id.is_not(None), active_membership(today)
     )
     inherited = (
         select(Project.id.label("project_id"), Member.access_level.label("level"))
@@ -69,7 +70,7 @@ def project_level_rows(
         .join(member_ns, member_ns.id == Member.namespace_id)
         .join(inner_ns, within(inner_ns, member_ns))
         .join(Project, Project.namespace_id == inner_ns.id)
-        .where(Member.user_id == user_id, _active(today))
+        .where(Member.user_id == user_id, active_membership(today))
     )
     shared = (
         select(
@@ -85,7 +86,7 @@ def project_level_rows(
         .join(ProjectGroupLink, ProjectGroupLink.group_id == shared_ns.id)
         .where(
             Member.user_id == user_id,
-            _active(today),
+            active_membership(today),
             or_(ProjectGroupLink.expires_at.is_(None), ProjectGroupLink.expires_at > today),
         )
     )
@@ -135,7 +136,7 @@ def project_member_level(db: Session, user_id: int, project_id: int) -> int | No
     """The user's own membership of the project (what GitLab shows as project_access)."""
     return db.scalar(
         select(Member.access_level).where(
-            Member.project_id == project_id, Member.user_id == user_id, _active(date.today())
+            Member.project_id == project_id, Member.user_id == user_id, active_membership(date.today())
         )
     )
 
@@ -150,7 +151,7 @@ def group_levels(
         .select_from(Member)
         .join(member_ns, member_ns.id == Member.namespace_id)
         .join(inner_ns, within(inner_ns, member_ns))
-        .where(Member.user_id == user_id, _active(date.today() if today is None else today))
+        .where(Member.user_id == user_id, active_membership(date.today() if today is None else today))
         .group_by(inner_ns.id)
     )
     if isinstance(group_ids, BindParameter):
@@ -186,7 +187,7 @@ def related_group_ids(user_id: int) -> Select[Any]:
         .select_from(Member)
         .join(inner, inner.id == Member.namespace_id)
         .join(outer, within(inner, outer))
-        .where(Member.user_id == user_id, _active(today))
+        .where(Member.user_id == user_id, active_membership(today))
     )
     via_projects = (
         select(outer.id)
@@ -194,7 +195,7 @@ def related_group_ids(user_id: int) -> Select[Any]:
         .join(Project, Project.id == Member.project_id)
         .join(inner, inner.id == Project.namespace_id)
         .join(outer, within(inner, outer))
-        .where(Member.user_id == user_id, _active(today))
+        .where(Member.user_id == user_id, active_membership(today))
     )
     return union_all(via_groups, via_projects)  # type: ignore[return-value]
 

@@ -165,7 +165,7 @@ def _group_query(
 ) -> Select[Any]:
     stmt = select(Namespace).where(Namespace.kind == KIND_GROUP, _listed(actor, q))
     if parent is not None and descendants:
-        stmt = stmt.where(Namespace.traversal.startswith(parent.traversal), Namespace.id != parent.id)
+        stmt = stmt.where(access.within(Namespace, parent), Namespace.id != parent.id)
     elif parent is not None:
         stmt = stmt.where(Namespace.parent_id == parent.id)
     elif q.top_level_only:
@@ -321,7 +321,7 @@ def list_projects(
     db: Session, actor: Actor | None, ident: str, q: GroupProjects, page: Page
 ) -> ProjectListing:
     group, _ = ns_service.require_group(db, actor, ident)
-    own = Namespace.traversal.startswith(group.traversal) if q.include_subgroups else Namespace.id == group.id
+    own = access.within(Namespace, group) if q.include_subgroups else Namespace.id == group.id
     if q.include_ancestor_groups:
         own = or_(own, Namespace.id.in_(group.ancestor_ids))
     scope = select(Namespace.id).where(own)
@@ -592,7 +592,7 @@ def transfer_group(db: Session, actor: Actor, ident: str, group_id: int | None) 
 def _height(db: Session, group: Namespace) -> int:
     """Levels from the group down to its deepest descendant, the group itself counted."""
     levels = func.length(Namespace.traversal) - func.length(func.replace(Namespace.traversal, "/", ""))
-    deepest = db.scalar(select(func.max(levels)).where(Namespace.traversal.startswith(group.traversal)))
+    deepest = db.scalar(select(func.max(levels)).where(access.within(Namespace, group)))
     return int(deepest or 0) - len(group.ancestor_ids) + 1
 
 

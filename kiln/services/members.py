@@ -17,7 +17,6 @@ from sqlalchemy import (
     CompoundSelect,
     Date,
     Select,
-    and_,
     case,
     cast,
     delete,
@@ -39,6 +38,7 @@ from kiln.models import Member, Namespace, Project, ProjectGroupLink, User
 from kiln.models.namespaces import DEVELOPER, OWNER
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action, GroupSubject, ProjectSubject
+from kiln.queries import access
 from kiln.queries.paging import offset_page
 from kiln.queries.text import ESCAPE, contains
 from kiln.schemas.members import (
@@ -147,10 +147,6 @@ def _today() -> date:
     return date.today()
 
 
-def _active(today: date) -> ColumnElement[bool]:
-    return and_(Member.requested_at.is_(None), or_(Member.expires_at.is_(None), Member.expires_at > today))
-
-
 # ---------------------------------------------------------------------------- reading
 
 
@@ -170,7 +166,9 @@ def _candidates(source: Source, *, deep: bool) -> CompoundSelect:
     """Every (row, level) through which a user is a member; several per user when `deep`."""
     today = _today()
     parts: list[Any] = [
-        select(*_member_columns(Member.access_level, _DIRECT)).where(source.rows(), _active(today))
+        select(*_member_columns(Member.access_level, _DIRECT)).where(
+            source.rows(), access.active_membership(today)
+        )
     ]
     project = source.project
     if project is not None:
@@ -198,7 +196,7 @@ def _candidates(source: Source, *, deep: bool) -> CompoundSelect:
     if chain:
         parts.append(
             select(*_member_columns(Member.access_level, _INHERITED)).where(
-                Member.namespace_id.in_(chain), _active(today)
+                Member.namespace_id.in_(chain), access.active_membership(today)
             )
         )
     if project is not None:
@@ -213,12 +211,12 @@ def _candidates(source: Source, *, deep: bool) -> CompoundSelect:
             select(*_member_columns(capped, _SHARED))
             .select_from(Member)
             .join(member_ns, member_ns.id == Member.namespace_id)
-            .join(shared_ns, shared_ns.traversal.startswith(member_ns.traversal))
+            .join(shared_ns, access.within(shared_ns, member_ns))
             .join(ProjectGroupLink, ProjectGroupLink.group_id == shared_ns.id)
             .where(
                 ProjectGroupLink.project_id == project.id,
                 or_(ProjectGroupLink.expires_at.is_(None), ProjectGroupLink.expires_at > today),
-                _active(today),
+                access.active_membership(today),
             )
         )
     return union_all(*parts)
@@ -447,7 +445,7 @@ def _is_last_owner(db: Session, source: Source, row: Member) -> bool:
         Member.namespace_id.in_(source.namespace.ancestor_ids),
         Member.user_id != row.user_id,
         Member.access_level >= OWNER,
-        _active(_today()),
+        access.active_membership(_today()),
     )
     return db.scalar(others.limit(1)) is None
 
@@ -508,7 +506,7 @@ def remove_member(db: Session, actor: Actor, kind: Kind, p: MemberDelete) -> Non
 
 
 def _remove_from_descendants(db: Session, group: Namespace, user_id: int) -> None:
-    inside = select(Namespace.id).where(Namespace.traversal.startswith(group.traversal))
+    inside = select(Namespace.id).where(access.within(Namespace, group))
     subgroups = inside.where(Namespace.id != group.id)
     projects = select(Project.id).where(Project.namespace_id.in_(inside))
     db.execute(

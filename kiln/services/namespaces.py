@@ -9,7 +9,7 @@ from datetime import date
 from typing import Any
 from urllib.parse import unquote
 
-from sqlalchemy import Select, and_, func, or_, select, union
+from sqlalchemy import Select, func, or_, select, union
 from sqlalchemy.orm import Session, aliased
 
 from kiln import policy
@@ -119,7 +119,7 @@ def refresh_descendants(
 
 def descendant_ids(ns: Namespace) -> Select[Any]:
     """Ids of the namespace and everything below it."""
-    return select(Namespace.id).where(Namespace.traversal.startswith(ns.traversal))
+    return select(Namespace.id).where(access.within(Namespace, ns))
 
 
 def group_subject(db: Session, actor: Actor | None, group: Namespace) -> GroupSubject:
@@ -306,19 +306,19 @@ def _member_counts(db: Session, groups: list[Namespace]) -> tuple[dict[int, int]
     outer = aliased(Namespace)
     inner = aliased(Namespace)
     today = date.today()
-    active = and_(Member.requested_at.is_(None), or_(Member.expires_at.is_(None), Member.expires_at > today))
+    active = access.active_membership(today)
     ids = [g.id for g in groups]
     via_groups = (
         select(outer.id.label("gid"), Member.user_id.label("uid"))
         .select_from(outer)
-        .join(inner, inner.traversal.startswith(outer.traversal))
+        .join(inner, access.within(inner, outer))
         .join(Member, Member.namespace_id == inner.id)
         .where(outer.id.in_(ids), active)
     )
     via_projects = (
         select(outer.id.label("gid"), Member.user_id.label("uid"))
         .select_from(outer)
-        .join(inner, inner.traversal.startswith(outer.traversal))
+        .join(inner, access.within(inner, outer))
         .join(Project, Project.namespace_id == inner.id)
         .join(Member, Member.project_id == Project.id)
         .where(outer.id.in_(ids), active)
@@ -347,7 +347,7 @@ def _project_counts(db: Session, groups: list[Namespace]) -> dict[int, tuple[int
             func.coalesce(func.sum(ProjectStatistics.repository_size), 0),
         )
         .select_from(outer)
-        .join(inner, inner.traversal.startswith(outer.traversal))
+        .join(inner, access.within(inner, outer))
         .join(Project, Project.namespace_id == inner.id)
         .outerjoin(ProjectStatistics, ProjectStatistics.project_id == Project.id)
         .where(outer.id.in_([g.id for g in groups]))

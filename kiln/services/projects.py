@@ -680,8 +680,8 @@ def ids_in_namespaces(db: Session, namespace_ids: list[int]) -> list[int]:
     """Projects in these namespaces or anywhere below them."""
     if not namespace_ids:
         return []
-    prefixes = db.scalars(select(Namespace.traversal).where(Namespace.id.in_(namespace_ids))).all()
-    below = select(Namespace.id).where(or_(*(Namespace.traversal.startswith(t) for t in prefixes)))
+    tops = db.scalars(select(Namespace).where(Namespace.id.in_(namespace_ids))).all()
+    below = select(Namespace.id).where(or_(*(access.within(Namespace, top) for top in tops)))
     return list(db.scalars(select(Project.id).where(Project.namespace_id.in_(below))))
 
 
