@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Select, func, literal, select
@@ -59,3 +60,14 @@ def keyset_page(
     rows = rows[: page.per_page]
     next_key = getattr(rows[-1], key.key) if has_next and rows else None
     return PageResult(items=rows, total=None, has_next=has_next, next_key=next_key)
+
+
+def list_page(items: Sequence[Any], page: Page) -> PageResult:
+    """One offset page of a list held in memory (refs, diffs, tree entries come from git,
+    not from a table); totals follow the same cap as counted lists."""
+    total = len(items)
+    return PageResult(
+        items=list(items[page.offset : page.offset + page.per_page]),
+        total=None if total > TOTAL_LIMIT else total,
+        has_next=page.offset + page.per_page < total,
+    )

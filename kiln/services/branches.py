@@ -23,9 +23,10 @@ from kiln.git.errors import ConcurrentUpdate, EmptyCommit, RefNotFound
 from kiln.git.refs import resolve_commit
 from kiln.git.writes import FileAction, Person, commit_actions
 from kiln.models.repository import DEVELOPER_ACCESS
-from kiln.pagination import TOTAL_LIMIT, Page, PageResult
+from kiln.pagination import Page, PageResult
 from kiln.policy import Action
 from kiln.preconditions import require_unmodified_since
+from kiln.queries.paging import list_page
 from kiln.schemas.repository import BranchCreate, BranchList
 from kiln.services import protected_branches as protection
 from kiln.services import repositories
@@ -130,17 +131,6 @@ def matches_search(name: str, term: str) -> bool:
     return term in name
 
 
-def page_slice(items: list[object], page: Page) -> PageResult:
-    """One page of a list held in memory (refs come from git, not from a table)."""
-    total = len(items)
-    chunk = items[page.offset : page.offset + page.per_page]
-    return PageResult(
-        items=chunk,
-        total=None if total > TOTAL_LIMIT else total,
-        has_next=page.offset + page.per_page < total,
-    )
-
-
 # ----------------------------------------------------------------------------- reading
 
 
@@ -157,7 +147,7 @@ def list_branches(
             refs.sort(key=lambda b: (-b.commit.committer.time, b.name))
         else:
             refs.sort(key=lambda b: (b.commit.committer.time, b.name))
-    result = page_slice(list(refs), page)
+    result = list_page(list(refs), page)
     result.items = _records(db, actor, ctx, result.items)  # type: ignore[arg-type]
     return Branches(full_path(ctx), result)
 

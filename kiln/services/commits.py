@@ -36,7 +36,7 @@ from kiln.git.writes import FileAction, Person, commit_actions, write_commit
 from kiln.models import CommitNote, Event, Project, User
 from kiln.pagination import TOTAL_LIMIT, Page, PageResult
 from kiln.policy import Action
-from kiln.queries.paging import offset_page
+from kiln.queries.paging import list_page, offset_page
 from kiln.schemas.commits import (
     CherryPick,
     CommitAction,
@@ -136,13 +136,6 @@ def _commit(ctx: RepoContext, sha: str) -> pygit2.Commit:
         raise NotFound("Commit") from None
 
 
-def _slice(items: list[Any], page: Page) -> PageResult:
-    """A page of a list computed in full (refs, diffs)."""
-    window = items[page.offset : page.offset + page.per_page]
-    total = len(items) if len(items) <= TOTAL_LIMIT else None
-    return PageResult(items=window, total=total, has_next=len(items) > page.offset + page.per_page)
-
-
 # ---------------------------------------------------------------------------- reads
 
 
@@ -229,7 +222,7 @@ def commit_refs(
     refs = history.refs_containing(
         ctx.path, str(commit.id), branches=kind in ("branch", "all"), tags=kind in ("tag", "all")
     )
-    return _slice(refs, page)
+    return list_page(refs, page)
 
 
 def _file_diffs(repo: pygit2.Repository, commit: pygit2.Commit) -> list[FileDiff]:
@@ -245,7 +238,7 @@ def commit_diff(
     ctx = repositories.for_read(db, viewer, ident, settings)
     commit = _commit(ctx, sha)
     assert ctx.repo is not None
-    return _slice(_file_diffs(ctx.repo, commit), page)
+    return list_page(_file_diffs(ctx.repo, commit), page)
 
 
 def list_comments(

@@ -20,8 +20,9 @@ from kiln.git.errors import RefNotFound
 from kiln.git.refs import resolve_commit
 from kiln.git.writes import path_problem
 from kiln.models import Project
-from kiln.pagination import TOTAL_LIMIT, Page, PageResult
+from kiln.pagination import Page, PageResult
 from kiln.policy import Action, ProjectSubject
+from kiln.queries.paging import list_page
 from kiln.schemas.compare import ArchiveParams, CompareParams, ContributorList
 from kiln.services import projects as project_service
 from kiln.services.repositories import RepoContext, for_read
@@ -123,7 +124,7 @@ def contributors(
     """Authors of the ref's last 2,000 non-merge commits; any error is a bare 404, as in GitLab."""
     ctx = for_read(db, actor, ident, settings)
     if ctx.repo is None or (ctx.repo.head_is_unborn and not q.ref):
-        return _page_of([], page)
+        return list_page([], page)
     try:
         head = _commit(ctx.repo, q.ref or ctx.project.default_branch or "HEAD")
     except RefNotFound:
@@ -133,17 +134,7 @@ def contributors(
         found.sort(key=lambda c: (c.commits, c.email.lower()), reverse=q.sort == "desc")
     else:
         found.sort(key=lambda c: (getattr(c, q.order_by).lower(), c.email), reverse=q.sort == "desc")
-    return _page_of(found, page)
-
-
-def _page_of(items: list[diffs.Contributor], page: Page) -> PageResult:
-    total = len(items)
-    chunk = items[page.offset : page.offset + page.per_page]
-    return PageResult(
-        items=chunk,
-        total=total if total <= TOTAL_LIMIT else None,
-        has_next=page.offset + page.per_page < total,
-    )
+    return list_page(found, page)
 
 
 # ---------------------------------------------------------------------------- archives

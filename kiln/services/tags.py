@@ -22,9 +22,10 @@ from kiln.git.writes import Person
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action
 from kiln.preconditions import require_unmodified_since
+from kiln.queries.paging import list_page
 from kiln.schemas.repository import TagCreate, TagList
 from kiln.services import repositories
-from kiln.services.branches import full_path, matches_search, page_slice
+from kiln.services.branches import full_path, matches_search
 from kiln.services.repositories import RepoContext
 
 TARGET_EMPTY = "Target is empty"
@@ -75,7 +76,7 @@ def list_tags(
         tags.sort(key=lambda t: _version_key(t.name), reverse=reverse)
     else:
         tags.sort(key=lambda t: t.name, reverse=reverse)
-    return Tags(full_path(ctx), page_slice(list(tags), page))
+    return Tags(full_path(ctx), list_page(list(tags), page))
 
 
 def _existing(ctx: RepoContext, name: str) -> TagRef:

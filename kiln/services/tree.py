@@ -13,7 +13,8 @@ from kiln.errors import BadRequest, NotFound, ParamError
 from kiln.git import files as git_files
 from kiln.git.errors import RefNotFound
 from kiln.git.refs import resolve_commit
-from kiln.pagination import TOTAL_LIMIT, Page, PageResult
+from kiln.pagination import Page, PageResult
+from kiln.queries.paging import list_page
 from kiln.schemas.files import TreeList
 from kiln.services import repositories
 from kiln.services.files import Content
@@ -47,11 +48,7 @@ def list_tree(
         return TreeListing(PageResult(items=items, total=len(items), has_next=False), unpaginated=True)
     if page.keyset:
         return TreeListing(_after_token(items, q.page_token, page.per_page))
-    chunk = items[page.offset : page.offset + page.per_page]
-    total = len(items) if len(items) <= TOTAL_LIMIT else None
-    return TreeListing(
-        PageResult(items=chunk, total=total, has_next=len(items) > page.offset + page.per_page)
-    )
+    return TreeListing(list_page(items, page))
 
 
 def _after_token(items: list[git_files.TreeItem], token: str | None, per_page: int) -> PageResult:
