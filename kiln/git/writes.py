@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import subprocess
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,6 +15,7 @@ from pathlib import Path, PurePosixPath
 import pygit2
 
 from kiln.git.errors import ActionFailed, EmptyCommit
+from kiln.git.files import last_commit_for_path
 from kiln.git.refs import branch_tip, update_ref
 
 FILE_MODE = pygit2.enums.FileMode.BLOB
@@ -75,18 +75,6 @@ def path_problem(path: str) -> str | None:
     if any(part in ("", ".", "..", ".git") for part in path.split("/")):
         return "invalid path"
     return None
-
-
-def last_commit_for_path(repo_path: Path, revision: str, path: str) -> str | None:
-    result = subprocess.run(
-        ["git", "--literal-pathspecs", "log", "-1", "--format=%H", revision, "--", path],
-        cwd=repo_path,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    out = result.stdout.strip()
-    return out or None
 
 
 def _tree_paths(index: pygit2.Index) -> set[str]:
