@@ -28,6 +28,8 @@ class PageResult:
     items: list[Any]
     total: int | None  # None when above TOTAL_LIMIT
     has_next: bool
-    # For keyset pages: the key to continue after, when there is a next page.
+    # For keyset pages: the key to continue after, when there is a next page, and the query
+    # parameter that carries it (None: `id_after`, or `id_before` when sorting descending).
     next_key: Any = None
+    cursor_param: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)

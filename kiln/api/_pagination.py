@@ -69,13 +69,12 @@ def offset_headers(request: Request[Any, Any, Any], page: Page, result: PageResu
 def _keyset_headers(request: Request[Any, Any, Any], page: Page, result: PageResult) -> dict[str, str]:
     if not result.has_next or result.next_key is None:
         return {}
-    bound = "id_after" if page.sort == "asc" else "id_before"
-    url = _url(
-        request,
-        drop=("id_after", "id_before", "page"),
-        per_page=page.per_page,
-        **{bound: result.next_key},
-    )
+    if result.cursor_param is not None:
+        bound, drop = result.cursor_param, (result.cursor_param, "page")
+    else:
+        bound = "id_after" if page.sort == "asc" else "id_before"
+        drop = ("id_after", "id_before", "page")
+    url = _url(request, drop=drop, per_page=page.per_page, **{bound: result.next_key})
     return {"Link": f'<{url}>; rel="next"'}
 
 

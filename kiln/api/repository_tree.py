@@ -10,7 +10,7 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.response import Stream
 
 from kiln.api._deps import Db, Viewer, runtime
-from kiln.api._pagination import _url, page_of, paginated
+from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
 from kiln.api._render import render
 from kiln.api._routes import get
@@ -30,17 +30,6 @@ async def list_tree(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
     items = [tree_entry(item) for item in listing.page.items]
     if listing.unpaginated:
         return render(items)
-    if page.keyset:
-        # The next page continues after the last entry's path (`page_token`), as GitLab's
-        # Gitaly keyset pager links it.
-        result = listing.page
-        headers = {}
-        if result.has_next:
-            url = _url(
-                request, drop=("page_token", "page"), per_page=page.per_page, page_token=result.next_key
-            )
-            headers["Link"] = f'<{url}>; rel="next"'
-        return render(items, headers=headers)
     return paginated(request, items, page, listing.page)
 
 

@@ -61,8 +61,13 @@ def _after_token(items: list[git_files.TreeItem], token: str | None, per_page: i
         start = positions[token] + 1
     chunk = items[start : start + per_page]
     has_next = len(items) > start + per_page
+    # The next page continues after the last entry's path (`page_token`), as GitLab links it.
     return PageResult(
-        items=chunk, total=None, has_next=has_next, next_key=chunk[-1].path if has_next else None
+        items=chunk,
+        total=None,
+        has_next=has_next,
+        next_key=chunk[-1].path if has_next else None,
+        cursor_param="page_token",
     )
 
 
