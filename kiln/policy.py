@@ -51,6 +51,7 @@ class Action(Enum):
     UPDATE_GROUP = auto()  # settings and deletion (Owner)
     CREATE_SUBGROUP = auto()
     CREATE_PROJECT = auto()  # in a namespace (user or group)
+    READ_NAMESPACE = auto()  # a user's own namespace, or a group the actor may read
 
 
 @dataclass(slots=True, frozen=True)
@@ -197,6 +198,10 @@ def _may_group(actor: Actor | None, action: Action, s: GroupSubject) -> bool:
     if action is Action.CREATE_SUBGROUP:
         wanted = OWNER if s.group.subgroup_creation_level == "owner" else MAINTAINER
         return admin or level >= wanted
+    if action is Action.READ_NAMESPACE:
+        if s.group.is_group:
+            return _may_group(actor, Action.READ_GROUP, s)
+        return admin or s.group.owner_id == actor.user.id
     if action is Action.CREATE_PROJECT:
         if not s.group.is_group:
             return admin or s.group.owner_id == actor.user.id
@@ -233,6 +238,17 @@ def may_push_to(
     if rule_push_level >= 60:
         return is_admin(actor)
     return is_admin(actor) or (s.level or 0) >= rule_push_level
+
+
+def may_unprotect(actor: Actor | None, s: ProjectSubject, unprotect_level: int | None) -> bool:
+    """Changing or removing a protected-branch rule: Maintainers, unless the rule's unprotect
+    level asks for more (60: administrators only)."""
+    if not may(actor, Action.ADMIN_PROTECTED_BRANCHES, s):
+        return False
+    if is_admin(actor):
+        return True
+    wanted = unprotect_level or MAINTAINER
+    return wanted < 60 and (s.level or 0) >= wanted
 
 
 def require(actor: Actor | None, action: Action, subject: object = None) -> None:

@@ -231,10 +231,8 @@ def get_for_api(db: Session, actor: Actor, ident: str) -> NamespaceRecord:
 
 
 def _may_read_namespace(db: Session, actor: Actor, ns: Namespace) -> bool:
-    if ns.is_group:
-        return policy.may(actor, Action.READ_GROUP, group_subject(db, actor, ns))
-    # A user's namespace: what its owner (or an administrator) may create projects in.
-    return policy.may(actor, Action.CREATE_PROJECT, GroupSubject(group=ns, level=None))
+    subject = group_subject(db, actor, ns) if ns.is_group else GroupSubject(group=ns, level=None)
+    return policy.may(actor, Action.READ_NAMESPACE, subject)
 
 
 def path_exists(db: Session, path: str, parent_id: int | None) -> tuple[bool, list[str]]:

@@ -17,7 +17,7 @@ from kiln.auth.actor import Actor
 from kiln.db import transaction
 from kiln.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from kiln.models import ProtectedBranch
-from kiln.models.repository import ADMIN_ACCESS, MAINTAINER_ACCESS
+from kiln.models.repository import MAINTAINER_ACCESS
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action, ProjectSubject
 from kiln.preconditions import require_unmodified_since
@@ -97,17 +97,6 @@ def get_rule(db: Session, actor: Actor | None, ident: str, name: str) -> Protect
 # ----------------------------------------------------------------------------- changing
 
 
-def _may_unprotect(actor: Actor, s: ProjectSubject, rule: ProtectedBranch) -> bool:
-    """Changing or removing a rule: Maintainers, unless the rule's unprotect level asks for
-    more (administrators only at 60)."""
-    if not policy.may(actor, Action.ADMIN_PROTECTED_BRANCHES, s):
-        return False
-    if policy.is_admin(actor):
-        return True
-    wanted = rule.unprotect_access_level or MAINTAINER_ACCESS
-    return wanted < ADMIN_ACCESS and (s.level or 0) >= wanted
-
-
 def create_rule(db: Session, actor: Actor, ident: str, p: ProtectedBranchCreate) -> ProtectedBranch:
     s = project_service.load(db, actor, ident)
     policy.require(actor, Action.ADMIN_PROTECTED_BRANCHES, s)
@@ -150,7 +139,7 @@ def update_rule(
     s = project_service.load(db, actor, ident)
     with transaction(db):
         rule = _find(db, s.project.id, name)
-        if not _may_unprotect(actor, s, rule):
+        if not policy.may_unprotect(actor, s, rule.unprotect_access_level):
             raise Forbidden()
         given = p.given()
         if p.allow_force_push is not None:
@@ -172,7 +161,7 @@ def delete_rule(
     s = project_service.load(db, actor, ident)
     with transaction(db):
         rule = _find(db, s.project.id, name)
-        if not _may_unprotect(actor, s, rule):
+        if not policy.may_unprotect(actor, s, rule.unprotect_access_level):
             raise Forbidden()
         require_unmodified_since(rule.updated_at, unmodified_since)
         db.delete(rule)

@@ -432,10 +432,12 @@ def bootstrap_root(db: Session, settings: Settings) -> tuple[User, str | None]:
 
 def user_namespace(db: Session, user: User) -> Namespace:
     """A user's own namespace: its path is the username, it has no parent."""
+    from kiln.services.namespaces import place
+
     ns = Namespace(kind=KIND_USER, name=user.name, path=user.username, owner_id=user.id)
     db.add(ns)
     db.flush()
-    ns.full_path, ns.full_name, ns.traversal = ns.path, ns.name, f"{ns.id}/"
+    place(db, ns, None)
     db.flush()
     return ns
 
