@@ -15,10 +15,6 @@ class RefNotFound(GitError):
     """A branch, tag or revision that does not resolve to a commit."""
 
 
-class PathNotFound(GitError):
-    pass
-
-
 class ActionFailed(GitError):
     """A file action cannot apply (file exists, file missing, stale last_commit_id, bad path)."""
 

@@ -43,10 +43,6 @@ def valid_branch_name(name: str) -> bool:
     return bool(name) and pygit2.reference_is_valid_name(f"refs/heads/{name}") and name != "HEAD"
 
 
-def valid_tag_name(name: str) -> bool:
-    return bool(name) and pygit2.reference_is_valid_name(f"refs/tags/{name}")
-
-
 def update_ref(repo_path: Path, ref: str, new: str, old: str | None, message: str) -> None:
     """Point `ref` at `new` if it still points at `old` (None: it must not exist yet)."""
     if not pygit2.reference_is_valid_name(ref):

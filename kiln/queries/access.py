@@ -132,15 +132,6 @@ def project_access(db: Session, user_id: int, project_ids: Iterable[int]) -> dic
     return {row[0]: row[1] for row in db.execute(_project_access_statement(), params)}
 
 
-def project_member_level(db: Session, user_id: int, project_id: int) -> int | None:
-    """The user's own membership of the project (what GitLab shows as project_access)."""
-    return db.scalar(
-        select(Member.access_level).where(
-            Member.project_id == project_id, Member.user_id == user_id, active_membership(date.today())
-        )
-    )
-
-
 def group_levels(
     user_id: Any, group_ids: Iterable[int] | BindParameter[Any] | None = None, today: Any = None
 ) -> Any:

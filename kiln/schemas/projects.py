@@ -191,10 +191,6 @@ class ProjectFork(Params):
     branches: str | None = None
 
 
-class ForkList(ProjectList):
-    pass
-
-
 class ProjectShare(Params):
     group_id: Int
     group_access: AccessLevel

@@ -1008,17 +1008,3 @@ def find_upload(db: Session, actor: Actor | None, project_path: str, secret: str
     if row is None:
         raise NotFound()
     return row
-
-
-# ---------------------------------------------------------------------------- owners' helpers
-
-
-def owner_count(db: Session, project_id: int) -> int:
-    return (
-        db.scalar(
-            select(func.count())
-            .select_from(Member)
-            .where(Member.project_id == project_id, Member.access_level >= OWNER)
-        )
-        or 0
-    )

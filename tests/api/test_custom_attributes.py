@@ -312,7 +312,5 @@ def test_groups_list_filters_by_custom_attributes_for_admins(api, make, db):
     r = api("root").get(
         "/groups", params={"custom_attributes[tier]": "gold", "custom_attributes[zone]": "eu"}
     )
-    if r.status_code == 404 and r.json() == {"error": "404 Not Found"}:
-        pytest.skip("groups list filter pending")
     assert r.status_code == 200
     assert [g["id"] for g in r.json()] == [tagged.id]

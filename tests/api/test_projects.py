@@ -7,6 +7,7 @@ from datetime import UTC, date, datetime, timedelta
 
 from sqlalchemy import select, update
 
+from kiln.git.layout import repository_path
 from kiln.models import Job, Member, Project, ProjectGroupLink, ProjectStar
 from kiln.models.namespaces import DEVELOPER, GUEST, MAINTAINER, OWNER, REPORTER
 from kiln.services import instance_settings
@@ -427,19 +428,21 @@ def test_archived_filter(api, make):
 
 def test_delete_removes_the_project_at_once_and_queues_its_files(api, make, db, settings, drain):
     u = make.user()
-    p = make.project(owner=u)
-    repo = settings.data_dir / "repositories" / "@hashed"
-    api(u).post(f"/projects/{p.id}/uploads", files={"file": ("a.txt", b"hi")})
-    uploads_dir = settings.data_dir / "uploads" / "project" / str(p.id)
+    pid = api(u).post("/projects", json={"name": "gone", "initialize_with_readme": True}).json()["id"]
+    repo = repository_path(settings.data_dir / "repositories", pid)
+    api(u).post(f"/projects/{pid}/uploads", files={"file": ("a.txt", b"hi")})
+    uploads_dir = settings.data_dir / "uploads" / "project" / str(pid)
     assert uploads_dir.exists()
-    r = api(u).delete(f"/projects/{p.id}")
+    assert (repo / "HEAD").is_file()
+    r = api(u).delete(f"/projects/{pid}")
     assert (r.status_code, r.json()) == (202, {"message": "202 Accepted"})
-    assert api(u).get(f"/projects/{p.id}").status_code == 404
+    assert api(u).get(f"/projects/{pid}").status_code == 404
     kinds = db.scalars(select(Job.kind).where(Job.state == "queued")).all()
     assert REMOVE_FILES in kinds
+    assert repo.exists()  # files leave with the job, not with the request
     assert drain() >= 1
     assert not uploads_dir.exists()
-    assert not any(repo.rglob("*.git")) if repo.exists() else True
+    assert not repo.exists()
 
 
 def test_only_owners_delete(api, make):
