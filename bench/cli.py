@@ -28,7 +28,7 @@ import httpx
 
 from bench import dataset
 from bench.load import TIMEOUT_S, LoadGenerator, Measurement, Target, choose
-from bench.processes import Managed, cpu_count, free_port
+from bench.processes import Managed, cpu_count, free_port, kiln_server
 from kiln.pagination import TOTAL_LIMIT
 
 REPO = Path(__file__).resolve().parent.parent
@@ -200,22 +200,7 @@ def run_backend(
         dataset.user_token(url, user_id, USER_TOKEN)
 
         step(f"[{backend}] starting kiln and the bare app")
-        kiln = Managed(
-            "kiln serve",
-            [
-                str(bin_path("kiln")),
-                "serve",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(kiln_port),
-                "--processes",
-                "1",
-            ],
-            env,
-            work / "kiln.log",
-            server_cpu,
-        )
+        kiln = kiln_server(bin_path("kiln"), kiln_port, env, work / "kiln.log", server_cpu)
         stack.callback(kiln.stop)
         bare = Managed(
             "bare app",

@@ -162,3 +162,9 @@ def run_bounded(argv: Sequence[str], cpu: int | None, timeout: float) -> subproc
         proc.wait()
         raise
     return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
+
+
+def kiln_server(kiln_bin: Path, port: int, env: Mapping[str, str], log: Path, cpu: int | None) -> Managed:
+    """`kiln serve` exactly as an operator starts it: one process, on localhost."""
+    argv = [str(kiln_bin), "serve", "--host", "127.0.0.1", "--port", str(port), "--processes", "1"]
+    return Managed("kiln serve", argv, env, log, cpu)

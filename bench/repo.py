@@ -41,7 +41,7 @@ from litestar.datastructures import State
 from bench import dataset
 from bench.cli import REPO, RESULTS, ROOT_PASSWORD, ROOT_TOKEN, bin_path, git_revision, step
 from bench.load import LoadGenerator, Measurement, Target, choose
-from bench.processes import CLOCK_TICKS, Managed, _tree, cpu_count, free_port
+from bench.processes import CLOCK_TICKS, Managed, _tree, cpu_count, free_port, kiln_server
 from kiln.git.layout import repository_path, repository_relpath
 
 FILE = "data/blob-10k.txt"
@@ -264,22 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         step("kiln migrate")
         dataset.migrate(bin_path("kiln"), env, work / "migrate.log")
-        kiln = Managed(
-            "kiln serve",
-            [
-                str(bin_path("kiln")),
-                "serve",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(kiln_port),
-                "--processes",
-                "1",
-            ],
-            env,
-            work / "kiln.log",
-            server_cpu,
-        )
+        kiln = kiln_server(bin_path("kiln"), kiln_port, env, work / "kiln.log", server_cpu)
         stack.callback(kiln.stop)
         token = {"Private-Token": ROOT_TOKEN}
         kiln.wait_ready(f"{base}/api/v4/user", token)

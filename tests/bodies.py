@@ -29,3 +29,21 @@ TOKEN_KEYS = [
     "active",
     "expires_at",
 ]
+# The basic commit entity, in GitLab's order.
+COMMIT_KEYS = [
+    "id",
+    "short_id",
+    "created_at",
+    "parent_ids",
+    "title",
+    "message",
+    "author_name",
+    "author_email",
+    "authored_date",
+    "committer_name",
+    "committer_email",
+    "committed_date",
+    "trailers",
+    "extended_trailers",
+    "web_url",
+]

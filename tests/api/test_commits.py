@@ -16,6 +16,7 @@ import pytest
 from kiln.models import Project
 from kiln.models.namespaces import DEVELOPER, GUEST, MAINTAINER, REPORTER
 from kiln.services.repositories import store
+from tests.bodies import COMMIT_KEYS
 
 _names = itertools.count(1)
 
@@ -28,23 +29,6 @@ REVERT_FAILED = (
     "Sorry, we cannot revert this commit automatically. This commit may already have been "
     "reverted, or a more recent commit may have updated some of its content."
 )
-COMMIT_KEYS = [
-    "id",
-    "short_id",
-    "created_at",
-    "parent_ids",
-    "title",
-    "message",
-    "author_name",
-    "author_email",
-    "authored_date",
-    "committer_name",
-    "committer_email",
-    "committed_date",
-    "trailers",
-    "extended_trailers",
-    "web_url",
-]
 
 
 # ------------------------------------------------------------------ helpers

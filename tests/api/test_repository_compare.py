@@ -10,27 +10,11 @@ from kiln.git.refs import resolve_commit
 from kiln.git.writes import FileAction, Person, commit_actions, write_commit
 from kiln.models import Project, User
 from kiln.services.repositories import store
+from tests.bodies import COMMIT_KEYS
 from tests.conftest import EXTERNAL_URL
 
 ALICE = Person("Alice", "alice@example.com")
 BOB = Person("Bob", "bob@example.com")
-COMMIT_KEYS = [
-    "id",
-    "short_id",
-    "created_at",
-    "parent_ids",
-    "title",
-    "message",
-    "author_name",
-    "author_email",
-    "authored_date",
-    "committer_name",
-    "committer_email",
-    "committed_date",
-    "trailers",
-    "extended_trailers",
-    "web_url",
-]
 
 
 def new_project(api, owner, name="demo", **fields):
