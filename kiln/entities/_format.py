@@ -15,3 +15,8 @@ def iso(value: datetime | None) -> str | None:
 
 def day(value: date | None) -> str | None:
     return value.isoformat() if value is not None else None
+
+
+def git_time(seconds: int) -> str:
+    """A git timestamp (author, committer, tagger) in the same UTC form as every other time."""
+    return iso(datetime.fromtimestamp(seconds, UTC))

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import base64
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import pygit2
 
-from kiln.entities._format import iso
+from kiln.entities._format import git_time
 from kiln.git.files import TreeItem
 
 if TYPE_CHECKING:
@@ -64,7 +63,7 @@ def write_result(path: str, branch: str) -> dict[str, str]:
 
 
 def _when(sig: pygit2.Signature) -> str | None:
-    return iso(datetime.fromtimestamp(sig.time, UTC))
+    return git_time(sig.time)
 
 
 def _text(raw: bytes) -> str:

@@ -4,12 +4,12 @@ git records them and GitLab renders them (`2012-05-28T04:42:42.000-07:00`)."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
 from typing import Any, Protocol
 from urllib.parse import quote
 
 import pygit2
 
+from kiln.entities._format import git_time
 from kiln.git.branches import TagRef
 from kiln.models import ProtectedBranch
 from kiln.models.repository import ADMIN_ACCESS, DEVELOPER_ACCESS, MAINTAINER_ACCESS, NO_ACCESS
@@ -25,11 +25,6 @@ NO_MESSAGE = "No commit message"
 
 def project_web_url(full_path: str, base: str) -> str:
     return f"{base}/{full_path}"
-
-
-def git_time(seconds: int, offset_minutes: int) -> str:
-    zone = timezone(timedelta(minutes=offset_minutes))
-    return datetime.fromtimestamp(seconds, zone).isoformat(timespec="milliseconds")
 
 
 def _text(raw: bytes) -> str:
@@ -48,7 +43,7 @@ def commit_basic(commit: pygit2.Commit, web_base: str) -> dict[str, Any]:
     sha = str(commit.id)
     message = _text(commit.raw_message)
     author, committer = commit.author, commit.committer
-    committed = git_time(committer.time, committer.offset)
+    committed = git_time(committer.time)
     return {
         "id": sha,
         "short_id": sha[:8],
@@ -58,7 +53,7 @@ def commit_basic(commit: pygit2.Commit, web_base: str) -> dict[str, Any]:
         "message": message,
         "author_name": _text(author.raw_name),
         "author_email": _text(author.raw_email),
-        "authored_date": git_time(author.time, author.offset),
+        "authored_date": git_time(author.time),
         "committer_name": _text(committer.raw_name),
         "committer_email": _text(committer.raw_email),
         "committed_date": committed,
@@ -105,7 +100,7 @@ def tag(t: TagRef, web_base: str) -> dict[str, Any]:
         message = message[:-1] if message.endswith("\n") else message
         tagger = annotation.tagger
         if tagger is not None:
-            created_at = git_time(tagger.time, tagger.offset)
+            created_at = git_time(tagger.time)
     return {
         "name": t.name,
         "message": message,

@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime
 from email.utils import format_datetime
 from pathlib import Path
 
@@ -83,8 +83,7 @@ def tip(settings, project: dict, branch: str) -> str | None:
 
 
 def git_time(sig: pygit2.Signature) -> str:
-    zone = timezone(timedelta(minutes=sig.offset))
-    return datetime.fromtimestamp(sig.time, zone).isoformat(timespec="milliseconds")
+    return datetime.fromtimestamp(sig.time, UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
 
 
 def expected_commit(settings, project: dict, sha: str) -> dict:
@@ -204,16 +203,16 @@ def test_branch_view_has_every_field_of_gitlab_entity(api, make, settings):
     )
 
 
-def test_commit_dates_keep_the_committers_utc_offset(api, make, settings):
+def test_commit_dates_are_rendered_in_utc(api, make, settings):
     u = make.user()
     p = new_project(api, u)
     commit_on(settings, p, "dated", "a.txt", when=(1338205362, -420))
     r = api(u).get(branches_url(p, "dated"))
     commit = r.json()["commit"]
     assert (commit["authored_date"], commit["committed_date"], commit["created_at"]) == (
-        "2012-05-28T04:42:42.000-07:00",
-        "2012-05-28T04:42:42.000-07:00",
-        "2012-05-28T04:42:42.000-07:00",
+        "2012-05-28T11:42:42.000Z",
+        "2012-05-28T11:42:42.000Z",
+        "2012-05-28T11:42:42.000Z",
     )
 
 
