@@ -60,8 +60,9 @@ class ProjectSubject:
     namespace: Namespace
     # The actor's effective access level (None: no membership reaches the project).
     level: int | None
-    # True when the actor is already a member or has requested access.
-    has_membership_row: bool = False
+    # Whether the actor already has a row (membership or access request); None until the
+    # one action that needs it (REQUEST_ACCESS) looks it up.
+    has_membership_row: bool | None = None
 
 
 @dataclass(slots=True, frozen=True)
@@ -70,7 +71,7 @@ class GroupSubject:
     level: int | None
     # The actor belongs to something inside the group (a subgroup or a project).
     related: bool = False
-    has_membership_row: bool = False
+    has_membership_row: bool | None = None  # as on ProjectSubject
 
 
 # Writes to a project's content or settings that an archived project refuses.
@@ -178,7 +179,7 @@ def _may_project(actor: Actor | None, action: Action, s: ProjectSubject) -> bool
     if action is Action.REQUEST_ACCESS:
         return (
             s.project.request_access_enabled
-            and not s.has_membership_row
+            and s.has_membership_row is False
             and s.level is None
             and _may_project(actor, Action.READ_PROJECT, s)
         )
@@ -210,7 +211,7 @@ def _may_group(actor: Actor | None, action: Action, s: GroupSubject) -> bool:
     if action is Action.REQUEST_ACCESS:
         return (
             s.group.request_access_enabled
-            and not s.has_membership_row
+            and s.has_membership_row is False
             and s.level is None
             and _may_group(actor, Action.READ_GROUP, s)
         )

@@ -60,6 +60,13 @@ class RepositoryStore:
             ["git", "-C", str(dst), "remote", "remove", "origin"], check=False, capture_output=True
         )
 
+    def find(self, project_id: int) -> pygit2.Repository | None:
+        """The repository, or None while the project has none on disk (an empty project)."""
+        try:
+            return self.open(project_id)
+        except RepositoryMissing:
+            return None
+
     def open(self, project_id: int) -> pygit2.Repository:
         with self._lock:
             repo = self._open.get(project_id)

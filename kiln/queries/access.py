@@ -124,6 +124,13 @@ def _project_access_statement() -> Select[Any]:
     return select(levels.c.project_id, levels.c.level)
 
 
+def project_level_of(user_id: Any, project_id: Any, today: Any) -> Any:
+    """A scalar subquery: the user's effective level on one project (NULL when none).
+    `project_id` may be a bind parameter or an uncorrelated scalar subquery."""
+    rows = project_level_rows(user_id, [project_id], today).subquery("reach")
+    return select(func.max(rows.c.level)).scalar_subquery()
+
+
 def project_access(db: Session, user_id: int, project_ids: Iterable[int]) -> dict[int, int]:
     ids = list(project_ids)
     if not ids:

@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
+from datetime import date
+from functools import cache
 from typing import Any
 from urllib.parse import unquote
 
-from sqlalchemy import ColumnElement, Select, and_, exists, false, func, or_, select, true
+from sqlalchemy import (
+    ColumnElement,
+    Date,
+    Select,
+    and_,
+    bindparam,
+    exists,
+    false,
+    func,
+    null,
+    or_,
+    select,
+    true,
+)
 from sqlalchemy.orm import Session
 
 from kiln.auth.actor import Actor
@@ -30,6 +45,53 @@ def by_ident(db: Session, ident: str) -> Project | None:
         .join(Namespace, Namespace.id == Project.namespace_id)
         .where(func.lower(Namespace.full_path) == ns_path.lower(), func.lower(Project.path) == path.lower())
     ).first()
+
+
+@cache
+def _subject_statement(by_path: bool, signed_in: bool) -> Select[Any]:
+    """Project, namespace and the caller's level in one round trip, built once per shape:
+    every project route starts here."""
+    if by_path:
+        project_id: Any = (
+            select(Project.id)
+            .join(Namespace, Namespace.id == Project.namespace_id)
+            .where(
+                func.lower(Namespace.full_path) == bindparam("namespace_path"),
+                func.lower(Project.path) == bindparam("path"),
+            )
+            .scalar_subquery()
+        )
+    else:
+        project_id = bindparam("id")
+    level: Any = (
+        access.project_level_of(bindparam("user_id"), project_id, bindparam("today", type_=Date()))
+        if signed_in
+        else null()
+    )
+    return (
+        select(Project, Namespace, level.label("level"))
+        .join(Namespace, Namespace.id == Project.namespace_id)
+        .where(Project.id == project_id)
+    )
+
+
+def subject_row(db: Session, ident: str, user_id: int | None) -> tuple[Project, Namespace, int | None] | None:
+    """The project by numeric id or full path (as by_ident), its namespace, and `user_id`'s
+    effective access level on it."""
+    ident = unquote(ident)
+    params: dict[str, Any] = {}
+    if ident.isdigit():
+        params["id"] = int(ident)
+    elif "/" in ident:
+        ns_path, _, path = ident.rpartition("/")
+        params["namespace_path"], params["path"] = ns_path.lower(), path.lower()
+    else:
+        return None
+    if user_id is not None:
+        params["user_id"], params["today"] = user_id, date.today()
+    stmt = _subject_statement("id" not in params, user_id is not None)
+    row = db.execute(stmt, params).first()
+    return None if row is None else (row[0], row[1], row[2])
 
 
 def visible_to(actor: Actor | None) -> ColumnElement[bool]:

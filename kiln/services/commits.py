@@ -328,7 +328,7 @@ def _start_project(
             f"Project is not included in the fork network for {s.namespace.full_name} / {s.project.name}"
         )
     st = repositories.store(settings)
-    repo = st.open(s.project.id) if st.exists(s.project.id) else None
+    repo = st.find(s.project.id)
     return RepoContext(subject=s, store=st, repo=repo)
 
 

@@ -89,7 +89,7 @@ def _from_project(
     if not policy.may(actor, Action.READ_CODE, s):
         raise Forbidden(NO_ACCESS_TO_FORK)
     st = ctx.store
-    repo = st.open(s.project.id) if st.exists(s.project.id) else None
+    repo = st.find(s.project.id)
     return RepoContext(subject=s, store=st, repo=repo)
 
 

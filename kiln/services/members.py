@@ -545,9 +545,9 @@ def request_access(db: Session, actor: Actor, kind: Kind, ident: str) -> MemberR
     """Anyone who can see the source, isn't a member and hasn't asked yet (403 otherwise)."""
     source = load_source(db, actor, kind, ident)
     subject = source.subject
-    if isinstance(subject, GroupSubject):
-        has_row = _row_of(db, source, actor.user.id) is not None
-        subject = dataclasses.replace(subject, has_membership_row=has_row)
+    # Only this action asks whether a row (membership or request) already exists.
+    has_row = _row_of(db, source, actor.user.id) is not None
+    subject = dataclasses.replace(subject, has_membership_row=has_row)
     policy.require(actor, Action.REQUEST_ACCESS, subject)
     with transaction(db):
         project = source.project

@@ -127,18 +127,10 @@ def group_subject(db: Session, actor: Actor | None, group: Namespace) -> GroupSu
         return GroupSubject(group=group, level=None)
     level = access.group_access(db, actor.user.id, [group.id]).get(group.id)
     related = False
-    has_row = level is not None
-    if level is None:
-        # A pending access request (or an expired membership) is a row that grants nothing.
-        has_row = (
-            db.scalar(
-                select(Member.id).where(Member.namespace_id == group.id, Member.user_id == actor.user.id)
-            )
-            is not None
-        )
-        if not policy.is_admin(actor):
-            related = access.is_related_to_group(db, actor.user.id, group.id)
-    return GroupSubject(group=group, level=level, related=related, has_membership_row=has_row)
+    if level is None and not policy.is_admin(actor):
+        related = access.is_related_to_group(db, actor.user.id, group.id)
+    # has_membership_row is asked only by an access request, which looks it up itself.
+    return GroupSubject(group=group, level=level, related=related)
 
 
 def visible_namespaces(

@@ -141,29 +141,20 @@ def subject(
     ns = namespace or db.get(Namespace, project.namespace_id)
     assert ns is not None
     level = None
-    has_row = False
     if actor is not None:
         level = access.project_access(db, actor.user.id, [project.id]).get(project.id)
-        if level is None:
-            has_row = (
-                db.scalar(
-                    select(Member.id).where(Member.project_id == project.id, Member.user_id == actor.user.id)
-                )
-                is not None
-            )
-        else:
-            has_row = True
-    return ProjectSubject(project=project, namespace=ns, level=level, has_membership_row=has_row)
+    return ProjectSubject(project=project, namespace=ns, level=level)
 
 
 def load(
     db: Session, actor: Actor | None, ident: str, action: Action = Action.READ_PROJECT
 ) -> ProjectSubject:
     """The project by id or full path; 404 if absent or hidden, 403 if `action` is refused."""
-    project = finder.by_ident(db, ident)
-    if project is None:
+    row = finder.subject_row(db, ident, actor.user.id if actor is not None else None)
+    if row is None:
         raise NotFound("Project")
-    s = subject(db, actor, project)
+    project, namespace, level = row
+    s = ProjectSubject(project=project, namespace=namespace, level=level)
     policy.require_visible(actor, Action.READ_PROJECT, s, "Project")
     if action is not Action.READ_PROJECT:
         policy.require(actor, action, s)

@@ -72,16 +72,14 @@ def for_read(db: Session, actor: Actor | None, ident: str, settings: Settings) -
     if not policy.may(actor, Action.READ_CODE, s):
         raise Forbidden()
     st = store(settings)
-    repo = st.open(s.project.id) if st.exists(s.project.id) else None
-    return RepoContext(subject=s, store=st, repo=repo)
+    return RepoContext(subject=s, store=st, repo=st.find(s.project.id))
 
 
 def for_write(db: Session, actor: Actor, ident: str, settings: Settings) -> RepoContext:
     s = project_service.load(db, actor, ident)
     policy.require(actor, Action.PUSH_CODE, s)
     st = store(settings)
-    repo = st.open(s.project.id) if st.exists(s.project.id) else None
-    return RepoContext(subject=s, store=st, repo=repo)
+    return RepoContext(subject=s, store=st, repo=st.find(s.project.id))
 
 
 def protection_for(db: Session, project_id: int, branch: str) -> ProtectedBranch | None:
