@@ -1,6 +1,7 @@
 """`python -m bench.history`: blame and path-limited history of a file with 200+ commits in a
-15,000-commit repository, through kiln's API (in-process ASGI client, SQLite), against the
-aims of issue [repo]: blame ≤ 200 ms, path history ≤ 30 ms per request.
+15,000-commit repository, through kiln's API (in-process ASGI client, SQLite), against kiln's
+aims: blame ≤ 200 ms, path history ≤ 30 ms per request (median of repeated requests; the
+first request at a tip, which walks the whole history once, is reported beside it).
 
 The repository is written with `git fast-import` straight into the project's storage path,
 then read through the routes a client calls."""
@@ -48,16 +49,16 @@ def fast_import_stream(commits: int, touches: int) -> bytes:
     return b"".join(out)
 
 
-def timed(client: TestClient, url: str, runs: int) -> list[float]:
-    client.get(url, headers={"Private-Token": TOKEN})  # warm caches once
+def timed(client: TestClient, url: str, runs: int) -> tuple[float, list[float]]:
+    """The first request's time, then `runs` more."""
     samples = []
-    for _ in range(runs):
+    for _ in range(runs + 1):
         start = time.perf_counter()
         r = client.get(url, headers={"Private-Token": TOKEN})
         samples.append((time.perf_counter() - start) * 1000)
         if r.status_code != 200:
             raise SystemExit(f"{url}: {r.status_code} {r.text[:200]}")
-    return samples
+    return samples[0], samples[1:]
 
 
 def main() -> int:
@@ -102,11 +103,14 @@ def main() -> int:
             history = timed(client, f"{base}/commits?path=hot.txt&ref_name=main&per_page=20", args.runs)
         engine.dispose()
     print(f"\nkiln history benchmark: {args.commits:,} commits, hot.txt touched by {touched}")
-    for name, samples, aim in (("blame", blame, 200), ("path history", history, 30)):
+    for name, (first, samples), aim in (("blame", blame, 200), ("path history", history, 30)):
         p50 = statistics.median(samples)
         p90 = sorted(samples)[int(len(samples) * 0.9) - 1]
         verdict = "ok" if p50 <= aim else "ABOVE AIM"
-        print(f"  {name:<14} p50 {p50:7.1f} ms   p90 {p90:7.1f} ms   aim ≤ {aim} ms   {verdict}")
+        print(
+            f"  {name:<14} first {first:7.1f} ms   p50 {p50:7.1f} ms   p90 {p90:7.1f} ms"
+            f"   aim ≤ {aim} ms   {verdict}"
+        )
     return 0
 
 

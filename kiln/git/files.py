@@ -10,8 +10,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import threading
-from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +17,8 @@ from pathlib import Path
 import pygit2
 
 from kiln.git.errors import GitError
+from kiln.git.memo import Memo
+from kiln.git.refs import is_object_id
 
 EXEC_MODE = int(pygit2.enums.FileMode.BLOB_EXECUTABLE)
 _HEX = re.compile(r"[0-9a-fA-F]{4,40}")
@@ -110,33 +110,26 @@ def find_file(commit: pygit2.Commit, path: str) -> FoundFile | None:
 
 def last_commit_for_path(repo_path: Path, revision: str, git_path: str) -> str | None:
     """The newest commit reachable from `revision` that touched `git_path` (a literal path:
-    `*` or `:` in a name match only themselves). `revision` is a commit id, so the answer
-    never changes and is cached: path history is the costly part of reading a file."""
-    key = (str(repo_path), revision, git_path)
-    with _last_commit_lock:
-        if key in _last_commit:
-            _last_commit.move_to_end(key)
-            return _last_commit[key]
-    result = subprocess.run(
-        ["git", "--literal-pathspecs", "log", "-1", "--format=%H", revision, "--", os.fsencode(git_path)],
-        cwd=repo_path,
-        capture_output=True,
-        check=False,
-    )
-    if result.returncode != 0:
-        raise GitError(result.stderr.decode("utf-8", "replace").strip())
-    out = result.stdout.decode("ascii", "replace").strip() or None
-    if len(revision) == 40:
-        with _last_commit_lock:
-            _last_commit[key] = out
-            while len(_last_commit) > LAST_COMMIT_CACHE:
-                _last_commit.popitem(last=False)
-    return out
+    `*` or `:` in a name match only themselves). A commit id as `revision` makes the answer
+    immutable, so it is remembered: path history is the costly part of reading a file."""
+
+    def walk() -> str | None:
+        result = subprocess.run(
+            ["git", "--literal-pathspecs", "log", "-1", "--format=%H", revision, "--", os.fsencode(git_path)],
+            cwd=repo_path,
+            capture_output=True,
+            check=False,
+        )
+        if result.returncode != 0:
+            raise GitError(result.stderr.decode("utf-8", "replace").strip())
+        return result.stdout.decode("ascii", "replace").strip() or None
+
+    if not is_object_id(revision):
+        return walk()
+    return _last_commit.compute((str(repo_path), revision, git_path), walk)
 
 
-LAST_COMMIT_CACHE = 4096
-_last_commit: OrderedDict[tuple[str, str, str], str | None] = OrderedDict()
-_last_commit_lock = threading.Lock()
+_last_commit: Memo[str | None] = Memo(4096)
 
 
 def list_tree(commit: pygit2.Commit, path: str, *, recursive: bool) -> list[TreeItem] | None:

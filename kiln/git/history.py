@@ -14,6 +14,8 @@ from pathlib import Path
 import pygit2
 
 from kiln.git.errors import RefNotFound
+from kiln.git.memo import Memo
+from kiln.git.refs import is_object_id
 
 _FIND = pygit2.enums.DiffFind.FIND_RENAMES
 _TRAILER = re.compile(r"^([A-Za-z0-9][A-Za-z0-9-]*)[ \t]*:[ \t]*(.*)$")
@@ -131,6 +133,40 @@ def count(repo_path: Path, q: LogQuery, *, cap: int | None = None) -> int:
     if result.returncode != 0:
         raise RefNotFound(" ".join(q.revisions))
     return int(result.stdout.strip() or 0)
+
+
+def window(repo_path: Path, q: LogQuery, *, skip: int, limit: int, cap: int) -> tuple[list[str], int | None]:
+    """`limit` ids of the history from `skip`, and how many commits it holds in all (None
+    above `cap`). Over commit ids the total never changes and is remembered, so only the
+    first request at a tip walks the whole history."""
+    key = _total_key(repo_path, q, cap)
+    found, total = _totals.get(key) if key is not None else (False, None)
+    if found:
+        return log(repo_path, q, skip=skip, limit=limit), total
+    if q.path is not None:
+        # A path's history is short: one walk gives both the window and the total.
+        every = log(repo_path, q, skip=0, limit=cap + 1)
+        ids = every[skip : skip + limit]
+        total = len(every) if len(every) <= cap else None
+    else:
+        ids = log(repo_path, q, skip=skip, limit=limit)
+        if len(ids) < limit and (ids or skip == 0):
+            total = skip + len(ids)
+        else:
+            n = count(repo_path, q, cap=cap + 1)
+            total = n if n <= cap else None
+    if key is not None:
+        _totals.put(key, total)
+    return ids, total
+
+
+def _total_key(repo_path: Path, q: LogQuery, cap: int) -> tuple[object, ...] | None:
+    if q.all_refs or not q.revisions or not all(is_object_id(r) for r in q.revisions):
+        return None
+    return (str(repo_path), cap, *_log_args(q))
+
+
+_totals: Memo[int | None] = Memo(4096)
 
 
 def _diff(commit: pygit2.Commit) -> pygit2.Diff:

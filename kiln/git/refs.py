@@ -6,6 +6,7 @@ instead of losing either side."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -14,6 +15,14 @@ import pygit2
 from kiln.git.errors import ConcurrentUpdate, InvalidRefName, RefNotFound
 
 ZERO = "0" * 40
+# A full object id: SHA-1, or SHA-256 in a repository that uses it.
+_OBJECT_ID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+
+
+def is_object_id(name: str) -> bool:
+    """A full lowercase object id (names that look like one are refused as branch names,
+    and answers keyed by one never go stale)."""
+    return bool(_OBJECT_ID.fullmatch(name))
 
 
 def resolve_commit(repo: pygit2.Repository, ref: str | None) -> pygit2.Commit:

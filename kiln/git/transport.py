@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pygit2
 
+from kiln.git.refs import is_object_id
+
 log = logging.getLogger("kiln.git")
 
 UPLOAD_PACK = "git-upload-pack"
@@ -36,7 +38,6 @@ MAX_COMMANDS_BYTES = 16 * 1024 * 1024
 HOOK_DECLINED = "pre-receive hook declined"
 # GIT_PROTOCOL values git itself sends ("version=2", "version=2:object-format=sha256").
 _PROTOCOL = re.compile(r"^[A-Za-z0-9=:._-]{1,200}$")
-_HEX = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
 # Refuses non-fast-forward updates of the refs named in KILN_NO_FORCE (one per line). Runs in
 # receive-pack's quarantine, after the pack arrived and before any ref moves.
@@ -85,10 +86,6 @@ def protocol_env(header: str | None) -> dict[str, str]:
 
 def is_zero(oid: str) -> bool:
     return set(oid) == {"0"}
-
-
-def looks_like_object_id(name: str) -> bool:
-    return bool(_HEX.match(name))
 
 
 @dataclass(slots=True, frozen=True)
@@ -154,7 +151,7 @@ class _CommandReader:
             if not self.commands:
                 self.capabilities = frozenset(caps.decode("utf-8", "replace").split())
         parts = line.decode("utf-8", "surrogateescape").split(" ", 2)
-        if len(parts) != 3 or not (_HEX.match(parts[0]) and _HEX.match(parts[1])):
+        if len(parts) != 3 or not (is_object_id(parts[0]) and is_object_id(parts[1])):
             raise MalformedRequest("invalid command")
         self.commands.append(RefCommand(parts[0], parts[1], parts[2]))
 

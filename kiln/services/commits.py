@@ -159,28 +159,21 @@ def list_commits(
         first_parent=q.first_parent,
         topo=q.order == "topo",
     )
-    total: int | None
+    if not q.all and ".." not in ref:
+        # Named by its commit id, the history's total can be remembered (history.window).
+        try:
+            query.revisions = [str(resolve_commit(ctx.repo, ref).id)]
+        except RefNotFound:
+            return CommitListing(where, [], PageResult(items=[], total=0, has_next=False))
     try:
-        if query.path is not None:
-            # A path's history is short: one walk gives both the page and the total.
-            every = history.log(ctx.path, query, skip=0, limit=TOTAL_LIMIT + 1)
-            ids = every[page.offset : page.offset + page.per_page + 1]
-            counted: int | None = len(every) if len(every) <= TOTAL_LIMIT else None
-        else:
-            ids = history.log(ctx.path, query, skip=page.offset, limit=page.per_page + 1)
-            counted = None
+        ids, total = history.window(
+            ctx.path, query, skip=page.offset, limit=page.per_page + 1, cap=TOTAL_LIMIT
+        )
     except RefNotFound:
         # An unknown ref (or an empty repository) has no history.
         return CommitListing(where, [], PageResult(items=[], total=0, has_next=False))
     has_next = len(ids) > page.per_page
     ids = ids[: page.per_page]
-    if query.path is not None:
-        total = counted
-    elif not has_next and (ids or page.page == 1):
-        total = page.offset + len(ids)
-    else:
-        n = history.count(ctx.path, query, cap=TOTAL_LIMIT + 1)
-        total = n if n <= TOTAL_LIMIT else None
     repo = ctx.repo
     listed = []
     for sha in ids:

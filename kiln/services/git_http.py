@@ -24,6 +24,7 @@ from kiln.config import Settings
 from kiln.db import transaction
 from kiln.errors import Forbidden, InvalidToken, NotFound, Unauthorized
 from kiln.git import transport
+from kiln.git.refs import is_object_id
 from kiln.git.transport import RECEIVE_PACK, UPLOAD_PACK, ForceGuard, PushRequest, RefCommand
 from kiln.models import Project
 from kiln.policy import Action, ProjectSubject
@@ -242,7 +243,7 @@ def _refusal(db: Session, access: GitAccess, command: RefCommand) -> str | None:
         tag = command.ref.removeprefix("refs/tags/")
         if not command.creation and not policy.may(actor, Action.ADMIN_PROTECTED_BRANCHES, s):
             return CHANGE_TAG
-        if command.creation and transport.looks_like_object_id(tag):
+        if command.creation and is_object_id(tag):
             return HEX_TAG
         return None
     if not command.ref.startswith("refs/heads/"):
@@ -250,7 +251,7 @@ def _refusal(db: Session, access: GitAccess, command: RefCommand) -> str | None:
     branch = command.ref.removeprefix("refs/heads/")
     if command.deletion and branch == s.project.default_branch:
         return DELETE_DEFAULT
-    if command.creation and transport.looks_like_object_id(branch) and len(branch) == 40:
+    if command.creation and is_object_id(branch) and len(branch) == 40:
         return HEX_BRANCH
     if repositories.protection_for(db, s.project.id, branch) is None:
         return None

@@ -259,6 +259,20 @@ def test_list_path_limits_history_to_commits_touching_it(api, owner, settings):
     assert ids(api(owner).get(commits_url(pid), params={"path": "docs"})) == [a2, a1]
 
 
+def test_list_totals_follow_the_branch_as_it_moves(api, owner):
+    p = new_project(api, owner)
+    pid = p["id"]
+    commit(api, owner, pid, [create("a.md", "1\n")])
+    commit(api, owner, pid, [create("b.md")])
+    of_path = {"path": "a.md", "per_page": 1}
+    every = {"per_page": 1}
+    assert api(owner).get(commits_url(pid), params=of_path).headers["X-Total"] == "1"
+    assert api(owner).get(commits_url(pid), params=every).headers["X-Total"] == "3"
+    commit(api, owner, pid, [update("a.md", "2\n")])
+    assert api(owner).get(commits_url(pid), params=of_path).headers["X-Total"] == "2"
+    assert api(owner).get(commits_url(pid), params=every).headers["X-Total"] == "4"
+
+
 def test_list_all_walks_every_ref(api, graph, owner):
     r = api(owner).get(commits_url(graph["pid"]), params={"all": "true"})
     assert ids(r) == [graph["M"], graph["B2"], graph["C1"], graph["B1"], graph["A"]]
