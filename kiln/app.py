@@ -52,7 +52,8 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         on_startup=[on_startup],
         on_shutdown=[on_shutdown],
         state=State({"kiln": rt}),
-        request_max_body_size=rt.settings.max_request_body_bytes,
+        # KilnASGI holds bodies to max_request_body_bytes, except git's streamed packs.
+        request_max_body_size=None,
         logging_config=None,
         debug=False,
     )

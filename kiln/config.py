@@ -27,8 +27,11 @@ class Settings(BaseSettings):
     job_backoff_max_seconds: float = 3600.0
     # Operators switch impersonation off here, as GitLab's `impersonation_enabled`.
     impersonation_enabled: bool = True
-    # Requests whose body is larger are refused with 413 before they are parsed.
+    # Requests whose body is larger are refused with 413 before they are parsed. Git's pack
+    # uploads are streamed to git and not counted here (see max_push_bytes).
     max_request_body_bytes: int = 100 * 1024 * 1024
+    # Largest pack one `git push` may send (git's receive.maxInputSize); 0: no limit.
+    max_push_bytes: int = 0
     # argon2id cost; tests lower it, production keeps the library's defaults.
     password_time_cost: int = 3
     password_memory_cost: int = 65536

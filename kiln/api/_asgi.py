@@ -38,6 +38,11 @@ def decode_path(raw: bytes) -> str | None:
         return None
 
 
+# Bodies of git's smart HTTP requests (kiln.git.transport.content_type).
+_GIT_PACK_REQUESTS = (b"application/x-git-upload-pack-request", b"application/x-git-receive-pack-request")
+_GIT_RPC_PATHS = ("/git-upload-pack", "/git-receive-pack")
+
+
 class KilnASGI:
     def __init__(self, app: Any, max_body: int) -> None:
         self.app = app
@@ -64,8 +69,15 @@ class KilnASGI:
                 project = upload.group(1).replace("%", "%25").replace("/", "%2F")
                 path = f"/-/project-uploads/{project}/{upload.group(2)}/{upload.group(3)}"
             scope = {**scope, "path": path}
+        headers = scope.get("headers", ())
+        if scope["path"].endswith(_GIT_RPC_PATHS) and any(
+            name == b"content-type" and value in _GIT_PACK_REQUESTS for name, value in headers
+        ):
+            # Streamed to git as it arrives; its own limit is max_push_bytes.
+            await self._forward(scope, receive, send)
+            return
         limit = self.body_limit()
-        for name, value in scope.get("headers", ()):
+        for name, value in headers:
             if name == b"content-length":
                 try:
                     too_big = int(value) > limit
@@ -75,10 +87,13 @@ class KilnASGI:
                 if too_big:
                     await _reply(send, 413, {"message": "413 Request Entity Too Large"})
                     return
+        await self._forward(scope, _limited(receive, limit), send)
+
+    async def _forward(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["method"] == "HEAD":
             scope = {**scope, "method": "GET", "kiln_head": True}
             send = _without_body(send)
-        await self.app(scope, _limited(receive, limit), send)
+        await self.app(scope, receive, send)
 
 
 def _limited(receive: Any, limit: int) -> Any:

@@ -5,8 +5,9 @@ the token's scopes against the route's declaration and apply sudo."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Any, cast
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeVar, cast
 from urllib.parse import parse_qsl
 
 from litestar import Request
@@ -23,6 +24,7 @@ from kiln.runtime import Runtime
 SESSION_COOKIE = "_service_session"
 MAX_ID = 2**63 - 1  # ids are BIGINT: anything larger names nothing
 _SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
+T = TypeVar("T")
 
 
 def int_id(value: str) -> int:
@@ -30,6 +32,13 @@ def int_id(value: str) -> int:
     if not value.isdigit() or len(value) > 19 or int(value) > MAX_ID:
         raise RouteNotFound()
     return int(value)
+
+
+async def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """A service call that waits on git (a child process, a repository lock) or reads much,
+    run off the event loop so other requests go on meanwhile (DESIGN.md: work that waits
+    runs in a thread). Short reads stay inline: the hop costs more than they do."""
+    return await asyncio.to_thread(fn, *args, **kwargs)
 
 
 def runtime(request: Request[Any, Any, Any]) -> Runtime:

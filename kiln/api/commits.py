@@ -10,7 +10,7 @@ from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
 
-from kiln.api._deps import Authenticated, Db, Viewer, runtime
+from kiln.api._deps import Authenticated, Db, Viewer, in_thread, runtime
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
 from kiln.api._render import render
@@ -53,7 +53,7 @@ def _picked(request: Req, p: service.Picked) -> Response[bytes]:
 async def list_commits(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Response[bytes]:
     q: CommitList = await params(request)
     page = page_of(q)
-    listing = service.list_commits(db, viewer, id, q, page, runtime(request).settings)
+    listing = await in_thread(service.list_commits, db, viewer, id, q, page, runtime(request).settings)
     web = _web(request, listing.where)
     items = [
         commit_view(c.commit, web, c.trailers)
@@ -67,7 +67,11 @@ async def list_commits(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) 
 @post(BASE, params=CommitCreate)
 async def create_commit(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
     p: CommitCreate = await params(request)
-    return _detail(request, service.create_commit(db, actor, id, p, runtime(request).settings), status=201)
+    return _detail(
+        request,
+        await in_thread(service.create_commit, db, actor, id, p, runtime(request).settings),
+        status=201,
+    )
 
 
 @get(BASE + "/{sha:str}", auth="optional", params=CommitGet)
@@ -76,7 +80,8 @@ async def get_commit(
 ) -> Response[bytes]:
     q: CommitGet = await params(request)
     return _detail(
-        request, service.get_commit(db, viewer, id, unquote(sha), q.stats, runtime(request).settings)
+        request,
+        await in_thread(service.get_commit, db, viewer, id, unquote(sha), q.stats, runtime(request).settings),
     )
 
 
@@ -86,7 +91,9 @@ async def commit_refs(
 ) -> Response[bytes]:
     q: CommitRefList = await params(request)
     page = page_of(q)
-    result = service.commit_refs(db, viewer, id, unquote(sha), q.type, page, runtime(request).settings)
+    result = await in_thread(
+        service.commit_refs, db, viewer, id, unquote(sha), q.type, page, runtime(request).settings
+    )
     return paginated(request, [commit_ref(kind, name) for kind, name in result.items], page, result)
 
 
@@ -95,7 +102,9 @@ async def commit_sequence(
     request: Req, db: Db, viewer: Viewer, id: FromPath[str], sha: FromPath[str]
 ) -> Response[bytes]:
     q: CommitSequence = await params(request)
-    count = service.commit_sequence(db, viewer, id, unquote(sha), q.first_parent, runtime(request).settings)
+    count = await in_thread(
+        service.commit_sequence, db, viewer, id, unquote(sha), q.first_parent, runtime(request).settings
+    )
     return render({"count": count})
 
 
@@ -105,7 +114,9 @@ async def commit_diff(
 ) -> Response[bytes]:
     q: CommitDiffList = await params(request)
     page = page_of(q)
-    result = service.commit_diff(db, viewer, id, unquote(sha), page, runtime(request).settings)
+    result = await in_thread(
+        service.commit_diff, db, viewer, id, unquote(sha), page, runtime(request).settings
+    )
     return paginated(request, [diff_entry(d, unidiff=q.unidiff) for d in result.items], page, result)
 
 
@@ -136,7 +147,10 @@ async def cherry_pick(
     request: Req, db: Db, actor: Authenticated, id: FromPath[str], sha: FromPath[str]
 ) -> Response[bytes]:
     p: CherryPick = await params(request)
-    return _picked(request, service.cherry_pick(db, actor, id, unquote(sha), p, runtime(request).settings))
+    return _picked(
+        request,
+        await in_thread(service.cherry_pick, db, actor, id, unquote(sha), p, runtime(request).settings),
+    )
 
 
 @post(BASE + "/{sha:str}/revert", params=Revert)
@@ -144,7 +158,9 @@ async def revert_commit(
     request: Req, db: Db, actor: Authenticated, id: FromPath[str], sha: FromPath[str]
 ) -> Response[bytes]:
     p: Revert = await params(request)
-    return _picked(request, service.revert(db, actor, id, unquote(sha), p, runtime(request).settings))
+    return _picked(
+        request, await in_thread(service.revert, db, actor, id, unquote(sha), p, runtime(request).settings)
+    )
 
 
 ROUTES: list[HTTPRouteHandler] = [

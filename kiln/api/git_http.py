@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from litestar import Request, Response
@@ -17,7 +17,7 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
 from litestar.response import Stream
 
-from kiln.api._deps import runtime
+from kiln.api._deps import in_thread, runtime
 from kiln.api._routes import route
 from kiln.errors import KilnError, RouteNotFound, Unauthorized
 from kiln.git import transport
@@ -103,7 +103,7 @@ async def _open(request: Req, project: str, wanted: str | None) -> tuple[service
     rt = runtime(request)
     db = rt.sessions()
     try:
-        access = await _in_thread(
+        access = await in_thread(
             service.open_repository,
             db,
             rt.settings,
@@ -146,14 +146,18 @@ async def _receive_pack(
     media = transport.content_type(RECEIVE_PACK, "result")
     try:
         head, push = await transport.read_push(body)
-        check = await _in_thread(service.check_push, db, rt.settings, access, push)
+        check = await in_thread(service.check_push, db, rt.settings, access, push)
         if check.refused is not None:
             async for _ in body:  # the pack the client sends anyway
                 pass
             db.close()
             return Response(transport.refusal(push, check.refused), media_type=media, headers=NO_CACHE)
         git = await GitProcess.start(
-            RECEIVE_PACK, access.repo_path, protocol=request.headers.get("git-protocol"), guard=check.guard
+            RECEIVE_PACK,
+            access.repo_path,
+            protocol=request.headers.get("git-protocol"),
+            guard=check.guard,
+            max_input=rt.settings.max_push_bytes,
         )
     except BaseException:
         db.close()
@@ -172,7 +176,7 @@ async def _receive_pack(
             async for chunk in git.output():
                 chunks.put_nowait(chunk)
             await git.wait()
-            await _in_thread(service.record_push, db, rt.settings, access, check)
+            await in_thread(service.record_push, db, rt.settings, access, check)
         except Exception:
             log.exception("recording the push to %s failed", access.subject.project.id)
         finally:
@@ -188,11 +192,6 @@ async def _receive_pack(
             yield chunk
 
     return Stream(result(), media_type=media, headers=NO_CACHE)
-
-
-async def _in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Synchronous services off the event loop: the transport streams meanwhile."""
-    return await asyncio.to_thread(fn, *args, **kwargs)
 
 
 def _text(status: int, message: str, headers: dict[str, str] | None = None) -> Response[bytes]:

@@ -10,7 +10,7 @@ from litestar import Request, Response
 from litestar.params import FromPath
 from litestar.response import Stream
 
-from kiln.api._deps import Authenticated, Db, Viewer, int_id, runtime
+from kiln.api._deps import Authenticated, Db, Viewer, in_thread, int_id, runtime
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
 from kiln.api._render import no_content, render
@@ -89,7 +89,7 @@ async def list_starred_projects(
 @post("/projects", params=ProjectCreate)
 async def create_project(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
     p: ProjectCreate = await params(request)
-    rec = service.create_project(db, actor, p, runtime(request).settings)
+    rec = await in_thread(service.create_project, db, actor, p, runtime(request).settings)
     return render(project_full(rec, _base(request)), status=201)
 
 
@@ -99,7 +99,7 @@ async def create_project_for_user(
 ) -> Response[bytes]:
     p: ProjectCreateForUser = await params(request)
     owner = user_service.get_user(db, actor, int_id(user_id))
-    rec = service.create_project(db, actor, p, runtime(request).settings, for_user=owner)
+    rec = await in_thread(service.create_project, db, actor, p, runtime(request).settings, for_user=owner)
     return render(project_full(rec, _base(request)), status=201)
 
 
@@ -156,7 +156,7 @@ async def unarchive_project(request: Req, db: Db, actor: Authenticated, id: From
 @post("/projects/{id:str}/fork", params=ProjectFork)
 async def fork_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
     p: ProjectFork = await params(request)
-    rec = service.fork_project(db, actor, id, p, runtime(request).settings)
+    rec = await in_thread(service.fork_project, db, actor, id, p, runtime(request).settings)
     return render(project_full(rec, _base(request)), status=201)
 
 
@@ -195,7 +195,7 @@ async def list_starrers(request: Req, db: Db, viewer: Viewer, id: FromPath[str])
 
 @get("/projects/{id:str}/languages", auth="optional")
 async def languages(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Response[bytes]:
-    return render(service.languages(db, viewer, id, runtime(request).settings))
+    return render(await in_thread(service.languages, db, viewer, id, runtime(request).settings))
 
 
 @post("/projects/{id:str}/share", params=ProjectShare)

@@ -11,7 +11,7 @@ from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
 
-from kiln.api._deps import Authenticated, Db, Viewer, runtime
+from kiln.api._deps import Authenticated, Db, Viewer, in_thread, runtime
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
 from kiln.api._render import no_content, render
@@ -61,7 +61,7 @@ def _view(request: Req, found: service.OneBranch) -> dict[str, Any]:
 @post(f"{BASE}/branches", params=BranchCreate)
 async def create_branch(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
     p: BranchCreate = await params(request)
-    found = service.create_branch(db, actor, id, runtime(request).settings, p)
+    found = await in_thread(service.create_branch, db, actor, id, runtime(request).settings, p)
     return render(_view(request, found), status=201)
 
 
@@ -70,7 +70,7 @@ async def delete_branch(
     request: Req, db: Db, actor: Authenticated, id: FromPath[str], branch: FromPath[str]
 ) -> Response[bytes]:
     since = parse_http_date(request.headers.get("if-unmodified-since"))
-    service.delete_branch(db, actor, id, runtime(request).settings, unquote(branch), since)
+    await in_thread(service.delete_branch, db, actor, id, runtime(request).settings, unquote(branch), since)
     return no_content()
 
 
@@ -78,7 +78,7 @@ async def delete_branch(
 async def delete_merged_branches(
     request: Req, db: Db, actor: Authenticated, id: FromPath[str]
 ) -> Response[bytes]:
-    service.delete_merged(db, actor, id, runtime(request).settings)
+    await in_thread(service.delete_merged, db, actor, id, runtime(request).settings)
     return render({"message": "202 Accepted"}, status=202)
 
 

@@ -12,7 +12,7 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
 from litestar.response import Stream
 
-from kiln.api._deps import Db, Viewer, runtime
+from kiln.api._deps import Db, Viewer, in_thread, runtime
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
 from kiln.api._render import render
@@ -28,7 +28,7 @@ Req = Request[Any, Any, Any]
 @get("/projects/{id:str}/repository/compare", auth="optional", params=CompareParams)
 async def compare(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Response[bytes]:
     q: CompareParams = await params(request)
-    result = service.compare(db, viewer, id, q, runtime(request).settings)
+    result = await in_thread(service.compare, db, viewer, id, q, runtime(request).settings)
     return render(compare_view(result.comparison, result.web_url, unidiff=q.unidiff))
 
 
@@ -36,7 +36,7 @@ async def compare(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Re
 async def contributors(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Response[bytes]:
     q: ContributorList = await params(request)
     page = page_of(q)
-    result = service.contributors(db, viewer, id, q, page, runtime(request).settings)
+    result = await in_thread(service.contributors, db, viewer, id, q, page, runtime(request).settings)
     return paginated(request, [contributor(c) for c in result.items], page, result)
 
 

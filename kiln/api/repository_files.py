@@ -11,7 +11,7 @@ from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
 from litestar.response import Stream
 
-from kiln.api._deps import Authenticated, Db, Viewer, runtime
+from kiln.api._deps import Authenticated, Db, Viewer, in_thread, runtime
 from kiln.api._params import params
 from kiln.api._render import no_content, render
 from kiln.api._routes import delete, get, post, put
@@ -65,7 +65,8 @@ async def get_raw_file(request: Req, db: Db, viewer: Viewer) -> Response[Any]:
 async def get_blame(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
     q: FileBlame = await params(request)
     lines = (q.range.start, q.range.end) if q.range is not None else None
-    rec, ranges = service.blame_file(
+    rec, ranges = await in_thread(
+        service.blame_file,
         db,
         viewer,
         q.id,
@@ -81,21 +82,25 @@ async def get_blame(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
 @post(FILE, params=FileWrite)
 async def create_file(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
     p: FileWrite = await params(request)
-    branch = service.write_file(db, actor, p.id, p.file_path, p, runtime(request).settings, "create")
+    branch = await in_thread(
+        service.write_file, db, actor, p.id, p.file_path, p, runtime(request).settings, "create"
+    )
     return render(write_result(p.file_path, branch), status=201)
 
 
 @put(FILE, params=FileWrite)
 async def update_file(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
     p: FileWrite = await params(request)
-    branch = service.write_file(db, actor, p.id, p.file_path, p, runtime(request).settings, "update")
+    branch = await in_thread(
+        service.write_file, db, actor, p.id, p.file_path, p, runtime(request).settings, "update"
+    )
     return render(write_result(p.file_path, branch))
 
 
 @delete(FILE, params=FileDelete)
 async def delete_file(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
     p: FileDelete = await params(request)
-    service.write_file(db, actor, p.id, p.file_path, p, runtime(request).settings, "delete")
+    await in_thread(service.write_file, db, actor, p.id, p.file_path, p, runtime(request).settings, "delete")
     return no_content()
 
 

@@ -10,7 +10,7 @@ from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
 
-from kiln.api._deps import Authenticated, Db, Viewer, runtime
+from kiln.api._deps import Authenticated, Db, Viewer, in_thread, runtime
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
 from kiln.api._render import no_content, render
@@ -49,7 +49,7 @@ async def get_tag(
 @post(BASE, params=TagCreate)
 async def create_tag(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
     p: TagCreate = await params(request)
-    found = service.create_tag(db, actor, id, runtime(request).settings, p)
+    found = await in_thread(service.create_tag, db, actor, id, runtime(request).settings, p)
     return render(tag_view(found.tag, _web(request, found.full_path)), status=201)
 
 
@@ -58,7 +58,7 @@ async def delete_tag(
     request: Req, db: Db, actor: Authenticated, id: FromPath[str], tag_name: FromPath[str]
 ) -> Response[bytes]:
     since = parse_http_date(request.headers.get("if-unmodified-since"))
-    service.delete_tag(db, actor, id, runtime(request).settings, unquote(tag_name), since)
+    await in_thread(service.delete_tag, db, actor, id, runtime(request).settings, unquote(tag_name), since)
     return no_content()
 
 

@@ -298,8 +298,12 @@ class GitProcess:
         advertise: bool = False,
         protocol: str | None = None,
         guard: ForceGuard | None = None,
+        max_input: int = 0,
     ) -> GitProcess:
+        """`max_input`: the largest pack receive-pack accepts (0: any)."""
         config = ["-c", "uploadpack.allowFilter=true"]
+        if max_input > 0:
+            config += ["-c", f"receive.maxInputSize={max_input}"]
         env = {**os.environ, **protocol_env(protocol)}
         if guard is not None:
             config += ["-c", f"core.hooksPath={guard.hooks}"]

@@ -491,3 +491,61 @@ def test_shallow_and_partial_clones(base_url, git, tmp_path, owner, unique):
     git.run("clone", "-q", "--filter=blob:none", url, str(partial))
     assert (partial / "second.txt").read_text() == "2\n"
     assert git.run("config", "remote.origin.partialclonefilter", cwd=partial).stdout.strip() == "blob:none"
+
+
+# --- push size ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def limited_server(
+    new_database_url: Callable[[], str | None], tmp_path_factory: pytest.TempPathFactory
+) -> Any:
+    """A server with a 1 MB API body limit and a 4 MB push limit."""
+    from tests.e2e.conftest import start_server
+
+    base = tmp_path_factory.mktemp("limits")
+    server = start_server(
+        base / "data",
+        new_database_url(),
+        base,
+        KILN_MAX_REQUEST_BODY_BYTES=str(1024 * 1024),
+        KILN_MAX_PUSH_BYTES=str(4 * 1024 * 1024),
+    )
+    yield server
+    server.stop()
+
+
+def _push_random(git: Git, work: Path, url: str, size: int) -> subprocess.CompletedProcess[str]:
+    git.run("init", "-q", "-b", "main", str(work))
+    (work / "noise.bin").write_bytes(os.urandom(size))
+    git.run("add", ".", cwd=work)
+    git.run("commit", "-q", "-m", "noise", cwd=work)
+    return git.run("push", "-q", url, "main", cwd=work, check=False)
+
+
+def test_a_push_is_not_held_to_the_api_body_limit(limited_server, git, tmp_path, unique):
+    owner = create_user(limited_server.url, unique("pusher"))
+    project = create_project(limited_server.url, owner[1], unique("over-body-limit"))
+    url = with_credentials(project["http_url_to_repo"], "x", owner[1])
+    pushed = _push_random(git, tmp_path / "work", url, 2 * 1024 * 1024)
+    assert pushed.returncode == 0, pushed.stderr
+    branch = api(limited_server.url, "GET", f"/projects/{project['id']}/repository/branches/main", owner[1])
+    assert branch.status_code == 200
+    # The API's own limit still holds.
+    big = api(
+        limited_server.url, "POST", "/projects", owner[1], json={"name": "x", "description": "d" * 2**21}
+    )
+    assert big.status_code == 413
+
+
+def test_a_push_over_max_push_bytes_is_refused_and_changes_nothing(limited_server, git, tmp_path, unique):
+    owner = create_user(limited_server.url, unique("pusher"))
+    project = create_project(limited_server.url, owner[1], unique("over-push-limit"))
+    url = with_credentials(project["http_url_to_repo"], "x", owner[1])
+    pushed = _push_random(git, tmp_path / "work", url, 6 * 1024 * 1024)
+    assert pushed.returncode != 0
+    branches = api(limited_server.url, "GET", f"/projects/{project['id']}/repository/branches", owner[1])
+    assert branches.json() == []
+    on_server = repository_path(limited_server.data_dir / "repositories", project["id"])
+    assert not list(on_server.glob("objects/tmp_objdir-incoming-*"))
+    assert not list(on_server.glob("objects/pack/*.pack"))
