@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from kiln.api._deps import SESSION_SCOPE_KEY
 from kiln.errors import PayloadTooLarge
 
 Scope = dict[str, Any]
@@ -93,7 +94,12 @@ class KilnASGI:
         if scope["method"] == "HEAD":
             scope = {**scope, "method": "GET", "kiln_head": True}
             send = _without_body(send)
-        await self.app(scope, receive, send)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            db = scope.get(SESSION_SCOPE_KEY)
+            if db is not None:
+                db.close()
 
 
 def _limited(receive: Any, limit: int) -> Any:
