@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 from kiln.entities._format import day, iso
 from kiln.entities.users import user_basic
@@ -52,6 +53,14 @@ def _ssh_host(base: str) -> str:
     return host.split(":", 1)[0]
 
 
+def _readme_url(rec: ProjectRecord, web_url: str) -> str | None:
+    """Where the web interface shows the default branch's README, for those who may read code."""
+    p = rec.project
+    if not (rec.can_read_code and p.readme_path and p.default_branch):
+        return None
+    return f"{web_url}/-/blob/{quote(p.default_branch, safe='/')}/{quote(p.readme_path)}"
+
+
 def project_simple(rec: ProjectRecord, base: str) -> dict[str, Any]:
     p, ns = rec.project, rec.namespace
     full_path = project_full_path(rec)
@@ -70,7 +79,7 @@ def project_simple(rec: ProjectRecord, base: str) -> dict[str, Any]:
         "ssh_url_to_repo": f"git@{_ssh_host(base)}:{full_path}.git",
         "http_url_to_repo": f"{web_url}.git",
         "web_url": web_url,
-        "readme_url": None,
+        "readme_url": _readme_url(rec, web_url),
         "forks_count": p.forks_count,
         "avatar_url": project_avatar_url(p, base),
         "star_count": p.star_count,

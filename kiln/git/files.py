@@ -171,6 +171,55 @@ def blob_by_sha(repo: pygit2.Repository, sha: str) -> pygit2.Blob | None:
     return obj if isinstance(obj, pygit2.Blob) else None
 
 
+# A README GitLab renders (its markup formats) is preferred over a plain one (no extension, .txt).
+_README_MARKUP = {
+    "md",
+    "markdown",
+    "mdown",
+    "mkd",
+    "mkdn",
+    "rst",
+    "adoc",
+    "asciidoc",
+    "asc",
+    "textile",
+    "rdoc",
+    "org",
+    "creole",
+    "wiki",
+    "mediawiki",
+    "pod",
+    "rmd",
+}
+_README_PLAIN = {"", "txt"}
+
+
+def readme_name(repo: pygit2.Repository) -> str | None:
+    """The README at the root of HEAD, as GitLab picks it for `readme_url`: a markup one
+    first, then a plain one, by name within each; None in an empty repository."""
+    if repo.head_is_unborn:
+        return None
+    try:
+        tree = repo.head.peel(pygit2.Commit).tree
+    except (KeyError, ValueError, pygit2.GitError):
+        return None
+    markup: list[str] = []
+    plain: list[str] = []
+    for entry in tree:
+        if entry.type_str != "blob":
+            continue
+        name = display_name(entry.raw_name)
+        stem, _, ext = name.partition(".")
+        if stem.lower() != "readme":
+            continue
+        if ext.lower() in _README_MARKUP:
+            markup.append(name)
+        elif ext.lower() in _README_PLAIN:
+            plain.append(name)
+    found = sorted(markup) or sorted(plain)
+    return found[0] if found else None
+
+
 def has_branches(repo: pygit2.Repository) -> bool:
     return any(ref.startswith(b"refs/heads/") for ref in repo.raw_listall_references())
 

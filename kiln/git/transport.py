@@ -11,7 +11,6 @@ import contextlib
 import logging
 import os
 import re
-import subprocess
 import tempfile
 import zlib
 from collections import deque
@@ -205,15 +204,6 @@ def read_refs(repo_path: Path, names: list[str]) -> dict[str, str | None]:
 def branch_names(repo_path: Path) -> list[str]:
     repo = pygit2.Repository(str(repo_path))
     return [name.removeprefix("refs/heads/") for name in repo.references if name.startswith("refs/heads/")]
-
-
-def set_head(repo_path: Path, branch: str) -> None:
-    subprocess.run(
-        ["git", "symbolic-ref", "HEAD", f"refs/heads/{branch}"],
-        cwd=repo_path,
-        check=True,
-        capture_output=True,
-    )
 
 
 def hooks_dir(root: Path) -> Path:

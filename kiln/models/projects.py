@@ -59,6 +59,8 @@ class Project(Timestamps, Base):
     description: Mapped[str] = mapped_column(Text, default="")
     visibility: Mapped[str] = mapped_column(String(16), default=PRIVATE)
     default_branch: Mapped[str | None] = mapped_column(String(255))
+    # The README at the root of the default branch, kept by every ref update (readme_url).
+    readme_path: Mapped[str | None] = mapped_column(String(255))
     archived: Mapped[bool] = mapped_column(default=False)
     avatar_path: Mapped[str | None] = mapped_column(String(512))
     last_activity_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from kiln import policy
 from kiln.auth.actor import Actor
 from kiln.config import Settings
+from kiln.db import transaction
 from kiln.errors import BadRequest, NotFound
 from kiln.git import branches as git_refs
 from kiln.git.branches import BRANCH_PREFIX, BranchRef
@@ -200,7 +201,11 @@ def _ensure_default_branch(db: Session, actor: Actor, ctx: RepoContext) -> None:
         )
     except (ConcurrentUpdate, EmptyCommit):
         return  # someone pushed the first branch meanwhile: build on theirs
-    repositories.bookkeeping(db, ctx, actor, f"{BRANCH_PREFIX}{default}", previous, str(commit.id))
+    with transaction(db):
+        repositories.adopt_first_branch(db, ctx.project, repo, default)
+        repositories.record_push(
+            db, ctx.project, actor, f"{BRANCH_PREFIX}{default}", previous, str(commit.id), repo
+        )
 
 
 def create_branch(db: Session, actor: Actor, ident: str, settings: Settings, p: BranchCreate) -> OneBranch:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pygit2
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from kiln import policy
@@ -33,7 +33,7 @@ from kiln.git.errors import (
 from kiln.git.history import LogQuery, Stats
 from kiln.git.refs import branch_tip, resolve_commit, valid_branch_name
 from kiln.git.writes import FileAction, Person, commit_actions, write_commit
-from kiln.models import CommitNote, Event, Project, User
+from kiln.models import CommitNote, Event, User
 from kiln.pagination import TOTAL_LIMIT, Page, PageResult
 from kiln.policy import Action
 from kiln.queries.paging import list_page, offset_page
@@ -432,21 +432,12 @@ def create_commit(db: Session, actor: Actor, ident: str, p: CommitCreate, settin
     except ConcurrentUpdate:
         raise _concurrent(p.branch) from None
     with transaction(db):
+        if was_empty:
+            repositories.adopt_first_branch(db, ctx.project, repo, p.branch)
         repositories.record_push(
             db, ctx.project, actor, f"refs/heads/{p.branch}", previous, str(commit.id), repo
         )
-        if was_empty:
-            _make_default(db, ctx, repo, p.branch)
     return CommitDetail(_where(ctx), commit, history.stats(commit) if p.stats else None)
-
-
-def _make_default(db: Session, ctx: RepoContext, repo: pygit2.Repository, branch: str) -> None:
-    """The first branch of an empty repository becomes its default branch."""
-    if ctx.project.default_branch == branch:
-        return
-    repo.set_head(f"refs/heads/{branch}")
-    db.execute(update(Project).where(Project.id == ctx.project.id).values(default_branch=branch))
-    ctx.project.default_branch = branch
 
 
 def _target_branch(ctx: RepoContext, branch: str) -> pygit2.Commit:

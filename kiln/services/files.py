@@ -27,7 +27,7 @@ from kiln.git.errors import ActionFailed, ConcurrentUpdate, EmptyCommit, Invalid
 from kiln.git.refs import branch_tip, resolve_commit, valid_branch_name
 from kiln.git.writes import FileAction, Person, commit_actions
 from kiln.schemas.files import FileDelete, FileWrite
-from kiln.services import instance_settings, repositories
+from kiln.services import repositories
 from kiln.services.repositories import PUSH_REFUSED, RepoContext
 
 NOT_ON_BRANCH = "You can only create or edit files when you are on a branch"
@@ -238,23 +238,9 @@ def write_file(
             f"Could not update branch {p.branch}. Please refresh and try again.", raw=True
         ) from None
     with transaction(db):
+        if empty:
+            repositories.adopt_first_branch(db, ctx.project, repo, p.branch)
         repositories.record_push(
             db, ctx.project, actor, f"refs/heads/{p.branch}", before, str(commit.id), repo
         )
-        if empty:
-            _first_branch(db, ctx, p.branch)
     return p.branch
-
-
-def _first_branch(db: Session, ctx: RepoContext, branch: str) -> None:
-    """The first branch of an empty repository becomes its default (clients.md 16), protected
-    as the instance protects default branches."""
-    repo = ctx.ensure()
-    repo.set_head(f"refs/heads/{branch}")
-    project = ctx.project
-    if project.default_branch == branch:
-        return
-    project.default_branch = branch
-    if repositories.protection_for(db, project.id, branch) is None:
-        level = int(instance_settings.current(db)["default_branch_protection"])
-        repositories.protect_default_branch(db, project, level)

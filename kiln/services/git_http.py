@@ -28,8 +28,8 @@ from kiln.git.refs import is_object_id
 from kiln.git.transport import RECEIVE_PACK, UPLOAD_PACK, ForceGuard, PushRequest, RefCommand
 from kiln.models import Project
 from kiln.policy import Action, ProjectSubject
-from kiln.services import instance_settings, repositories
 from kiln.services import projects as project_service
+from kiln.services import repositories
 from kiln.services.sessions import check_password
 
 ACCESS_DENIED = (
@@ -271,7 +271,7 @@ def _force_refused(db: Session, access: GitAccess, command: RefCommand) -> bool:
     return not repositories.may_push(db, access.actor, access.subject, branch, force=True)
 
 
-def record_push(db: Session, settings: Settings, access: GitAccess, check: PushCheck) -> list[str]:
+def record_push(db: Session, access: GitAccess, check: PushCheck) -> list[str]:
     """The bookkeeping of what the push changed (refs compared before and after git ran):
     one transaction with a push event per moved branch or tag, and on a first push the
     project's default branch (HEAD follows it). Returns the refs that moved."""
@@ -285,7 +285,7 @@ def record_push(db: Session, settings: Settings, access: GitAccess, check: PushC
         if project is None:
             return moved
         if not check.had_branches:
-            _first_push(db, settings, access, project, moved, after)
+            _first_push(db, project, repo, moved, after)
         for ref in moved:
             if ref.startswith(("refs/heads/", "refs/tags/")):
                 repositories.record_push(db, project, access.actor, ref, check.before[ref], after[ref], repo)
@@ -293,23 +293,11 @@ def record_push(db: Session, settings: Settings, access: GitAccess, check: PushC
 
 
 def _first_push(
-    db: Session,
-    settings: Settings,
-    access: GitAccess,
-    project: Project,
-    moved: list[str],
-    after: dict[str, str | None],
+    db: Session, project: Project, repo: pygit2.Repository, moved: list[str], after: dict[str, str | None]
 ) -> None:
     """The first branches pushed into an empty repository: the project's default branch stays
     if it was among them, else the first one pushed becomes the default."""
     pushed = [r.removeprefix("refs/heads/") for r in moved if r.startswith("refs/heads/") and after[r]]
-    if not pushed:
-        return
-    branch = project.default_branch if project.default_branch in pushed else pushed[0]
-    transport.set_head(access.repo_path, branch)
-    if branch == project.default_branch:
-        return
-    project.default_branch = branch
-    if repositories.protection_for(db, project.id, branch) is None:
-        level = int(instance_settings.current(db)["default_branch_protection"])
-        repositories.protect_default_branch(db, project, level)
+    if pushed:
+        branch = project.default_branch if project.default_branch in pushed else pushed[0]
+        repositories.adopt_first_branch(db, project, repo, branch)

@@ -20,6 +20,7 @@ from kiln.auth.actor import Actor
 from kiln.config import Settings
 from kiln.db import transaction
 from kiln.errors import BadRequest, Conflict, ConflictList, NotFound, ValidationFailed
+from kiln.git.files import readme_name
 from kiln.git.layout import repository_path, wiki_path
 from kiln.models import (
     Member,
@@ -519,9 +520,7 @@ def create_project(
             # The repository is created inside the transaction and removed if it fails, so a
             # refused or failed creation leaves neither rows nor folders behind.
             created.append(project.id)
-            _create_repository(
-                db, project, settings, inst, readme=p.initialize_with_readme, author=actor.user
-            )
+            _create_repository(db, project, settings, readme=p.initialize_with_readme, author=actor.user)
     except BaseException:
         from kiln.services.repositories import store
 
@@ -535,7 +534,6 @@ def _create_repository(
     db: Session,
     project: Project,
     settings: Settings,
-    inst: instance_settings.InstanceSettings,
     *,
     readme: bool,
     author: User,
@@ -545,8 +543,6 @@ def _create_repository(
 
     repo = repositories.store(settings).create(project.id, project.default_branch or "main")
     if readme:
-        # The default branch is protected when it first exists (here, or at the first push).
-        repositories.protect_default_branch(db, project, int(inst["default_branch_protection"]))
         person = Person(author.name, author.email)
         content = (
             f"# {project.name}\n\n{project.description}\n" if project.description else f"# {project.name}\n"
@@ -559,6 +555,7 @@ def _create_repository(
             author=person,
             committer=person,
         )
+        repositories.adopt_first_branch(db, project, repo, project.default_branch or "main")
         repositories.record_push(
             db, project, None, f"refs/heads/{project.default_branch}", None, str(repo.head.target), repo
         )
@@ -764,6 +761,7 @@ def fork_project(db: Session, actor: Actor, ident: str, p: ProjectFork, settings
             path=path,
             visibility=visibility,
             default_branch=source.default_branch,
+            readme_path=source.readme_path,
             forked_from_id=source.id,
             runners_token="GR1348941" + secrets.token_urlsafe(15),
         )
@@ -784,7 +782,7 @@ def fork_project(db: Session, actor: Actor, ident: str, p: ProjectFork, settings
 
 def _move_head(settings: Settings, project: Project, branch: str) -> None:
     """The default branch is the repository's HEAD; it must name an existing branch (an
-    empty repository takes any name, for its first push)."""
+    empty repository takes any name, for its first push). readme_url follows it."""
     from kiln.services.repositories import store
 
     st = store(settings)
@@ -797,6 +795,7 @@ def _move_head(settings: Settings, project: Project, branch: str) -> None:
     if repo.references.get(f"refs/heads/{branch}") is None:
         raise ValidationFailed({"base": [f"Could not change HEAD: branch '{branch}' does not exist"]})
     repo.set_head(f"refs/heads/{branch}")
+    project.readme_path = readme_name(repo)
 
 
 def _copy_repository(settings: Settings, source_id: int, fork_id: int) -> None:

@@ -21,6 +21,7 @@ from kiln.auth.actor import Actor
 from kiln.config import Settings
 from kiln.db import transaction
 from kiln.errors import Forbidden
+from kiln.git import files as git_files
 from kiln.git.maintenance import refresh_commit_graph
 from kiln.git.refs import ZERO
 from kiln.git.store import RepositoryStore, store_for
@@ -125,6 +126,18 @@ def protect_default_branch(db: Session, project: Project, level: int) -> None:
     )
 
 
+def adopt_first_branch(db: Session, project: Project, repo: pygit2.Repository, branch: str) -> None:
+    """The first branch of an empty repository becomes the project's default branch
+    (clients.md 16): HEAD names it, and it is protected as the instance protects default
+    branches. Runs before record_push, which reads the README through HEAD."""
+    from kiln.services import instance_settings
+
+    repo.set_head(f"refs/heads/{branch}")
+    project.default_branch = branch
+    if protection_for(db, project.id, branch) is None:
+        protect_default_branch(db, project, int(instance_settings.current(db)["default_branch_protection"]))
+
+
 def record_push(
     db: Session,
     project: Project,
@@ -175,8 +188,8 @@ def record_push(
     )
     db.add(event)
     jobs.enqueue(db, MAINTAIN, {"project_id": project.id})
-    now = datetime.now(UTC)
-    db.execute(update(Project).where(Project.id == project.id).values(last_activity_at=now))
+    project.last_activity_at = datetime.now(UTC)
+    project.readme_path = git_files.readme_name(repo)
     _refresh_statistics(db, project, repo)
     return event
 

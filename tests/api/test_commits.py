@@ -916,6 +916,8 @@ def test_create_on_an_empty_repository_creates_the_branch_and_makes_it_default(a
     assert c["parent_ids"] == []
     assert api(owner).get(f"/projects/{p['id']}").json()["default_branch"] == "trunk"
     assert ids(api(owner).get(commits_url(p["id"]))) == [c["id"]]
+    rules = api(owner).get(f"/projects/{p['id']}/protected_branches").json()
+    assert [rule["name"] for rule in rules] == ["trunk"]
     fsck_clean(settings, p["id"])
 
 

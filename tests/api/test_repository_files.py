@@ -815,6 +815,15 @@ def test_the_new_default_branch_of_an_empty_repository_is_protected(api, make, d
     assert "trunk" in {rule.name for rule in rules}
 
 
+def test_a_first_write_to_the_named_default_branch_protects_it(api, make, db):
+    u = make.user()
+    p = new_project(api, u, readme=False)
+    api(u).post(files_url(p, "first.txt"), json=write_body(content="first"))
+    db.expire_all()
+    rules = db.scalars(select(ProtectedBranch).where(ProtectedBranch.project_id == p["id"])).all()
+    assert [rule.name for rule in rules] == ["main"]
+
+
 # ---------------------------------------------------------------------------- update
 
 

@@ -268,15 +268,21 @@ def test_push_into_an_empty_project_sets_its_default_branch(
     ]
 
 
-def test_first_push_of_the_default_branch_keeps_it(base_url, git, tmp_path, owner, unique):
+def test_first_push_of_the_default_branch_keeps_and_protects_it(base_url, git, tmp_path, owner, unique):
     project = create_project(base_url, owner[1], unique("keep"))
     url = with_credentials(project["http_url_to_repo"], "x", owner[1])
     work = tmp_path / "work"
     git.run("init", "-q", "-b", "feature", str(work))
-    git.commit(work, "a.txt", "a\n")
+    git.commit(work, "README.md", "# keep\n")
     git.run("branch", "main", cwd=work)
     git.run("push", "-q", url, "feature", "main", cwd=work)
-    assert api(base_url, "GET", f"/projects/{project['id']}", owner[1]).json()["default_branch"] == "main"
+    got = api(base_url, "GET", f"/projects/{project['id']}", owner[1]).json()
+    assert (got["default_branch"], got["readme_url"]) == (
+        "main",
+        f"{project['web_url']}/-/blob/main/README.md",
+    )
+    rules = api(base_url, "GET", f"/projects/{project['id']}/protected_branches", owner[1]).json()
+    assert [rule["name"] for rule in rules] == ["main"]
 
 
 def test_push_new_branch_fast_forward_and_events(base_url, git, tmp_path, owner, unique, kiln_server):
