@@ -17,8 +17,9 @@ depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("projects") as batch:
-        batch.add_column(sa.Column("readme_path", sa.String(255), nullable=True))
+    # A plain ADD COLUMN on both databases: a batch operation would reflect (and on SQLite
+    # might rebuild) a table with expression indexes.
+    op.add_column("projects", sa.Column("readme_path", sa.String(255), nullable=True))
 
 
 def downgrade() -> None:
