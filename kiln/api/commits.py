@@ -127,7 +127,7 @@ async def list_comments(
     q: CommitCommentList = await params(request)
     page = page_of(q)
     settings = runtime(request).settings
-    notes, result = service.list_comments(db, viewer, id, unquote(sha), page, settings)
+    notes, result = await in_thread(service.list_comments, db, viewer, id, unquote(sha), page, settings)
     items = [commit_note(n.note, n.author, settings.external_url) for n in notes]
     return paginated(request, items, page, result)
 
@@ -138,7 +138,7 @@ async def create_comment(
 ) -> Response[bytes]:
     p: CommitCommentCreate = await params(request)
     settings = runtime(request).settings
-    n = service.create_comment(db, actor, id, unquote(sha), p, settings)
+    n = await in_thread(service.create_comment, db, actor, id, unquote(sha), p, settings)
     return render(commit_note(n.note, n.author, settings.external_url), status=201)
 
 

@@ -143,7 +143,7 @@ def window(repo_path: Path, q: LogQuery, *, skip: int, limit: int, cap: int) -> 
     found, total = _totals.get(key) if key is not None else (False, None)
     if found:
         return log(repo_path, q, skip=skip, limit=limit), total
-    if q.path is not None:
+    if q.path is not None and skip + limit <= cap:
         # A path's history is short: one walk gives both the window and the total.
         every = log(repo_path, q, skip=0, limit=cap + 1)
         ids = every[skip : skip + limit]
@@ -151,7 +151,8 @@ def window(repo_path: Path, q: LogQuery, *, skip: int, limit: int, cap: int) -> 
     else:
         ids = log(repo_path, q, skip=skip, limit=limit)
         if len(ids) < limit and (ids or skip == 0):
-            total = skip + len(ids)
+            end = skip + len(ids)
+            total = end if end <= cap else None
         else:
             n = count(repo_path, q, cap=cap + 1)
             total = n if n <= cap else None

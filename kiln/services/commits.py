@@ -59,7 +59,7 @@ REVERT_FAILED = (
 )
 ON_BRANCH = "You can only create or edit files when you are on a branch"
 _SHA = re.compile(r"[0-9a-fA-F]{7,40}")
-_FULL_SHA = re.compile(r"[0-9a-f]{40}")
+_FULL_SHA = re.compile(r"[0-9a-fA-F]{40}")
 # A commit's diff is shown whole; these only bound what one request may build.
 FILES_LIMIT = 100_000
 LINES_LIMIT = 5_000_000

@@ -355,6 +355,30 @@ def test_list_is_paginated_with_links(api, graph, owner):
     )
 
 
+def test_list_over_the_total_limit_has_no_total_even_from_its_last_page(api, owner, monkeypatch):
+    monkeypatch.setattr("kiln.services.commits.TOTAL_LIMIT", 3)
+    p = new_project(api, owner)
+    for n in range(6):
+        commit(api, owner, p["id"], [create(f"f{n}.txt")])
+    last = api(owner).get(commits_url(p["id"]), params={"per_page": 2, "page": 4})
+    first = api(owner).get(commits_url(p["id"]), params={"per_page": 2})
+    assert len(last.json()) == 1
+    assert [("X-Total" in r.headers, "X-Total-Pages" in r.headers) for r in (last, first)] == [
+        (False, False)
+    ] * 2
+
+
+def test_list_of_a_path_pages_past_the_total_limit(api, owner, monkeypatch):
+    monkeypatch.setattr("kiln.services.commits.TOTAL_LIMIT", 3)
+    p = new_project(api, owner)
+    made = [commit(api, owner, p["id"], [create(f"d/f{n}.txt")])["id"] for n in range(6)]
+    for extra in ({}, {"all": "true"}):
+        r = api(owner).get(commits_url(p["id"]), params={"path": "d", "per_page": 2, "page": 2, **extra})
+        assert (ids(r), r.headers["X-Next-Page"], "X-Total" in r.headers) == (made[3:1:-1], "3", False)
+        r = api(owner).get(commits_url(p["id"]), params={"path": "d", "per_page": 2, "page": 3, **extra})
+        assert (ids(r), r.headers["X-Next-Page"]) == (made[1::-1], "")
+
+
 def test_list_unknown_ref_name_is_an_empty_list(api, owner):
     p = new_project(api, owner)
     r = api(owner).get(commits_url(p["id"]), params={"ref_name": "no-such-branch"})
@@ -1058,6 +1082,15 @@ def test_comment_on_a_line_needs_full_sha_valid_path_and_line_and_type_new(api, 
         "created_at": None,
     }
     assert (body["author"]["created_at"][-1], body["created_at"][-1]) == ("Z", "Z")
+
+
+def test_comment_on_a_line_takes_the_full_sha_in_capitals_too(api, owner):
+    p, c = _commented(api, owner)
+    r = api(owner).post(
+        f"{commits_url(p['id'])}/{c['id'].upper()}/comments",
+        json={"note": "n", "path": "a.txt", "line": 2, "line_type": "new"},
+    )
+    assert (r.status_code, r.json()["path"], r.json()["line"]) == (201, "a.txt", 2)
 
 
 def test_comment_line_type_defaults_to_new(api, owner):
