@@ -272,6 +272,16 @@ def test_head_answers_metadata_headers_and_no_body(api, make, settings):
     }
 
 
+@pytest.mark.parametrize("size", [0, 1, 2, 3, 10_000])
+def test_head_reports_the_length_get_sends(api, make, settings, size):
+    u = make.user()
+    p = new_project(api, u)
+    commit_files(settings, p, {"f.bin": bytes(range(256)) * (size // 256) + b"x" * (size % 256)})
+    got = api(u).get(files_url(p, "f.bin"), params={"ref": "main"})
+    head = api(u).head(files_url(p, "f.bin"), params={"ref": "main"})
+    assert head.headers["content-length"] == got.headers["content-length"] == str(len(got.content))
+
+
 def test_get_carries_the_same_metadata_headers(api, make):
     u = make.user()
     p = new_project(api, u)
