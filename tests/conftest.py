@@ -23,6 +23,7 @@ from kiln.runtime import Runtime
 from kiln.services.users import bootstrap_root
 from tests.factories import Factory, MadeUser
 from tests.pg import PostgresServer
+from tests.repositories import unsound_repositories
 
 ROOT_TOKEN = "kiln-test-root-token"
 ROOT_PASSWORD = "root-password-123"
@@ -104,13 +105,14 @@ def wipe(rt: Runtime) -> None:
 
 
 @pytest.fixture
-def settings(runtime: Runtime, tmp_path: Path) -> Settings:
-    """Per-test settings (own data dir); tests may replace fields with `configure`."""
-    runtime.settings = test_settings(
-        str(runtime.engine.url.render_as_string(hide_password=False)), tmp_path / "data"
-    )
+def settings(runtime: Runtime, tmp_path: Path) -> Iterator[Settings]:
+    """Per-test settings (own data dir); tests may replace fields with `configure`. Every
+    repository a test leaves behind must pass `git fsck` afterwards."""
+    data_dir = tmp_path / "data"
+    runtime.settings = test_settings(str(runtime.engine.url.render_as_string(hide_password=False)), data_dir)
     runtime.settings.ensure_dirs()
-    return runtime.settings
+    yield runtime.settings
+    assert unsound_repositories(data_dir / "repositories") == {}
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ from sqlalchemy import select
 from kiln.git.writes import FileAction, Person, commit_actions
 from kiln.models import Event, Project, ProtectedBranch
 from kiln.services import repositories
+from tests.repositories import fsck_errors
 
 WEB = "http://kiln.test"
 ZERO = "0" * 40
@@ -108,13 +109,7 @@ def expected_commit(settings, project: dict, sha: str) -> dict:
 
 
 def assert_fsck_clean(settings, project: dict) -> None:
-    result = subprocess.run(
-        ["git", "-C", str(repo_path(settings, project)), "fsck", "--strict", "--no-dangling"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    assert fsck_errors(repo_path(settings, project)) == ""
 
 
 def last_event(db, project: dict) -> Event:

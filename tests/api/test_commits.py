@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import itertools
-import subprocess
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
@@ -17,6 +16,7 @@ from kiln.models import Project
 from kiln.models.namespaces import DEVELOPER, GUEST, MAINTAINER, REPORTER
 from kiln.services.repositories import store
 from tests.bodies import COMMIT_KEYS
+from tests.repositories import fsck_errors
 
 _names = itertools.count(1)
 
@@ -88,14 +88,7 @@ def tree_of(settings: Any, pid: int, ref: str = "main") -> dict[str, tuple[int, 
 
 
 def fsck_clean(settings: Any, pid: int) -> None:
-    result = subprocess.run(
-        ["git", "fsck", "--strict", "--no-dangling"],
-        cwd=store(settings).path(pid),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert (result.returncode, result.stderr.strip()) == (0, ""), result.stdout
+    assert fsck_errors(store(settings).path(pid)) == ""
 
 
 def at(day: int, second: int = 0) -> datetime:

@@ -19,6 +19,7 @@ from kiln.git.writes import STALE, FileAction, Person, commit_actions
 from kiln.models import Event, Project, ProtectedBranch
 from kiln.models.namespaces import DEVELOPER, GUEST, MAINTAINER, REPORTER
 from kiln.services.repositories import store
+from tests.repositories import fsck_errors
 
 BOT = Person("Setup Bot", "bot@example.com")
 NOT_ON_BRANCH = "You can only create or edit files when you are on a branch"
@@ -98,8 +99,7 @@ def tip(settings, project, branch: str = "main") -> str | None:
 
 
 def assert_fsck_clean(settings, project) -> None:
-    result = git(repo_path(settings, project), "fsck", "--strict", "--no-dangling", check=False)
-    assert (result.returncode, result.stderr.decode()) == (0, "")
+    assert fsck_errors(repo_path(settings, project)) == ""
 
 
 def files_url(project, path_enc: str, suffix: str = "") -> str:

@@ -21,6 +21,7 @@ from sqlalchemy import text
 
 from kiln.db import make_engine_unpooled
 from tests.pg import PostgresServer
+from tests.repositories import unsound_repositories
 
 ROOT_TOKEN = "kiln-e2e-root-token"
 ROOT_PASSWORD = "e2e-root-password-123"
@@ -152,12 +153,14 @@ def new_database_url(postgres: PostgresServer | None) -> Callable[[], str | None
 def kiln_server(
     new_database_url: Callable[[], str | None], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Server]:
-    """The shared server of this worker: tests on it create uniquely named data."""
+    """The shared server of this worker: tests on it create uniquely named data. Every
+    repository its pushes, clones and API calls leave behind must pass `git fsck`."""
     base = tmp_path_factory.mktemp("e2e")
     data_dir = base / "data"
     server = start_server(data_dir, new_database_url(), base)
     yield server
     server.stop()
+    assert unsound_repositories(data_dir / "repositories") == {}
 
 
 @pytest.fixture(scope="session")
