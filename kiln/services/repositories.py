@@ -28,6 +28,7 @@ from kiln.git.store import RepositoryStore, store_for
 from kiln.models import Event, Project, ProjectStatistics, ProtectedBranch
 from kiln.models.repository import DEVELOPER_ACCESS, MAINTAINER_ACCESS
 from kiln.policy import Action, ProjectSubject
+from kiln.services import instance_settings
 from kiln.services import projects as project_service
 
 PUSH_REFUSED = "You are not allowed to push into this branch"
@@ -130,8 +131,6 @@ def adopt_first_branch(db: Session, project: Project, repo: pygit2.Repository, b
     """The first branch of an empty repository becomes the project's default branch
     (clients.md 16): HEAD names it, and it is protected as the instance protects default
     branches. Runs before record_push, which reads the README through HEAD."""
-    from kiln.services import instance_settings
-
     repo.set_head(f"refs/heads/{branch}")
     project.default_branch = branch
     if protection_for(db, project.id, branch) is None:
