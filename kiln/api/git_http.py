@@ -176,7 +176,7 @@ async def _receive_pack(
             async for chunk in git.output():
                 chunks.put_nowait(chunk)
             await git.wait()
-            await in_thread(service.record_push, db, access, check)
+            await in_thread(service.record_push, db, access, check, push.options)
         except Exception:
             log.exception("recording the push to %s failed", access.subject.project.id)
         finally:

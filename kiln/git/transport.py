@@ -35,6 +35,8 @@ CHUNK = 64 * 1024
 # The commands of one push (old new ref per line) are read into memory ahead of the pack.
 MAX_COMMANDS_BYTES = 16 * 1024 * 1024
 HOOK_DECLINED = "pre-receive hook declined"
+# The capability under which a push's options (`git push -o`) follow its commands.
+PUSH_OPTIONS = "push-options"
 # GIT_PROTOCOL values git itself sends ("version=2", "version=2:object-format=sha256").
 _PROTOCOL = re.compile(r"^[A-Za-z0-9=:._-]{1,200}$")
 
@@ -106,6 +108,7 @@ class RefCommand:
 class PushRequest:
     commands: list[RefCommand]
     capabilities: frozenset[str]
+    options: list[str]  # `git push -o …`, in the order given
 
 
 class MalformedRequest(Exception):
@@ -113,16 +116,19 @@ class MalformedRequest(Exception):
 
 
 class _CommandReader:
-    """The pkt-lines of a receive-pack request's command list, parsed as the bytes arrive."""
+    """The pkt-lines of a receive-pack request's command list, and of the push options that
+    follow it when the client asked for `push-options`, parsed as the bytes arrive."""
 
     def __init__(self) -> None:
         self.data = bytearray()
         self.pos = 0
         self.commands: list[RefCommand] = []
         self.capabilities: frozenset[str] = frozenset()
+        self.options: list[str] = []
+        self.reading_options = False
 
     def add(self, chunk: bytes) -> bool:
-        """True once the flush that ends the commands has arrived."""
+        """True once the flush that ends the commands (or the push options) has arrived."""
         self.data += chunk
         data = self.data
         while len(data) >= self.pos + 4:
@@ -132,12 +138,19 @@ class _CommandReader:
                 raise MalformedRequest("invalid pkt-line length") from None
             if length == 0:
                 self.pos += 4
-                return True
+                if self.reading_options or PUSH_OPTIONS not in self.capabilities or not self.commands:
+                    return True
+                self.reading_options = True
+                continue
             if length < 4:
                 raise MalformedRequest("invalid pkt-line length")
             if len(data) < self.pos + length:
                 return False
-            self._line(bytes(data[self.pos + 4 : self.pos + length]))
+            line = bytes(data[self.pos + 4 : self.pos + length])
+            if self.reading_options:
+                self.options.append(line.removesuffix(b"\n").decode("utf-8", "replace"))
+            else:
+                self._line(line)
             self.pos += length
         return False
 
@@ -161,7 +174,7 @@ async def read_push(body: AsyncIterator[bytes]) -> tuple[bytes, PushRequest]:
     reader = _CommandReader()
     async for chunk in body:
         if reader.add(chunk):
-            return bytes(reader.data), PushRequest(reader.commands, reader.capabilities)
+            return bytes(reader.data), PushRequest(reader.commands, reader.capabilities, reader.options)
         if len(reader.data) > MAX_COMMANDS_BYTES:
             raise MalformedRequest("too many commands")
     raise MalformedRequest("incomplete receive-pack request")
@@ -291,7 +304,7 @@ class GitProcess:
         max_input: int = 0,
     ) -> GitProcess:
         """`max_input`: the largest pack receive-pack accepts (0: any)."""
-        config = ["-c", "uploadpack.allowFilter=true"]
+        config = ["-c", "uploadpack.allowFilter=true", "-c", "receive.advertisePushOptions=true"]
         if max_input > 0:
             config += ["-c", f"receive.maxInputSize={max_input}"]
         env = {**os.environ, **protocol_env(protocol)}

@@ -271,7 +271,7 @@ def _force_refused(db: Session, access: GitAccess, command: RefCommand) -> bool:
     return not repositories.may_push(db, access.actor, access.subject, branch, force=True)
 
 
-def record_push(db: Session, access: GitAccess, check: PushCheck) -> list[str]:
+def record_push(db: Session, access: GitAccess, check: PushCheck, options: list[str]) -> list[str]:
     """The bookkeeping of what the push changed (refs compared before and after git ran):
     one transaction with a push event per moved branch or tag, and on a first push the
     project's default branch (HEAD follows it). Returns the refs that moved."""
@@ -288,7 +288,9 @@ def record_push(db: Session, access: GitAccess, check: PushCheck) -> list[str]:
             _first_push(db, project, repo, moved, after)
         for ref in moved:
             if ref.startswith(("refs/heads/", "refs/tags/")):
-                repositories.record_push(db, project, access.actor, ref, check.before[ref], after[ref], repo)
+                repositories.record_push(
+                    db, project, access.actor, ref, check.before[ref], after[ref], repo, options
+                )
     return moved
 
 

@@ -145,9 +145,11 @@ def record_push(
     before: str | None,
     after: str | None,
     repo: pygit2.Repository,
+    push_options: list[str] | None = None,
 ) -> Event:
     """The bookkeeping of one ref update, inside the caller's transaction: a push event for
-    hooks and CI, the project's activity time, and its repository statistics."""
+    hooks and CI (with the `git push -o` options, for CI and merge requests to act on), the
+    project's activity time, and its repository statistics."""
     before = before or ZERO
     after = after or ZERO
     ref_type = "tag" if ref.startswith("refs/tags/") else "branch"
@@ -183,6 +185,7 @@ def record_push(
             "commit_count": len(commits),
             "commits": commits,
             "action": "created" if before == ZERO else ("removed" if after == ZERO else "pushed"),
+            "push_options": list(push_options or []),
         },
     )
     db.add(event)

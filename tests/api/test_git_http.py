@@ -80,11 +80,15 @@ def add_branch(settings, project, name: str) -> str:
     return sha
 
 
-def push_request(*commands: tuple[str, str, str], caps: str = "report-status side-band-64k") -> bytes:
-    """A receive-pack request of ref commands only (deletions need no pack)."""
+def push_request(
+    *commands: tuple[str, str, str], caps: str = "report-status side-band-64k", options: tuple[str, ...] = ()
+) -> bytes:
+    """A receive-pack request of ref commands only (deletions need no pack), and the push
+    options after them when there are any."""
     lines = [f"{old} {new} {ref}" for old, new, ref in commands]
-    lines[0] += f"\0{caps}"
-    return b"".join(pkt(line + "\n") for line in lines) + b"0000"
+    lines[0] += f"\0{caps}" + (" push-options" if options else "")
+    body = b"".join(pkt(line + "\n") for line in lines) + b"0000"
+    return body + b"".join(pkt(option) for option in options) + b"0000" if options else body
 
 
 def demux(body: bytes) -> tuple[bytes, bytes]:
@@ -460,7 +464,38 @@ def test_deleting_a_branch_is_pushed_and_recorded(api, client, make, settings, d
         sha,
         ZERO,
     )
-    assert event.data["action"] == "removed"
+    assert (event.data["action"], event.data["push_options"]) == ("removed", [])
+
+
+def test_receive_pack_advertises_push_options(api, client, make):
+    owner = make.user()
+    project = new_project(api, owner)
+    r = client.get(refs_url(project, "git-receive-pack"), headers=basic("x", owner.token))
+    capabilities = pkt_lines(r.content)[2].split(b"\0")[1].split()
+    assert b"push-options" in capabilities
+
+
+def test_push_options_are_kept_with_the_push_event(api, client, make, settings, db):
+    owner = make.user()
+    project = new_project(api, owner)
+    sha = add_branch(settings, project, "feature")
+    body = push_request(
+        (sha, ZERO, "refs/heads/feature"), caps="report-status", options=("ci.skip", "ci.variable=A=b c")
+    )
+    half = len(body) - 7  # the options arrive in two pieces
+    r = client.post(
+        rpc_url(project, "git-receive-pack"),
+        content=iter([body[:half], body[half:]]),
+        headers={**RECEIVE_REQUEST, **basic("x", owner.token)},
+    )
+    assert pkt_lines(r.content) == [b"unpack ok\n", b"ok refs/heads/feature\n", b""]
+    event = db.scalars(
+        select(Event).where(Event.project_id == project["id"]).order_by(Event.id.desc())
+    ).first()
+    assert (event.data["ref"], event.data["push_options"]) == (
+        "refs/heads/feature",
+        ["ci.skip", "ci.variable=A=b c"],
+    )
 
 
 def test_protected_branch_refusal_is_a_report_on_the_side_band(api, client, make, settings):

@@ -285,6 +285,18 @@ def test_first_push_of_the_default_branch_keeps_and_protects_it(base_url, git, t
     assert [rule["name"] for rule in rules] == ["main"]
 
 
+def test_push_options_reach_the_push_event(base_url, git, tmp_path, owner, unique, kiln_server):
+    project = create_project(base_url, owner[1], unique("opts"), initialize_with_readme=True)
+    url = with_credentials(project["http_url_to_repo"], "x", owner[1])
+    work = tmp_path / "work"
+    git.run("clone", "-q", url, str(work))
+    git.run("checkout", "-q", "-b", "topic", cwd=work)
+    git.commit(work, "t.txt", "t\n")
+    git.run("push", "-q", "-o", "ci.skip", "-o", "merge_request.title=Add t", "origin", "topic", cwd=work)
+    pushes = [e for e in events_of(kiln_server, project["id"]) if e["ref"] == "refs/heads/topic"]
+    assert [e["push_options"] for e in pushes] == [["ci.skip", "merge_request.title=Add t"]]
+
+
 def test_push_new_branch_fast_forward_and_events(base_url, git, tmp_path, owner, unique, kiln_server):
     project = create_project(base_url, owner[1], unique("push"), initialize_with_readme=True)
     url = with_credentials(project["http_url_to_repo"], "x", owner[1])
