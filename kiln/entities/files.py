@@ -50,11 +50,12 @@ def _header_name(key: str) -> str:
 
 
 def _header_value(value: Any) -> str:
+    """Printable ASCII as it is; a value holding anything else (a non-ASCII or control
+    character, or a `%`) travels percent-encoded as UTF-8, so decoding a value that holds
+    a `%` is always right and no name can break the header."""
     text = str(value).lower() if isinstance(value, bool) else str(value)
-    if text.isascii():
+    if text.isascii() and text.isprintable() and "%" not in text:
         return text
-    # Header values are ASCII on the wire for most HTTP stacks: a non-ASCII name travels
-    # percent-encoded as UTF-8 (printable ASCII other than `%` stays as it is).
     return quote(text, safe=_HEADER_SAFE)
 
 

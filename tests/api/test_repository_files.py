@@ -1069,6 +1069,28 @@ def test_a_non_utf8_file_name_pushed_with_git_is_listed_and_fetched(api, make, s
     assert (blame.status_code, blame.json()[0]["lines"]) == (200, ["latin-1 name"])
 
 
+@pytest.mark.parametrize(
+    ("name", "path_enc", "header"),
+    [
+        (b"caf\xc3\xa9.txt", "caf%C3%A9.txt", "caf%C3%A9.txt"),
+        (b"a%20b.txt", "a%2520b.txt", "a%2520b.txt"),
+        (b"plain name.txt", "plain%20name.txt", "plain name.txt"),
+    ],
+)
+def test_a_file_name_header_is_percent_encoded_unless_plain_printable_ascii(
+    api, make, settings, tmp_path, name, path_enc, header
+):
+    u = make.user()
+    p = new_project(api, u)
+    push_with_git(settings, p, tmp_path, {name: b"x\n"})
+    r = api(u).head(files_url(p, path_enc), params={"ref": "main"})
+    assert (r.status_code, r.headers["x-service-file-name"], r.headers["x-service-file-path"]) == (
+        200,
+        header,
+        header,
+    )
+
+
 def test_a_non_utf8_file_is_updated_through_its_shown_name(api, make, settings, tmp_path):
     u = make.user()
     p = new_project(api, u)
