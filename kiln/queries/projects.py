@@ -34,17 +34,8 @@ from kiln.schemas.projects import ProjectList
 
 def by_ident(db: Session, ident: str) -> Project | None:
     """A project by numeric id or full path (case-insensitive; `%2F` decoded here)."""
-    ident = unquote(ident)
-    if ident.isdigit():
-        return db.get(Project, int(ident))
-    if "/" not in ident:
-        return None
-    ns_path, _, path = ident.rpartition("/")
-    return db.scalars(
-        select(Project)
-        .join(Namespace, Namespace.id == Project.namespace_id)
-        .where(func.lower(Namespace.full_path) == ns_path.lower(), func.lower(Project.path) == path.lower())
-    ).first()
+    row = subject_row(db, ident, None)
+    return None if row is None else row[0]
 
 
 @cache

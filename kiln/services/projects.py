@@ -980,11 +980,7 @@ def sanitize_filename(filename: str) -> str:
 
 def find_upload(db: Session, actor: Actor | None, project_path: str, secret: str, filename: str) -> Upload:
     """An upload served back at its URL: hidden projects and wrong secrets are 404 alike."""
-    project = (
-        finder.by_ident(db, project_path)
-        if not project_path.isdigit()
-        else db.get(Project, int(project_path))
-    )
+    project = finder.by_ident(db, project_path)
     if project is None:
         raise NotFound()
     s = subject(db, actor, project)
