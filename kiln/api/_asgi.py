@@ -17,6 +17,7 @@ import orjson
 
 from kiln.api._deps import SESSION_SCOPE_KEY
 from kiln.errors import PayloadTooLarge
+from kiln.git import transport
 
 Scope = dict[str, Any]
 _ESCAPE = re.compile(rb"%([0-9A-Fa-f]{2})")
@@ -39,9 +40,11 @@ def decode_path(raw: bytes) -> str | None:
         return None
 
 
-# Bodies of git's smart HTTP requests (kiln.git.transport.content_type).
-_GIT_PACK_REQUESTS = (b"application/x-git-upload-pack-request", b"application/x-git-receive-pack-request")
-_GIT_RPC_PATHS = ("/git-upload-pack", "/git-receive-pack")
+# git's smart HTTP requests: their paths and body types.
+_GIT_RPC_PATHS = tuple(f"/{service}" for service in transport.SERVICES)
+_GIT_PACK_REQUESTS = tuple(
+    transport.content_type(service, "request").encode() for service in transport.SERVICES
+)
 
 
 class KilnASGI:

@@ -31,7 +31,7 @@ from kiln.git.errors import (
     RefNotFound,
 )
 from kiln.git.history import LogQuery, Stats
-from kiln.git.refs import branch_tip, resolve_commit, valid_branch_name
+from kiln.git.refs import branch_tip, is_object_id, resolve_commit, valid_branch_name
 from kiln.git.writes import FileAction, Person, commit_actions, write_commit
 from kiln.models import CommitNote, Event, User
 from kiln.pagination import TOTAL_LIMIT, Page, PageResult
@@ -59,7 +59,6 @@ REVERT_FAILED = (
 )
 ON_BRANCH = "You can only create or edit files when you are on a branch"
 _SHA = re.compile(r"[0-9a-fA-F]{7,40}")
-_FULL_SHA = re.compile(r"[0-9a-fA-F]{40}")
 # A commit's diff is shown whole; these only bound what one request may build.
 FILES_LIMIT = 100_000
 LINES_LIMIT = 5_000_000
@@ -265,7 +264,7 @@ def create_comment(
         raise ValidationFailed({"note": ["can't be blank"]})
     path: str | None = None
     line: int | None = None
-    if p.path is not None and p.line is not None and p.line_type == "new" and _FULL_SHA.fullmatch(sha):
+    if p.path is not None and p.line is not None and p.line_type == "new" and is_object_id(sha.lower()):
         assert ctx.repo is not None
         for entry in _file_diffs(ctx.repo, commit):
             if entry.new_path == p.path and p.line in history.added_lines(entry.diff):

@@ -20,10 +20,8 @@ def for_project(db: Session, s: ProjectSubject, settings: Settings) -> dict[str,
     """The caller has checked that the actor may read the code. `{}` for an empty repository."""
     project = s.project
     st = store(settings)
-    if not st.exists(project.id):
-        return {}
-    repo = st.open(project.id)
-    if repo.head_is_unborn:
+    repo = st.find(project.id)
+    if repo is None or repo.head_is_unborn:
         return {}
     try:
         commit = resolve_commit(repo, project.default_branch or None)

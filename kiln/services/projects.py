@@ -785,10 +785,9 @@ def _move_head(settings: Settings, project: Project, branch: str) -> None:
     empty repository takes any name, for its first push). readme_url follows it."""
     from kiln.services.repositories import store
 
-    st = store(settings)
-    if not st.exists(project.id):
+    repo = store(settings).find(project.id)
+    if repo is None:
         return
-    repo = st.open(project.id)
     if repo.head_is_unborn and not list(repo.branches.local):
         repo.set_head(f"refs/heads/{branch}")
         return
