@@ -16,7 +16,7 @@ from kiln.api._params import params
 from kiln.api._render import no_content, render
 from kiln.api._routes import delete, get, post, put
 from kiln.auth.tokens import API, READ_API, READ_REPOSITORY
-from kiln.entities.files import blame_ranges, file_headers, file_record, write_result
+from kiln.entities.files import blame_ranges, content_length, file_headers, file_record, write_result
 from kiln.schemas.files import FileBlame, FileDelete, FileGet, FileRaw, FileWrite
 from kiln.services import files as service
 
@@ -45,11 +45,11 @@ async def get_file(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
     rec = service.read_file(db, viewer, q.id, q.file_path, q.ref, runtime(request).settings)
     if not _head(request):
         return render(file_record(rec), headers=file_headers(rec))
-    # HEAD sends no body but the length GET would: base64 needs no JSON escaping, so the
-    # content adds its key, quotes, a comma and its encoded size.
+    # HEAD sends no body, but the length GET would.
     response = render(file_record(rec, content=False))
-    length = len(response.content) + len(',"content":""') + 4 * ((rec.file.blob.size + 2) // 3)
-    response.headers.update({**file_headers(rec), "Content-Length": str(length)})
+    response.headers.update(
+        {**file_headers(rec), "Content-Length": str(len(response.content) + content_length(rec))}
+    )
     return response
 
 

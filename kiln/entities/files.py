@@ -39,6 +39,12 @@ def file_record(rec: FileRecord, *, content: bool = True) -> dict[str, Any]:
     return view
 
 
+def content_length(rec: FileRecord) -> int:
+    """What `content` adds to the record's JSON: its key and quotes, a comma, and the base64
+    text (which JSON never escapes). HEAD tells GET's length without encoding the file."""
+    return len(',"content":""') + 4 * ((rec.file.blob.size + 2) // 3)
+
+
 def file_headers(rec: FileRecord) -> dict[str, str]:
     """The metadata headers every file read carries (HEAD answers with these alone)."""
     meta = file_record(rec, content=False)
