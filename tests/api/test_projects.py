@@ -12,6 +12,7 @@ from kiln.models import Job, Member, Project, ProjectGroupLink, ProjectStar
 from kiln.models.namespaces import DEVELOPER, GUEST, MAINTAINER, OWNER, REPORTER
 from kiln.services import instance_settings
 from kiln.services.projects import DESTROY_ADJOURNED, REMOVE_FILES
+from tests.api.test_repository_files import files_url, new_project, write_body
 
 # ------------------------------------------------------------------ create
 
@@ -299,28 +300,25 @@ def test_guest_of_a_private_project_sees_no_code_fields(api, make):
     assert api(make.user()).get(f"/projects/{p.id}").status_code == 404
 
 
-def _readme_project(api, user, **fields):
-    return api(user).post("/projects", json={"name": "docs", "initialize_with_readme": True, **fields}).json()
+def _write(api, user, project, path: str, *, branch: str = "main") -> None:
+    r = api(user).post(files_url(project, path), json=write_body(branch=branch, content="text\n"))
+    assert r.status_code == 201, r.text
 
 
-def _write(api, user, project, path: str, *, branch: str = "main", method: str = "post") -> None:
-    url = f"/projects/{project['id']}/repository/files/{path}"
-    body = {"branch": branch, "commit_message": f"{method} {path}"}
-    if method != "delete":
-        body["content"] = "text\n"
-    assert api(user).request(method.upper(), url, json=body).status_code in (200, 201, 204)
+def _delete(api, user, project, path: str, *, branch: str = "main") -> None:
+    assert api(user).delete(files_url(project, path), params=write_body(branch=branch)).status_code == 204
 
 
 def test_readme_url_names_the_readme_of_the_default_branch(api, make):
     u = make.user()
-    p = _readme_project(api, u)
+    p = new_project(api, u)
     assert p["readme_url"] == f"{p['web_url']}/-/blob/main/README.md"
     assert api(u).get(f"/projects/{p['id']}").json()["readme_url"] == p["readme_url"]
 
 
 def test_readme_url_is_null_without_a_readme(api, make):
     u = make.user()
-    p = api(u).post("/projects", json={"name": "plain"}).json()
+    p = new_project(api, u, readme=False)
     assert p["readme_url"] is None
     _write(api, u, p, "notes.md")
     assert api(u).get(f"/projects/{p['id']}").json()["readme_url"] is None
@@ -328,7 +326,7 @@ def test_readme_url_is_null_without_a_readme(api, make):
 
 def test_readme_url_prefers_a_rendered_readme_over_a_plain_one(api, make):
     u = make.user()
-    p = api(u).post("/projects", json={"name": "plain"}).json()
+    p = new_project(api, u, readme=False)
     _write(api, u, p, "README")
     assert api(u).get(f"/projects/{p['id']}").json()["readme_url"].endswith("/-/blob/main/README")
     _write(api, u, p, "readme.rst")
@@ -337,28 +335,29 @@ def test_readme_url_prefers_a_rendered_readme_over_a_plain_one(api, make):
 
 def test_readme_url_follows_the_readme_and_the_default_branch(api, make):
     u = make.user()
-    p = _readme_project(api, u)
+    p = new_project(api, u)
     api(u).post(f"/projects/{p['id']}/repository/branches", json={"branch": "bare", "ref": "main"})
-    _write(api, u, p, "README.md", branch="bare", method="delete")
+    _delete(api, u, p, "README.md", branch="bare")
     assert api(u).get(f"/projects/{p['id']}").json()["readme_url"] == p["readme_url"]
     moved = api(u).put(f"/projects/{p['id']}", json={"default_branch": "bare"}).json()
     assert moved["readme_url"] is None
     back = api(u).put(f"/projects/{p['id']}", json={"default_branch": "main"}).json()
     assert back["readme_url"] == p["readme_url"]
-    _write(api, u, p, "README.md", method="delete")
+    _delete(api, u, p, "README.md")
     assert api(u).get(f"/projects/{p['id']}").json()["readme_url"] is None
 
 
 def test_readme_url_is_hidden_from_those_who_may_not_read_code(api, make, db):
     u, guest = make.user(), make.user()
-    p = _readme_project(api, u)
+    p = new_project(api, u)
     make.member(db.get(Project, p["id"]), guest, GUEST)
+    assert api(u).get(f"/projects/{p['id']}").json()["readme_url"] == p["readme_url"] is not None
     assert api(guest).get(f"/projects/{p['id']}").json()["readme_url"] is None
 
 
 def test_a_fork_keeps_its_parents_readme_url(api, make):
     u = make.user()
-    p = _readme_project(api, u, visibility="public")
+    p = new_project(api, u, visibility="public")
     fork = api(make.user()).post(f"/projects/{p['id']}/fork").json()
     assert fork["readme_url"] == f"{fork['web_url']}/-/blob/main/README.md"
 
