@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import gitlab
 import httpx
 import pytest
 from sqlalchemy import text
@@ -166,6 +167,12 @@ def kiln_server(
 @pytest.fixture(scope="session")
 def base_url(kiln_server: Server) -> str:
     return kiln_server.url
+
+
+@pytest.fixture
+def root(base_url: str) -> gitlab.Gitlab:
+    """python-gitlab signed in as root."""
+    return gitlab.Gitlab(base_url, private_token=ROOT_TOKEN)
 
 
 @pytest.fixture

@@ -27,11 +27,6 @@ pytestmark = pytest.mark.e2e
 USER_PASSWORD = "e2e-user-password-123"
 
 
-@pytest.fixture
-def root(base_url: str) -> gitlab.Gitlab:
-    return gitlab.Gitlab(base_url, private_token=ROOT_TOKEN)
-
-
 def create_user(gl: gitlab.Gitlab, username: str, **fields: Any) -> User:
     data = {
         "username": username,

@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-import gitlab
 import pytest
 from gitlab.exceptions import GitlabCreateError, GitlabGetError
 
 from tests.e2e.test_python_gitlab import client_of, create_user, token_for
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture
-def root(base_url: str) -> gitlab.Gitlab:
-    from tests.e2e.conftest import ROOT_TOKEN
-
-    return gitlab.Gitlab(base_url, private_token=ROOT_TOKEN)
 
 
 def test_groups_and_subgroups(root, unique):

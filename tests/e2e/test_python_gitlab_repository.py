@@ -18,10 +18,7 @@ pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture
-def project(base_url: str, unique) -> Project:
-    from tests.e2e.conftest import ROOT_TOKEN
-
-    root = gitlab.Gitlab(base_url, private_token=ROOT_TOKEN)
+def project(root: gitlab.Gitlab, base_url: str, unique) -> Project:
     gl = client_of(base_url, token_for(root, create_user(root, unique("dev"))))
     return gl.projects.create({"name": unique("repo"), "initialize_with_readme": True})
 
@@ -157,10 +154,7 @@ def test_a_missing_ref_is_a_404(project):
     assert err.value.response_code == 404
 
 
-def test_a_developer_may_not_write_to_a_protected_branch(project, base_url, unique):
-    from tests.e2e.conftest import ROOT_TOKEN
-
-    root = gitlab.Gitlab(base_url, private_token=ROOT_TOKEN)
+def test_a_developer_may_not_write_to_a_protected_branch(project, root, base_url, unique):
     dev = create_user(root, unique("dev"))
     project.members.create({"user_id": dev.id, "access_level": 30})
     as_dev = client_of(base_url, token_for(root, dev)).projects.get(project.id, lazy=True)
