@@ -32,12 +32,6 @@ from kiln.queries.text import ESCAPE, contains, escape_like
 from kiln.schemas.projects import ProjectList
 
 
-def by_ident(db: Session, ident: str) -> Project | None:
-    """A project by numeric id or full path (case-insensitive; `%2F` decoded here)."""
-    row = subject_row(db, ident, None)
-    return None if row is None else row[0]
-
-
 @cache
 def _subject_statement(by_path: bool, signed_in: bool) -> Select[Any]:
     """Project, namespace and the caller's level in one round trip, built once per shape:
@@ -67,8 +61,8 @@ def _subject_statement(by_path: bool, signed_in: bool) -> Select[Any]:
 
 
 def subject_row(db: Session, ident: str, user_id: int | None) -> tuple[Project, Namespace, int | None] | None:
-    """The project by numeric id or full path (as by_ident), its namespace, and `user_id`'s
-    effective access level on it."""
+    """The project by numeric id or full path (case-insensitive; `%2F` decoded here), its
+    namespace, and `user_id`'s effective access level on it."""
     ident = unquote(ident)
     params: dict[str, Any] = {}
     if ident.isdigit():

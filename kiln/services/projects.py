@@ -147,15 +147,20 @@ def subject(
     return ProjectSubject(project=project, namespace=ns, level=level)
 
 
+def find_subject(db: Session, actor: Actor | None, ident: str) -> ProjectSubject | None:
+    """The project by id or full path, its namespace and the actor's level, in one statement;
+    nothing decided yet."""
+    row = finder.subject_row(db, ident, actor.user.id if actor is not None else None)
+    return None if row is None else ProjectSubject(project=row[0], namespace=row[1], level=row[2])
+
+
 def load(
     db: Session, actor: Actor | None, ident: str, action: Action = Action.READ_PROJECT
 ) -> ProjectSubject:
     """The project by id or full path; 404 if absent or hidden, 403 if `action` is refused."""
-    row = finder.subject_row(db, ident, actor.user.id if actor is not None else None)
-    if row is None:
+    s = find_subject(db, actor, ident)
+    if s is None:
         raise NotFound("Project")
-    project, namespace, level = row
-    s = ProjectSubject(project=project, namespace=namespace, level=level)
     policy.require_visible(actor, Action.READ_PROJECT, s, "Project")
     if action is not Action.READ_PROJECT:
         policy.require(actor, action, s)
@@ -979,15 +984,12 @@ def sanitize_filename(filename: str) -> str:
 
 def find_upload(db: Session, actor: Actor | None, project_path: str, secret: str, filename: str) -> Upload:
     """An upload served back at its URL: hidden projects and wrong secrets are 404 alike."""
-    project = finder.by_ident(db, project_path)
-    if project is None:
-        raise NotFound()
-    s = subject(db, actor, project)
-    if not policy.may(actor, Action.READ_PROJECT, s):
+    s = find_subject(db, actor, project_path)
+    if s is None or not policy.may(actor, Action.READ_PROJECT, s):
         raise NotFound()
     row = db.scalars(
         select(Upload).where(
-            Upload.project_id == project.id, Upload.secret == secret, Upload.filename == filename
+            Upload.project_id == s.project.id, Upload.secret == secret, Upload.filename == filename
         )
     ).first()
     if row is None:
