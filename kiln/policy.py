@@ -15,6 +15,7 @@ from enum import Enum, auto
 from kiln.auth.actor import Actor
 from kiln.errors import Forbidden, NotFound
 from kiln.models import Namespace, Project, User
+from kiln.queries.users import UserRow
 from kiln.models.namespaces import DEVELOPER, GUEST, INTERNAL, MAINTAINER, OWNER, PRIVATE, PUBLIC, REPORTER
 from kiln.models.projects import DISABLED, ENABLED, FEATURE_PUBLIC
 
@@ -74,6 +75,9 @@ class GroupSubject:
     has_membership_row: bool | None = None  # as on ProjectSubject
 
 
+# What it takes to see a subject at all (below it, a refusal is a 404).
+_READ_ACTION: dict[type, Action] = {ProjectSubject: Action.READ_PROJECT, GroupSubject: Action.READ_GROUP}
+
 # Writes to a project's content or settings that an archived project refuses.
 ARCHIVED_REFUSES = frozenset(
     {
@@ -106,12 +110,12 @@ def may(actor: Actor | None, action: Action, subject: object = None) -> bool:
         return _may_project(actor, action, subject)
     if isinstance(subject, GroupSubject):
         return _may_group(actor, action, subject)
-    if isinstance(subject, User):
+    if isinstance(subject, (UserRow, User)):
         return _may_user(actor, action, subject)
     return False
 
 
-def _may_user(actor: Actor | None, action: Action, user: User) -> bool:
+def _may_user(actor: Actor | None, action: Action, user: UserRow | User) -> bool:
     is_self = actor is not None and actor.user.id == user.id
     if action is Action.READ_USER:
         return not user.is_ghost or is_admin(actor)
@@ -254,6 +258,17 @@ def may_unprotect(actor: Actor | None, s: ProjectSubject, unprotect_level: int |
 
 def require(actor: Actor | None, action: Action, subject: object = None) -> None:
     if not may(actor, action, subject):
+        raise Forbidden()
+
+
+def authorize(actor: Actor | None, action: Action, subject: object, what: str) -> None:
+    """The answer to `action` on a subject: 404 (`what` not found) when the actor may not even
+    read the subject, so a hidden one is never confirmed; 403 when they may read it but not
+    do `action`."""
+    read = _READ_ACTION.get(type(subject), Action.READ_USER)
+    if not may(actor, read, subject):
+        raise NotFound(what)
+    if action is not read and not may(actor, action, subject):
         raise Forbidden()
 
 

@@ -44,7 +44,7 @@ async def list_users(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
     items = []
     for user in listing.page.items:
         if listing.admin_view:
-            view = user_admin(user, base)
+            view = user_admin(user, base, listing.identities[user.id] if listing.identities else [])
             if listing.custom_attributes is not None:
                 with_custom_attributes(view, listing.custom_attributes.get(user.id, []))
         else:
@@ -132,4 +132,4 @@ def _detail(
 ) -> dict[str, Any]:
     """The richest view of `user` the viewer is entitled to (the service decides which)."""
     d = service.detail(db, viewer, user, custom_attributes=custom_attributes)
-    return user_detail(d.user, d.view, _base(request), d.custom_attributes)
+    return user_detail(d.user, d.view, _base(request), d.identities or (), d.custom_attributes)

@@ -1,4 +1,5 @@
-"""The authenticated caller as the rest of kiln sees it."""
+"""The authenticated caller as the rest of kiln sees it: an immutable record built from the
+rows authentication read, holding no session and no ORM object."""
 
 from __future__ import annotations
 
@@ -7,14 +8,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 from kiln.auth.tokens import ADMIN_MODE
-from kiln.models import User
+from kiln.queries.users import UserRow
 
 Via = Literal["personal_access_token", "impersonation_token", "oauth", "session", "job_token"]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, frozen=True)
 class Actor:
-    user: User
+    user: UserRow
     via: Via
     # None means unrestricted: a signed-in browser session carries no scopes.
     scopes: frozenset[str] | None
@@ -22,11 +23,11 @@ class Actor:
     # With admin mode on, admin powers need a token with the admin_mode scope.
     admin_mode: bool = False
     # The administrator who is acting as `user` through sudo.
-    sudo_by: User | None = None
+    sudo_by: UserRow | None = None
 
     @property
     def id(self) -> int:
-        return self.user.id
+        return int(self.user.id)
 
     @property
     def is_admin(self) -> bool:

@@ -8,8 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cache
+from typing import Any
 
-from sqlalchemy import Select, bindparam, select, update
+from sqlalchemy import Select, Table, bindparam, select, update
 from sqlalchemy.orm import Session
 
 from kiln.auth.actor import Actor
@@ -18,6 +19,7 @@ from kiln.config import Settings
 from kiln.db import transaction
 from kiln.errors import Forbidden, InsufficientScope, InvalidToken, Unauthorized
 from kiln.models import OAuthAccessToken, PersonalAccessToken, User, WebSession
+from kiln.queries.users import USER_COLUMNS, UserRow, user_row
 
 # Resolves a CI job token (the CI issue plugs its lookup in here).
 JobTokenResolver = Callable[[Session, str], Actor | None]
@@ -74,36 +76,55 @@ def authenticate(
     return None
 
 
+_PAT = PersonalAccessToken.__table__
+_OAUTH = OAuthAccessToken.__table__
+_SESSIONS = WebSession.__table__
+_USERS = User.__table__
+
+
 @cache
-def _personal_token_statement() -> Select[tuple[PersonalAccessToken, User]]:
-    """Built once: every authenticated request runs it, and building costs more than running."""
+def _credential_statement(table: Table, *columns: str) -> Select[Any]:
+    """A credential's columns, then its user's row (USER_COLUMNS last), by digest. Built once
+    per table: every authenticated request runs one, and building costs more than running."""
     return (
-        select(PersonalAccessToken, User)
-        .join(User, User.id == PersonalAccessToken.user_id)
-        .where(PersonalAccessToken.digest == bindparam("digest"))
+        select(*(table.c[name] for name in columns), *USER_COLUMNS)
+        .join(_USERS, _USERS.c.id == table.c.user_id)
+        .where(table.c.digest == bindparam("digest"))
     )
 
 
-def _personal_token(db: Session, settings: Settings, secret: str, scopes: tuple[str, ...] | None) -> Actor:
-    row = db.execute(_personal_token_statement(), {"digest": digest(secret)}).first()
+_PAT_COLUMNS = ("id", "expires_at", "revoked", "scopes", "impersonation", "last_used_at")
+_OAUTH_COLUMNS = ("id", "created_at", "expires_in", "revoked_at", "scopes")
+_SESSION_COLUMNS = ("expires_at", "csrf_token")
+
+
+def _lookup(db: Session, table: Table, columns: tuple[str, ...], secret: str) -> tuple[Any, UserRow] | None:
+    row = db.execute(_credential_statement(table, *columns), {"digest": digest(secret)}).first()
     if row is None:
+        return None
+    return row[: len(columns)], user_row(row[len(columns) :])
+
+
+def _personal_token(db: Session, settings: Settings, secret: str, scopes: tuple[str, ...] | None) -> Actor:
+    found = _lookup(db, _PAT, _PAT_COLUMNS, secret)
+    if found is None:
         raise Unauthorized()
-    token, user = row
+    (token_id, expires_at, revoked, held, impersonation, last_used_at), user = found
     # GitLab's order: expired, revoked, scope, impersonation switched off.
-    if token.expires_at is not None and token.expires_at <= datetime.now(UTC).date():
+    if expires_at is not None and expires_at <= datetime.now(UTC).date():
         raise InvalidToken(EXPIRED)
-    if token.revoked:
+    if revoked:
         raise InvalidToken(REVOKED)
-    _require_scope(token.scopes, scopes)
-    if token.impersonation and not settings.impersonation_enabled:
+    _require_scope(held, scopes)
+    if impersonation and not settings.impersonation_enabled:
         raise InvalidToken("Token is an impersonation token but impersonation was disabled.")
     _require_usable(user)
-    _touch(db, PersonalAccessToken, token.id, token.last_used_at)
+    _touch(db, token_id, last_used_at)
     return Actor(
         user=user,
-        via="impersonation_token" if token.impersonation else "personal_access_token",
-        scopes=frozenset(token.scopes),
-        token_id=token.id,
+        via="impersonation_token" if impersonation else "personal_access_token",
+        scopes=frozenset(held),
+        token_id=token_id,
         admin_mode=settings.admin_mode,
     )
 
@@ -111,44 +132,33 @@ def _personal_token(db: Session, settings: Settings, secret: str, scopes: tuple[
 def _oauth_token(
     db: Session, settings: Settings, secret: str, scopes: tuple[str, ...] | None
 ) -> Actor | None:
-    row = db.execute(
-        select(OAuthAccessToken, User)
-        .join(User, User.id == OAuthAccessToken.user_id)
-        .where(OAuthAccessToken.digest == digest(secret))
-    ).first()
-    if row is None:
+    found = _lookup(db, _OAUTH, _OAUTH_COLUMNS, secret)
+    if found is None:
         return None
-    token, user = row
-    if token.created_at + timedelta(seconds=token.expires_in) <= datetime.now(UTC):
+    (token_id, created_at, expires_in, revoked_at, held), user = found
+    if created_at + timedelta(seconds=expires_in) <= datetime.now(UTC):
         raise InvalidToken(EXPIRED)
-    if token.revoked_at is not None:
+    if revoked_at is not None:
         raise InvalidToken(REVOKED)
-    _require_scope(token.scopes, scopes)
+    _require_scope(held, scopes)
     _require_usable(user)
     return Actor(
         user=user,
         via="oauth",
-        scopes=frozenset(token.scopes),
-        token_id=token.id,
+        scopes=frozenset(held),
+        token_id=token_id,
         admin_mode=settings.admin_mode,
     )
 
 
 def _session(db: Session, settings: Settings, creds: Credentials) -> Actor | None:
-    secret = creds.session or ""
-    row = db.execute(
-        select(WebSession, User)
-        .join(User, User.id == WebSession.user_id)
-        .where(WebSession.digest == digest(secret))
-    ).first()
-    if row is None:
+    found = _lookup(db, _SESSIONS, _SESSION_COLUMNS, creds.session or "")
+    if found is None:
         return None
-    web_session, user = row
-    if web_session.expires_at <= datetime.now(UTC) or not user.is_active:
+    (expires_at, csrf_token), user = found
+    if expires_at <= datetime.now(UTC) or not user.is_active:
         return None
-    if not creds.safe_method and not (
-        creds.csrf_token and hmac.compare_digest(creds.csrf_token, web_session.csrf_token)
-    ):
+    if not creds.safe_method and not (creds.csrf_token and hmac.compare_digest(creds.csrf_token, csrf_token)):
         return None
     return Actor(user=user, via="session", scopes=None, admin_mode=settings.admin_mode)
 
@@ -165,16 +175,16 @@ def registered_scopes(wanted: tuple[str, ...]) -> list[str]:
     return own + list(GLOBAL_SCOPES) if API in wanted else list(wanted)
 
 
-def _require_usable(user: User) -> None:
+def _require_usable(user: UserRow) -> None:
     if user.state == "blocked":
         raise Forbidden("Your account has been blocked.")
     if user.is_ghost:
         raise Forbidden("This action cannot be performed by internal users")
 
 
-def _touch(db: Session, model: type[PersonalAccessToken], token_id: int, last: datetime | None) -> None:
+def _touch(db: Session, token_id: int, last: datetime | None) -> None:
     now = datetime.now(UTC)
     if last is not None and now - last < LAST_USED_GRANULARITY:
         return
     with transaction(db):
-        db.execute(update(model).where(model.id == token_id).values(last_used_at=now))
+        db.execute(update(_PAT).where(_PAT.c.id == token_id).values(last_used_at=now))

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Union
 
 from kiln.entities._format import day, iso
 from kiln.markdown import render_inline
-from kiln.models import User
+
+if TYPE_CHECKING:
+    from kiln.models import User as UserModel
+    from kiln.queries.users import IdentityRow, UserRow
+
+# Reads render UserRow records; a write renders the ORM user it just saved.
+User = Union["UserRow", "UserModel"]
 
 
 def avatar_url(user: User, base: str) -> str | None:
@@ -55,7 +62,7 @@ def user_public(user: User, base: str, *, profile_visible: bool = True) -> dict[
     return view
 
 
-def user_self(user: User, base: str) -> dict[str, Any]:
+def user_self(user: User, base: str, identities: Sequence[IdentityRow]) -> dict[str, Any]:
     """What a user sees of themselves (GET /user): private details, no sign-in IPs."""
     view = user_public(user, base)
     view.update(
@@ -70,7 +77,7 @@ def user_self(user: User, base: str) -> dict[str, Any]:
             "current_sign_in_at": iso(user.current_sign_in_at),
             "identities": [
                 {"provider": i.provider, "extern_uid": i.extern_uid, "saml_provider_id": i.saml_provider_id}
-                for i in user.identities
+                for i in identities
             ],
             "can_create_group": user.can_create_group,
             "can_create_project": user.projects_limit > 0 and not user.external,
@@ -84,8 +91,8 @@ def user_self(user: User, base: str) -> dict[str, Any]:
     return view
 
 
-def user_admin(user: User, base: str) -> dict[str, Any]:
-    view = user_self(user, base)
+def user_admin(user: User, base: str, identities: Sequence[IdentityRow]) -> dict[str, Any]:
+    view = user_self(user, base, identities)
     view.update(
         {
             "is_admin": user.admin,
@@ -104,16 +111,20 @@ def user_admin(user: User, base: str) -> dict[str, Any]:
 
 
 def user_detail(
-    user: User, view: str, base: str, custom_attributes: list[tuple[str, str]] | None = None
+    user: User,
+    view: str,
+    base: str,
+    identities: Sequence[IdentityRow] = (),
+    custom_attributes: list[tuple[str, str]] | None = None,
 ) -> dict[str, Any]:
     """One of the four single-user views, as the service chose it."""
     if view == "admin":
-        rendered = user_admin(user, base)
+        rendered = user_admin(user, base, identities)
         return (
             with_custom_attributes(rendered, custom_attributes) if custom_attributes is not None else rendered
         )
     if view == "self":
-        return user_self(user, base)
+        return user_self(user, base, identities)
     return user_public(user, base, profile_visible=view == "public")
 
 

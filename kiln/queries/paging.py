@@ -48,14 +48,18 @@ def keyset_page(
     key: InstrumentedAttribute[int],
     after: int | None,
     before: int | None,
+    *,
+    scalars: bool = True,
 ) -> PageResult:
-    """Keyset by one integer column; `sort` decides direction and which bound moves."""
+    """Keyset by one integer column; `sort` decides direction and which bound moves. With
+    `scalars=False` the page holds whole rows (Core statements), which carry `key` by name."""
     if after is not None:
         stmt = stmt.where(key > after)
     if before is not None:
         stmt = stmt.where(key < before)
     stmt = stmt.order_by(None).order_by(key.asc() if page.sort == "asc" else key.desc())
-    rows = list(db.execute(stmt.limit(page.per_page + 1)).scalars())
+    result = db.execute(stmt.limit(page.per_page + 1))
+    rows = list(result.scalars() if scalars else result.all())
     has_next = len(rows) > page.per_page
     rows = rows[: page.per_page]
     next_key = getattr(rows[-1], key.key) if has_next and rows else None

@@ -1,20 +1,104 @@
-"""User finders: the list filters of GET /users, and lookups by id or username."""
+"""User reads: the row every user view renders, the list filters of GET /users, and lookups
+by id or username. Reads select columns into `UserRow` records; the ORM `User` is for writes."""
 
 from __future__ import annotations
 
+from collections import namedtuple
+from collections.abc import Iterable
+from functools import cache
 from typing import Any
 
-from sqlalchemy import Select, and_, exists, func, or_, select
+from sqlalchemy import ColumnElement, Select, and_, bindparam, exists, func, or_, select
 from sqlalchemy.orm import Session, aliased
 
 from kiln.models import Identity, Member, Namespace, User, UserCustomAttribute
 from kiln.models.namespaces import KIND_GROUP, OWNER
-from kiln.models.users import USER_TYPE_HUMAN
+from kiln.models.users import USER_TYPE_GHOST, USER_TYPE_HUMAN
 from kiln.queries.text import ESCAPE, contains
 from kiln.schemas.users import UserList
 
+_USERS = User.__table__
+
+
+def _row_columns() -> list[ColumnElement[Any]]:
+    """Every column of `users`, then the user's own namespace id (one indexed subquery)."""
+    own_namespace = (
+        select(Namespace.id).where(Namespace.owner_id == _USERS.c.id).correlate(_USERS).scalar_subquery()
+    )
+    return [*_USERS.c, own_namespace.label("namespace_id")]
+
+
+class UserRow(namedtuple("UserRow", [c.key for c in _USERS.c] + ["namespace_id"])):  # type: ignore[misc]
+    """A user as every read sees it: immutable, built from one row, no session attached."""
+
+    __slots__ = ()
+
+    @property
+    def is_active(self) -> bool:
+        return bool(self.state == "active")
+
+    @property
+    def is_ghost(self) -> bool:
+        return bool(self.user_type == USER_TYPE_GHOST)
+
+
+IdentityRow = namedtuple("IdentityRow", ["user_id", "provider", "extern_uid", "saml_provider_id"])
+
+# Selected after the columns of another table: statements that join users (the token lookup)
+# put these last and cut the row at USER_WIDTH from the end.
+USER_COLUMNS: tuple[ColumnElement[Any], ...] = tuple(_row_columns())
+USER_WIDTH = len(USER_COLUMNS)
+
+
+def user_row(values: Iterable[Any]) -> UserRow:
+    return UserRow._make(values)
+
+
+@cache
+def _by_id_statement() -> Select[Any]:
+    return select(*USER_COLUMNS).where(_USERS.c.id == bindparam("id"))
+
+
+@cache
+def _by_username_statement() -> Select[Any]:
+    return select(*USER_COLUMNS).where(func.lower(_USERS.c.username) == bindparam("username"))
+
+
+def row_by_id(db: Session, user_id: int) -> UserRow | None:
+    row = db.execute(_by_id_statement(), {"id": user_id}).first()
+    return None if row is None else UserRow._make(row)
+
+
+def row_by_id_or_username(db: Session, ident: str) -> UserRow | None:
+    """A numeric ident is tried as an id first, then as a username (GitLab's order)."""
+    if ident.isdigit() and len(ident) <= 18:
+        found = row_by_id(db, int(ident))
+        if found is not None:
+            return found
+    row = db.execute(_by_username_statement(), {"username": ident.lower()}).first()
+    return None if row is None else UserRow._make(row)
+
+
+@cache
+def _identities_statement() -> Select[Any]:
+    return (
+        select(Identity.user_id, Identity.provider, Identity.extern_uid, Identity.saml_provider_id)
+        .where(Identity.user_id.in_(bindparam("ids", expanding=True)))
+        .order_by(Identity.id)
+    )
+
+
+def identities_of(db: Session, user_ids: list[int]) -> dict[int, list[IdentityRow]]:
+    """Every listed user's identities in one statement."""
+    out: dict[int, list[IdentityRow]] = {uid: [] for uid in user_ids}
+    if user_ids:
+        for row in db.execute(_identities_statement(), {"ids": user_ids}):
+            out[row[0]].append(IdentityRow._make(row))
+    return out
+
 
 def by_id_or_username(db: Session, ident: str) -> User | None:
+    """The ORM user, for writes."""
     if ident.isdigit():
         return db.get(User, int(ident))
     return db.scalars(select(User).where(func.lower(User.username) == ident.lower())).first()
@@ -40,7 +124,7 @@ def email_taken(db: Session, email: str, *, except_user: int | None = None) -> b
 
 def listing(q: UserList, *, admin: bool) -> Select[Any]:
     """Non-admins' date, order, two-factor and project filters are dropped, as GitLab does."""
-    stmt = select(User)
+    stmt = select(*USER_COLUMNS)
     search = (q.search or "").removeprefix("@").lower()
     if search:
         term = contains(search)

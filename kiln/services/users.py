@@ -11,7 +11,6 @@ from typing import Any, Literal
 from sqlalchemy import Column, delete, exists, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
-from sqlalchemy.orm.attributes import set_committed_value
 
 from kiln import policy
 from kiln.auth.actor import Actor
@@ -27,6 +26,7 @@ from kiln.policy import Action
 from kiln.preconditions import require_unmodified_since
 from kiln.queries import users as finder
 from kiln.queries.paging import keyset_page, offset_page
+from kiln.queries.users import IdentityRow, UserRow
 from kiln.schemas._types import Upload
 from kiln.schemas.users import StatusUpdate, UserCreate, UserList, UserUpdate
 from kiln.services import tokens as token_service
@@ -81,8 +81,9 @@ UserView = Literal["admin", "self", "public", "private"]
 
 @dataclass(slots=True)
 class UserListing:
-    page: PageResult
+    page: PageResult  # items are UserRow records
     admin_view: bool
+    identities: dict[int, list[IdentityRow]] | None = None
     custom_attributes: dict[int, list[tuple[str, str]]] | None = None
 
 
@@ -97,22 +98,23 @@ def list_users(db: Session, viewer: Actor | None, q: UserList, page: Page) -> Us
         raise Forbidden("Not authorized to access /api/v4/users")
     stmt = finder.listing(q, admin=admin)
     if page.keyset:
-        result = keyset_page(db, stmt, page, User.id, q.id_after, q.id_before)
+        result = keyset_page(db, stmt, page, User.id, q.id_after, q.id_before, scalars=False)
     else:
-        result = offset_page(db, stmt, page)
-    ids = [u.id for u in result.items]
+        result = offset_page(db, stmt, page, scalars=False)
+    result.items = [finder.user_row(row) for row in result.items]
     listing = UserListing(page=result, admin_view=admin)
     if admin:
-        _load_identities(db, result.items)
+        ids = [u.id for u in result.items]
+        listing.identities = finder.identities_of(db, ids)
         if q.with_custom_attributes:
             listing.custom_attributes = finder.custom_attributes_of(db, ids)
     return listing
 
 
-def get_user(db: Session, viewer: Actor | None, user_id: int) -> User:
+def get_user(db: Session, viewer: Actor | None, user_id: int) -> UserRow:
     if viewer is None:
         raise Forbidden("Not authorized!")
-    user = db.get(User, user_id)
+    user = finder.row_by_id(db, user_id)
     if user is None:
         raise NotFound("User")
     policy.require_visible(viewer, Action.READ_USER, user, "User")
@@ -121,18 +123,21 @@ def get_user(db: Session, viewer: Actor | None, user_id: int) -> User:
 
 @dataclass(slots=True)
 class UserDetail:
-    user: User
+    user: UserRow | User
     view: UserView
+    identities: list[IdentityRow] | None = None  # in the admin and self views
     custom_attributes: list[tuple[str, str]] | None = None
 
 
-def detail(db: Session, viewer: Actor | None, user: User, *, custom_attributes: bool = False) -> UserDetail:
+def detail(
+    db: Session, viewer: Actor | None, user: UserRow | User, *, custom_attributes: bool = False
+) -> UserDetail:
     """Which view of `user` the viewer is entitled to: admin, self, public or private profile."""
     if policy.is_admin(viewer):
         attrs = finder.custom_attributes_of(db, [user.id])[user.id] if custom_attributes else None
-        return UserDetail(user, "admin", attrs)
-    if viewer is not None and viewer.user.id == user.id:
-        return UserDetail(user, "self")
+        return UserDetail(user, "admin", finder.identities_of(db, [user.id])[user.id], attrs)
+    if viewer is not None and viewer.id == user.id:
+        return UserDetail(user, "self", finder.identities_of(db, [user.id])[user.id])
     return UserDetail(user, "public" if policy.may(viewer, Action.READ_USER_PROFILE, user) else "private")
 
 
@@ -147,7 +152,6 @@ def create_user(db: Session, actor: Actor, p: UserCreate, settings: Settings, st
         if finder.username_taken(db, p.username):
             raise Conflict("Username has already been taken") from None
         raise
-    db.refresh(user, attribute_names=["identities"])
     return user
 
 
@@ -378,8 +382,8 @@ def status_of(db: Session, viewer: Actor | None, ident: str) -> User:
 
 
 def set_status(db: Session, actor: Actor, p: StatusUpdate) -> User:
-    user = actor.user
-    policy.require(actor, Action.UPDATE_USER_STATUS, user)
+    policy.require(actor, Action.UPDATE_USER_STATUS, actor.user)
+    user = _find(db, actor.id)
     errors: dict[str, list[str]] = {}
     if p.emoji is not None and len(p.emoji) > STATUS_EMOJI_MAX:
         errors["emoji"] = [f"is too long (maximum is {STATUS_EMOJI_MAX} characters)"]
@@ -606,19 +610,6 @@ def _contribution_columns() -> list[Column[Any]]:
         for column in table.columns
         if column.info.get("contribution")
     ]
-
-
-def _load_identities(db: Session, users: list[User]) -> None:
-    """Fill every listed user's identities with one query (not one per user, not a reload)."""
-    if not users:
-        return
-    found: dict[int, list[Identity]] = {u.id: [] for u in users}
-    for identity in db.scalars(
-        select(Identity).where(Identity.user_id.in_(list(found))).order_by(Identity.id)
-    ):
-        found[identity.user_id].append(identity)
-    for user in users:
-        set_committed_value(user, "identities", found[user.id])
 
 
 def _expire_status(db: Session, user: User) -> None:
