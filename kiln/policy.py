@@ -1,8 +1,9 @@
 """Every permission decision in kiln: "may this actor do X to that subject".
 
 Access levels follow GitLab: Guest 10, Reporter 20, Developer 30, Maintainer 40, Owner 50.
-A private subject the actor can't see is a 404, never a 403; callers get that from
-`require_visible`, and `require` answers 403 for things the actor can see but not change.
+A private subject the actor can't see is a 404, never a 403: `authorize` decides which one
+a refusal is (404 when the actor may not read the subject, 403 when they may read it but not
+do the action); `require` answers 403 for actions that have no subject to hide.
 Subjects carry the actor's effective access level, computed by queries/access.py, so the
 rules here stay pure functions of what they are given.
 """
@@ -15,9 +16,9 @@ from enum import Enum, auto
 from kiln.auth.actor import Actor
 from kiln.errors import Forbidden, NotFound
 from kiln.models import Namespace, Project, User
-from kiln.queries.users import UserRow
 from kiln.models.namespaces import DEVELOPER, GUEST, INTERNAL, MAINTAINER, OWNER, PRIVATE, PUBLIC, REPORTER
 from kiln.models.projects import DISABLED, ENABLED, FEATURE_PUBLIC
+from kiln.queries.users import UserRow
 
 
 class Action(Enum):

@@ -39,6 +39,7 @@ from kiln.schemas.projects import (
     UploadCreate,
 )
 from kiln.services import projects as service
+from kiln.services import subjects
 from kiln.services import users as user_service
 from kiln.storage import LocalStorage
 
@@ -106,7 +107,7 @@ async def create_project_for_user(
 @get("/projects/{id:str}", auth="optional", params=ProjectGet)
 async def get_project(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Response[bytes]:
     q: ProjectGet = await params(request)
-    s = service.load(db, viewer, id)
+    s = subjects.project(db, viewer, id)
     rec = service.record(
         db,
         viewer,

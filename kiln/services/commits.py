@@ -45,8 +45,7 @@ from kiln.schemas.commits import (
     CommitList,
     Revert,
 )
-from kiln.services import projects as project_service
-from kiln.services import repositories
+from kiln.services import repositories, subjects
 from kiln.services.repositories import RepoContext
 
 CHERRY_PICK_FAILED = (
@@ -312,7 +311,7 @@ def _start_project(
     db: Session, actor: Actor, ctx: RepoContext, ident: str, settings: Settings
 ) -> RepoContext:
     """The project a new branch starts from: this one, or the project this one was forked from."""
-    s = project_service.load(db, actor, ident)
+    s = subjects.project(db, actor, ident)
     if s.project.id == ctx.project.id:
         return ctx
     if not policy.may(actor, Action.READ_CODE, s) or ctx.project.forked_from_id != s.project.id:

@@ -24,7 +24,7 @@ from kiln.pagination import Page, PageResult
 from kiln.policy import Action, ProjectSubject
 from kiln.queries.paging import list_page
 from kiln.schemas.compare import ArchiveParams, CompareParams, ContributorList
-from kiln.services import projects as project_service
+from kiln.services import subjects
 from kiln.services.repositories import RepoContext, for_read
 
 NO_ACCESS_TO_FORK = "You don't have access to this fork's parent project"
@@ -81,7 +81,7 @@ def _from_project(
         return None
     refused = BadRequest(f"Target project id:{from_project_id} is not a fork of project id:{ident}", raw=True)
     try:
-        s = project_service.load(db, actor, str(from_project_id))
+        s = subjects.project(db, actor, str(from_project_id))
     except NotFound:
         raise refused from None
     if _network_root(db, s.project) != _network_root(db, ctx.project):

@@ -15,8 +15,7 @@ from kiln.db import transaction
 from kiln.errors import NotFound, ValidationFailed
 from kiln.models import GroupCustomAttribute, ProjectCustomAttribute, User, UserCustomAttribute
 from kiln.policy import Action
-from kiln.services import namespaces as ns_service
-from kiln.services import projects as project_service
+from kiln.services import subjects
 
 Kind = Literal["users", "groups", "projects"]
 Attribute = UserCustomAttribute | GroupCustomAttribute | ProjectCustomAttribute
@@ -38,9 +37,9 @@ def _owner_id(db: Session, actor: Actor, kind: Kind, ident: str) -> int:
             raise NotFound("User")
         return user.id
     if kind == "groups":
-        group, _ = ns_service.require_group(db, actor, ident)
+        group = subjects.group(db, actor, ident).group
         return group.id
-    return project_service.load(db, actor, ident).project.id
+    return subjects.project(db, actor, ident).project.id
 
 
 def _find(db: Session, kind: Kind, owner_id: int, key: str) -> Attribute | None:

@@ -28,8 +28,7 @@ from kiln.git.refs import is_object_id
 from kiln.git.transport import RECEIVE_PACK, UPLOAD_PACK, ForceGuard, PushRequest, RefCommand
 from kiln.models import Project
 from kiln.policy import Action, ProjectSubject
-from kiln.services import projects as project_service
-from kiln.services import repositories
+from kiln.services import repositories, subjects
 from kiln.services.sessions import check_password
 
 ACCESS_DENIED = (
@@ -128,7 +127,7 @@ def open_repository(
     if service not in transport.SERVICES:
         raise Forbidden(message=COMMAND_NOT_ALLOWED)
     try:
-        s = project_service.load(db, actor, project_path)
+        s = subjects.project(db, actor, project_path)
     except NotFound:
         raise NotFound(message=PROJECT_NOT_FOUND) from None
     return _cleared(settings, actor, s, service)
@@ -191,7 +190,7 @@ def _anonymous(db: Session, settings: Settings, project_path: str, service: str 
     if service != UPLOAD_PACK:
         raise Unauthorized(ACCESS_DENIED)
     try:
-        s = project_service.load(db, None, project_path)
+        s = subjects.project(db, None, project_path)
     except NotFound:
         raise Unauthorized(ACCESS_DENIED) from None
     if not policy.may(None, Action.READ_CODE, s):

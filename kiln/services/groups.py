@@ -1,8 +1,8 @@
 """Groups and subgroups: listing, creation, settings, renames and moves, and deletion of a
 group with everything below it.
 
-Lookups go through `namespaces.require_group`, which answers 404 for a group the actor may
-not see and 403 for an action the policy refuses on a group they can see."""
+Lookups go through `subjects.group`, which answers 404 for a group the actor may not see
+and 403 for an action the policy refuses on a group they can see."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ from kiln.queries.paging import offset_page
 from kiln.queries.text import ESCAPE, contains
 from kiln.schemas.groups import GroupCreate, GroupList, GroupProjects, GroupSettings, GroupUpdate
 from kiln.schemas.projects import ProjectList
-from kiln.services import instance_settings
+from kiln.services import instance_settings, subjects
 from kiln.services import namespaces as ns_service
 from kiln.services import projects as project_service
 from kiln.services.projects import ProjectListing, ProjectRecord
@@ -298,7 +298,7 @@ def list_groups(db: Session, actor: Actor | None, q: GroupList, page: Page) -> G
 def list_subgroups(
     db: Session, actor: Actor | None, ident: str, q: GroupList, page: Page, *, descendants: bool = False
 ) -> GroupListing:
-    parent, _ = ns_service.require_group(db, actor, ident)
+    parent = subjects.group(db, actor, ident).group
     return _listing(db, actor, q, page, _group_query(actor, q, parent=parent, descendants=descendants))
 
 
@@ -313,14 +313,14 @@ def _listing(db: Session, actor: Actor | None, q: GroupList, page: Page, stmt: S
 def get_group(
     db: Session, actor: Actor | None, ident: str, *, with_projects: bool, custom_attributes: bool
 ) -> GroupRecord:
-    _, subject = ns_service.require_group(db, actor, ident)
+    subject = subjects.group(db, actor, ident)
     return _detail(db, actor, subject, with_projects=with_projects, custom_attributes=custom_attributes)
 
 
 def list_projects(
     db: Session, actor: Actor | None, ident: str, q: GroupProjects, page: Page
 ) -> ProjectListing:
-    group, _ = ns_service.require_group(db, actor, ident)
+    group = subjects.group(db, actor, ident).group
     own = access.within(Namespace, group) if q.include_subgroups else Namespace.id == group.id
     if q.include_ancestor_groups:
         own = or_(own, Namespace.id.in_(group.ancestor_ids))
@@ -450,7 +450,8 @@ def create_group(db: Session, actor: Actor, p: GroupCreate) -> GroupRecord:
     the creator becomes its Owner."""
     parent: Namespace | None = None
     if p.parent_id is not None:
-        parent, parent_subject = ns_service.require_group(db, actor, str(p.parent_id))
+        parent_subject = subjects.group(db, actor, str(p.parent_id))
+        parent = parent_subject.group
         policy.require(actor, Action.CREATE_SUBGROUP, parent_subject)
     else:
         policy.require(actor, Action.CREATE_GROUP)
@@ -501,7 +502,8 @@ def create_group(db: Session, actor: Actor, p: GroupCreate) -> GroupRecord:
 
 
 def update_group(db: Session, actor: Actor, ident: str, p: GroupUpdate) -> GroupRecord:
-    group, subject = ns_service.require_group(db, actor, ident, Action.UPDATE_GROUP)
+    subject = subjects.group(db, actor, ident, Action.UPDATE_GROUP)
+    group = subject.group
     given = p.given()
     parent = db.get(Namespace, group.parent_id) if group.parent_id is not None else None
     with transaction(db):
@@ -549,11 +551,13 @@ def _moved(db: Session, group: Namespace, old_full_path: str, old_full_name: str
 def transfer_group(db: Session, actor: Actor, ident: str, group_id: int | None) -> GroupRecord:
     """Under another group, or to the top level without one; descendants and projects move
     along and become no more visible than their new parent."""
-    group, subject = ns_service.require_group(db, actor, ident, Action.UPDATE_GROUP)
+    subject = subjects.group(db, actor, ident, Action.UPDATE_GROUP)
+    group = subject.group
     new_parent: Namespace | None = None
     parent_subject: GroupSubject | None = None
     if group_id is not None:
-        new_parent, parent_subject = ns_service.require_group(db, actor, str(group_id))
+        parent_subject = subjects.group(db, actor, str(group_id))
+        new_parent = parent_subject.group
 
     def fail(reason: str) -> BadRequest:
         return BadRequest(f"Transfer failed: {reason}", raw=True)
@@ -618,7 +622,7 @@ def delete_group(
 ) -> None:
     """Removed at once with everything below it, or marked for deletion when the instance
     adjourns deletions (then removed by a queued job when the period is over)."""
-    group, _ = ns_service.require_group(db, actor, ident, Action.UPDATE_GROUP)
+    group = subjects.group(db, actor, ident, Action.UPDATE_GROUP).group
     period = int(instance_settings.current(db)["deletion_adjourned_period"])
     with transaction(db):
         if permanently:
@@ -664,7 +668,8 @@ def _ancestor_marked(db: Session, group: Namespace) -> bool:
 
 
 def restore_group(db: Session, actor: Actor, ident: str) -> GroupRecord:
-    group, subject = ns_service.require_group(db, actor, ident, Action.UPDATE_GROUP)
+    subject = subjects.group(db, actor, ident, Action.UPDATE_GROUP)
+    group = subject.group
     with transaction(db):
         if group.marked_for_deletion_on is None:
             raise BadRequest("Group has not been marked for deletion", raw=True)

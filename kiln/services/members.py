@@ -49,8 +49,7 @@ from kiln.schemas.members import (
     MemberList,
     MemberUpdate,
 )
-from kiln.services import namespaces as ns_service
-from kiln.services import projects as project_service
+from kiln.services import subjects
 
 Kind = Literal["groups", "projects"]
 # GitLab's answer when a member or requester row is missing (ActiveRecord::RecordNotFound).
@@ -133,9 +132,9 @@ def load_source(
 ) -> Source:
     """The group or project by id or full path: 404 when absent or hidden, 403 for `action`."""
     if kind == "groups":
-        _, subject = ns_service.require_group(db, actor, ident, action)
+        subject = subjects.group(db, actor, ident, action)
         return Source(kind, subject)
-    return Source(kind, project_service.load(db, actor, ident, action))
+    return Source(kind, subjects.project(db, actor, ident, action))
 
 
 def _owner_or_admin(actor: Actor, source: Source) -> bool:

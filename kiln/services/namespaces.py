@@ -7,7 +7,6 @@ import re
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
-from urllib.parse import unquote
 
 from sqlalchemy import Select, func, or_, select, union
 from sqlalchemy.orm import Session, aliased
@@ -16,13 +15,14 @@ from kiln import policy
 from kiln.auth.actor import Actor
 from kiln.errors import NotFound
 from kiln.models import Member, Namespace, Project, ProjectStatistics, User
-from kiln.models.namespaces import KIND_GROUP, OWNER
+from kiln.models.namespaces import OWNER
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action, GroupSubject
 from kiln.queries import access
 from kiln.queries.paging import offset_page
 from kiln.queries.text import ESCAPE, contains
 from kiln.schemas.groups import NamespaceList
+from kiln.services import subjects
 
 # GitLab's namespace/project path rule.
 _PATH = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_\-.]*[A-Za-z0-9_\-]$|^[A-Za-z0-9_]$")
@@ -60,14 +60,6 @@ def path_from_name(name: str) -> str:
     """GitLab's parameterize: lower-case, runs of other characters become one dash."""
     slug = re.sub(r"[^A-Za-z0-9_.]+", "-", name.strip()).strip("-.").lower()
     return slug or "project"
-
-
-def by_ident(db: Session, ident: str) -> Namespace | None:
-    """A namespace by numeric id or full path (case-insensitive; `%2F` decoded here)."""
-    ident = unquote(ident)
-    if ident.isdigit():
-        return db.get(Namespace, int(ident))
-    return db.scalars(select(Namespace).where(func.lower(Namespace.full_path) == ident.lower())).first()
 
 
 def path_taken(db: Session, parent_id: int | None, path: str, *, except_ns: int | None = None) -> bool:
@@ -122,17 +114,6 @@ def descendant_ids(ns: Namespace) -> Select[Any]:
     return select(Namespace.id).where(access.within(Namespace, ns))
 
 
-def group_subject(db: Session, actor: Actor | None, group: Namespace) -> GroupSubject:
-    if actor is None:
-        return GroupSubject(group=group, level=None)
-    level = access.group_access(db, actor.user.id, [group.id]).get(group.id)
-    related = False
-    if level is None and not policy.is_admin(actor):
-        related = access.is_related_to_group(db, actor.user.id, group.id)
-    # has_membership_row is asked only by an access request, which looks it up itself.
-    return GroupSubject(group=group, level=level, related=related)
-
-
 def visible_namespaces(
     db: Session,
     actor: Actor,
@@ -166,20 +147,6 @@ def visible_namespaces(
     if top_level_only:
         stmt = stmt.where(Namespace.parent_id.is_(None))
     return offset_page(db, stmt.order_by(Namespace.id.asc()), page)
-
-
-def require_group(
-    db: Session, actor: Actor | None, ident: str, action: Action = Action.READ_GROUP
-) -> tuple[Namespace, GroupSubject]:
-    """The group, visible to the actor, or its 404; then `action` (403 when refused)."""
-    group = by_ident(db, ident)
-    if group is None or group.kind != KIND_GROUP:
-        raise NotFound("Group")
-    subject = group_subject(db, actor, group)
-    policy.require_visible(actor, Action.READ_GROUP, subject, "Group")
-    if action is not Action.READ_GROUP:
-        policy.require(actor, action, subject)
-    return group, subject
 
 
 # ---------------------------------------------------------------------------- the namespaces API
@@ -216,15 +183,10 @@ def list_for_api(db: Session, actor: Actor, q: NamespaceList, page: Page) -> Nam
 
 def get_for_api(db: Session, actor: Actor, ident: str) -> NamespaceRecord:
     """A user's namespace is theirs (and administrators') to see; a group, whoever may read it."""
-    ns = by_ident(db, ident)
-    if ns is None or not _may_read_namespace(db, actor, ns):
+    s = subjects.find_namespace(db, actor, ident)
+    if s is None or not policy.may(actor, Action.READ_NAMESPACE, s):
         raise NotFound("Namespace")
-    return namespace_records(db, actor, [ns])[0]
-
-
-def _may_read_namespace(db: Session, actor: Actor, ns: Namespace) -> bool:
-    subject = group_subject(db, actor, ns) if ns.is_group else GroupSubject(group=ns, level=None)
-    return policy.may(actor, Action.READ_NAMESPACE, subject)
+    return namespace_records(db, actor, [s.group])[0]
 
 
 def path_exists(db: Session, path: str, parent_id: int | None) -> tuple[bool, list[str]]:

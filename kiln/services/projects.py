@@ -1,7 +1,7 @@
 """Projects: creation, settings, visibility, forks, stars, shares, archiving and deletion.
 
-Every function loads the project through `load`, which answers 404 for a project the
-actor may not see, then asks the policy for the action itself (403 when refused)."""
+Every function loads the project through `subjects.project`, which answers 404 for a
+project the actor may not see and 403 for an action the policy refuses."""
 
 from __future__ import annotations
 
@@ -38,12 +38,13 @@ from kiln.models.projects import DISABLED, ENABLED
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action, ProjectSubject
 from kiln.queries import access
+from kiln.queries import namespaces as namespace_finder
 from kiln.queries import projects as finder
 from kiln.queries.paging import keyset_page, offset_page
 from kiln.queries.text import ESCAPE, contains
 from kiln.records import ProjectRecord
 from kiln.schemas.projects import ProjectCreate, ProjectFork, ProjectList, ProjectSettings, ProjectUpdate
-from kiln.services import instance_settings
+from kiln.services import instance_settings, subjects
 from kiln.services import namespaces as ns_service
 from kiln.storage import Storage
 
@@ -134,37 +135,6 @@ DESTROY_ADJOURNED = "projects.destroy_adjourned"
 class ProjectListing:
     page: PageResult
     records: list[ProjectRecord]
-
-
-def subject(
-    db: Session, actor: Actor | None, project: Project, namespace: Namespace | None = None
-) -> ProjectSubject:
-    ns = namespace or db.get(Namespace, project.namespace_id)
-    assert ns is not None
-    level = None
-    if actor is not None:
-        level = access.project_access(db, actor.user.id, [project.id]).get(project.id)
-    return ProjectSubject(project=project, namespace=ns, level=level)
-
-
-def find_subject(db: Session, actor: Actor | None, ident: str) -> ProjectSubject | None:
-    """The project by id or full path, its namespace and the actor's level, in one statement;
-    nothing decided yet."""
-    row = finder.subject_row(db, ident, actor.user.id if actor is not None else None)
-    return None if row is None else ProjectSubject(project=row[0], namespace=row[1], level=row[2])
-
-
-def load(
-    db: Session, actor: Actor | None, ident: str, action: Action = Action.READ_PROJECT
-) -> ProjectSubject:
-    """The project by id or full path; 404 if absent or hidden, 403 if `action` is refused."""
-    s = find_subject(db, actor, ident)
-    if s is None:
-        raise NotFound("Project")
-    policy.require_visible(actor, Action.READ_PROJECT, s, "Project")
-    if action is not Action.READ_PROJECT:
-        policy.require(actor, action, s)
-    return s
 
 
 # ---------------------------------------------------------------------------- views
@@ -344,7 +314,7 @@ def list_starred_by(
 
 
 def list_forks(db: Session, actor: Actor | None, ident: str, q: ProjectList, page: Page) -> ProjectListing:
-    s = load(db, actor, ident)
+    s = subjects.project(db, actor, ident)
     return list_projects(db, actor, q, page, forked_from=s.project.id)
 
 
@@ -357,10 +327,10 @@ def _namespace_for_create(db: Session, actor: Actor, namespace_id: str | None) -
         if ns is None:
             raise ValidationFailed({"namespace": ["is not valid"]})
         return ns
-    ns = ns_service.by_ident(db, namespace_id)
+    ns = namespace_finder.by_ident(db, namespace_id)
     if ns is None:
         raise ValidationFailed({"namespace": ["is not valid"]})
-    gs = ns_service.group_subject(db, actor, ns) if ns.is_group else policy.GroupSubject(group=ns, level=None)
+    gs = subjects.of_namespace(db, actor, ns)
     if not policy.may(actor, Action.CREATE_PROJECT, gs):
         raise ValidationFailed({"namespace": ["is not valid"]})
     return ns
@@ -575,7 +545,7 @@ def _default_visibility(default: str, ns: Namespace) -> str:
 def update_project(
     db: Session, actor: Actor, ident: str, p: ProjectUpdate, settings: Settings
 ) -> ProjectRecord:
-    s = load(db, actor, ident, Action.UPDATE_PROJECT)
+    s = subjects.project(db, actor, ident, Action.UPDATE_PROJECT)
     project = s.project
     given = p.given()
     inst = instance_settings.current(db)
@@ -610,7 +580,7 @@ def update_project(
 
 def set_archived(db: Session, actor: Actor, ident: str, archived: bool) -> ProjectRecord:
     """Idempotent: archiving an archived project answers the project unchanged."""
-    s = load(db, actor, ident, Action.ADMIN_PROJECT)
+    s = subjects.project(db, actor, ident, Action.ADMIN_PROJECT)
     with transaction(db):
         if s.project.archived != archived:
             s.project.archived = archived
@@ -624,7 +594,7 @@ def delete_project(
 ) -> None:
     """Removed at once, or marked for deletion when the instance adjourns deletions; the
     repository and uploads are removed by a job queued in the same transaction."""
-    s = load(db, actor, ident, Action.ADMIN_PROJECT)
+    s = subjects.project(db, actor, ident, Action.ADMIN_PROJECT)
     project = s.project
     inst = instance_settings.current(db)
     period = int(inst["deletion_adjourned_period"])
@@ -651,7 +621,7 @@ def delete_project(
 
 
 def restore_project(db: Session, actor: Actor, ident: str) -> ProjectRecord:
-    s = load(db, actor, ident, Action.ADMIN_PROJECT)
+    s = subjects.project(db, actor, ident, Action.ADMIN_PROJECT)
     project = s.project
     with transaction(db):
         if project.marked_for_deletion_on is None:
@@ -729,21 +699,17 @@ def _destroy_adjourned(ctx: jobs.JobContext, payload: dict[str, Any]) -> None:
 
 
 def fork_project(db: Session, actor: Actor, ident: str, p: ProjectFork, settings: Settings) -> ProjectRecord:
-    s = load(db, actor, ident)
+    s = subjects.project(db, actor, ident)
     if not policy.may(actor, Action.FORK_PROJECT, s):
         raise NotFound()
     source = s.project
     target_ident = str(p.namespace_id) if p.namespace_id is not None else p.namespace_path or p.namespace
     with transaction(db):
         if target_ident:
-            ns = ns_service.by_ident(db, target_ident)
+            ns = namespace_finder.by_ident(db, target_ident)
             if ns is None:
                 raise NotFound("Namespace")
-            gs = (
-                ns_service.group_subject(db, actor, ns)
-                if ns.is_group
-                else policy.GroupSubject(group=ns, level=None)
-            )
+            gs = subjects.of_namespace(db, actor, ns)
             if not policy.may(actor, Action.CREATE_PROJECT, gs):
                 raise NotFound("Target Namespace")
         else:
@@ -823,7 +789,7 @@ def _full_messages(errors: dict[str, list[str]]) -> list[str]:
 
 def star(db: Session, actor: Actor, ident: str, starred: bool) -> tuple[ProjectRecord, bool]:
     """Returns the project and whether anything changed (GitLab answers 304 otherwise)."""
-    s = load(db, actor, ident, Action.STAR_PROJECT)
+    s = subjects.project(db, actor, ident, Action.STAR_PROJECT)
     project = s.project
     with transaction(db):
         existing = db.scalar(
@@ -851,7 +817,7 @@ def star(db: Session, actor: Actor, ident: str, starred: bool) -> tuple[ProjectR
 
 
 def starrers(db: Session, actor: Actor | None, ident: str, search: str | None, page: Page) -> PageResult:
-    s = load(db, actor, ident)
+    s = subjects.project(db, actor, ident)
     stmt = (
         select(ProjectStar, User)
         .join(User, User.id == ProjectStar.user_id)
@@ -874,7 +840,7 @@ def languages(db: Session, actor: Actor | None, ident: str, settings: Settings) 
     none."""
     from kiln.services import languages as language_service
 
-    s = load(db, actor, ident, Action.READ_PROJECT)
+    s = subjects.project(db, actor, ident, Action.READ_PROJECT)
     if not policy.may(actor, Action.READ_CODE, s):
         raise NotFound("Project")
     return language_service.for_project(db, s, settings)
@@ -886,7 +852,7 @@ def languages(db: Session, actor: Actor | None, ident: str, settings: Settings) 
 def share(
     db: Session, actor: Actor, ident: str, group_id: int, group_access: int, expires_at: date | None
 ) -> ProjectGroupLink:
-    s = load(db, actor, ident, Action.SHARE_PROJECT)
+    s = subjects.project(db, actor, ident, Action.SHARE_PROJECT)
     if s.namespace.is_group and s.namespace.share_with_group_lock:
         raise BadRequest("The project sharing with group is disabled", raw=True)
     if group_access >= OWNER:
@@ -894,7 +860,7 @@ def share(
     group = db.get(Namespace, group_id)
     if group is None or not group.is_group:
         raise NotFound(message="Not Found")
-    if not policy.may(actor, Action.READ_GROUP, ns_service.group_subject(db, actor, group)):
+    if not policy.may(actor, Action.READ_GROUP, subjects.of_namespace(db, actor, group)):
         raise NotFound(message="Not Found")
     if expires_at is not None and expires_at <= datetime.now(UTC).date():
         raise ValidationFailed({"expires_at": ["must be in the future"]})
@@ -917,7 +883,7 @@ def share(
 
 
 def unshare(db: Session, actor: Actor, ident: str, group_id: int) -> None:
-    s = load(db, actor, ident, Action.SHARE_PROJECT)
+    s = subjects.project(db, actor, ident, Action.SHARE_PROJECT)
     with transaction(db):
         deleted = db.execute(
             delete(ProjectGroupLink).where(
@@ -941,7 +907,7 @@ class Uploaded:
 def upload(
     db: Session, actor: Actor, ident: str, filename: str, data: Any, size: int, storage: Storage
 ) -> Uploaded:
-    s = load(db, actor, ident, Action.UPLOAD_FILE)
+    s = subjects.project(db, actor, ident, Action.UPLOAD_FILE)
     inst = instance_settings.current(db)
     limit = int(inst["max_attachment_size"]) * 1024 * 1024
     if size > limit:
@@ -984,7 +950,7 @@ def sanitize_filename(filename: str) -> str:
 
 def find_upload(db: Session, actor: Actor | None, project_path: str, secret: str, filename: str) -> Upload:
     """An upload served back at its URL: hidden projects and wrong secrets are 404 alike."""
-    s = find_subject(db, actor, project_path)
+    s = subjects.find_project(db, actor, project_path)
     if s is None or not policy.may(actor, Action.READ_PROJECT, s):
         raise NotFound()
     row = db.scalars(

@@ -24,7 +24,7 @@ from kiln.preconditions import require_unmodified_since
 from kiln.queries.paging import offset_page
 from kiln.queries.text import ESCAPE, contains
 from kiln.schemas.repository import ProtectedBranchCreate, ProtectedBranchList, ProtectedBranchUpdate
-from kiln.services import projects as project_service
+from kiln.services import subjects
 
 # GitLab answers a missing rule through ActiveRecord's RecordNotFound, with a lower-case "found".
 RULE_NOT_FOUND = "404 Not found"
@@ -64,7 +64,7 @@ def governing(rules: list[ProtectedBranch], branch: str) -> ProtectedBranch | No
 
 
 def _readable(db: Session, actor: Actor | None, ident: str) -> ProjectSubject:
-    s = project_service.load(db, actor, ident)
+    s = subjects.project(db, actor, ident)
     policy.require(actor, Action.READ_CODE, s)
     return s
 
@@ -98,7 +98,7 @@ def get_rule(db: Session, actor: Actor | None, ident: str, name: str) -> Protect
 
 
 def create_rule(db: Session, actor: Actor, ident: str, p: ProtectedBranchCreate) -> ProtectedBranch:
-    s = project_service.load(db, actor, ident)
+    s = subjects.project(db, actor, ident)
     policy.require(actor, Action.ADMIN_PROTECTED_BRANCHES, s)
     name = p.name.strip()
     if not name:
@@ -136,7 +136,7 @@ def _or(value: int | None, default: int) -> int:
 def update_rule(
     db: Session, actor: Actor, ident: str, name: str, p: ProtectedBranchUpdate
 ) -> ProtectedBranch:
-    s = project_service.load(db, actor, ident)
+    s = subjects.project(db, actor, ident)
     with transaction(db):
         rule = _find(db, s.project.id, name)
         if not policy.may_unprotect(actor, s, rule.unprotect_access_level):
@@ -158,7 +158,7 @@ def update_rule(
 def delete_rule(
     db: Session, actor: Actor, ident: str, name: str, unmodified_since: datetime | None = None
 ) -> None:
-    s = project_service.load(db, actor, ident)
+    s = subjects.project(db, actor, ident)
     with transaction(db):
         rule = _find(db, s.project.id, name)
         if not policy.may_unprotect(actor, s, rule.unprotect_access_level):

@@ -28,8 +28,7 @@ from kiln.git.store import RepositoryStore, store_for
 from kiln.models import Event, Project, ProjectStatistics, ProtectedBranch
 from kiln.models.repository import DEVELOPER_ACCESS, MAINTAINER_ACCESS
 from kiln.policy import Action, ProjectSubject
-from kiln.services import instance_settings
-from kiln.services import projects as project_service
+from kiln.services import instance_settings, subjects
 
 PUSH_REFUSED = "You are not allowed to push into this branch"
 MAINTAIN = "repositories.maintain"
@@ -70,7 +69,7 @@ class RepoContext:
 
 def for_read(db: Session, actor: Actor | None, ident: str, settings: Settings) -> RepoContext:
     """404 for a project the actor can't see; 403 when they see it but not its code."""
-    s = project_service.load(db, actor, ident)
+    s = subjects.project(db, actor, ident)
     if not policy.may(actor, Action.READ_CODE, s):
         raise Forbidden()
     st = store(settings)
@@ -78,7 +77,7 @@ def for_read(db: Session, actor: Actor | None, ident: str, settings: Settings) -
 
 
 def for_write(db: Session, actor: Actor, ident: str, settings: Settings) -> RepoContext:
-    s = project_service.load(db, actor, ident)
+    s = subjects.project(db, actor, ident)
     policy.require(actor, Action.PUSH_CODE, s)
     st = store(settings)
     return RepoContext(subject=s, store=st, repo=st.find(s.project.id))

@@ -1,0 +1,74 @@
+"""The subject of a project- or group-scoped route: the project (with its namespace) or the
+group, and the caller's level on it, loaded for one caller and one action.
+
+Every project- or group-scoped service starts here, never from another resource's service:
+`project` and `group` answer the route's 404 or 403 through `policy.authorize`; the `find_*`
+functions decide nothing, for callers with answers of their own (git over HTTP, uploads)."""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from kiln import policy
+from kiln.auth.actor import Actor
+from kiln.errors import NotFound
+from kiln.models import Namespace
+from kiln.models.namespaces import KIND_GROUP
+from kiln.policy import Action, GroupSubject, ProjectSubject
+from kiln.queries import access
+from kiln.queries import namespaces as namespace_finder
+from kiln.queries import projects as project_finder
+
+
+def find_project(db: Session, actor: Actor | None, ident: str) -> ProjectSubject | None:
+    """The project by id or full path, its namespace and the actor's level, in one statement;
+    nothing decided yet."""
+    row = project_finder.subject_row(db, ident, actor.user.id if actor is not None else None)
+    return None if row is None else ProjectSubject(project=row[0], namespace=row[1], level=row[2])
+
+
+def project(
+    db: Session, actor: Actor | None, ident: str, action: Action = Action.READ_PROJECT
+) -> ProjectSubject:
+    """The project by id or full path; 404 if absent or hidden, 403 if `action` is refused."""
+    s = find_project(db, actor, ident)
+    if s is None:
+        raise NotFound("Project")
+    policy.authorize(actor, action, s, "Project")
+    return s
+
+
+def of_namespace(db: Session, actor: Actor | None, ns: Namespace) -> GroupSubject:
+    """A namespace already loaded, as a subject: a group with the actor's level on it (and
+    whether something inside it relates them to it); a user's namespace with no level."""
+    if actor is None or not ns.is_group:
+        return GroupSubject(group=ns, level=None)
+    level = access.group_access(db, actor.user.id, [ns.id]).get(ns.id)
+    related = False
+    if level is None and not policy.is_admin(actor):
+        related = access.is_related_to_group(db, actor.user.id, ns.id)
+    # has_membership_row is asked only by an access request, which looks it up itself.
+    return GroupSubject(group=ns, level=level, related=related)
+
+
+def find_namespace(db: Session, actor: Actor | None, ident: str) -> GroupSubject | None:
+    """A user's namespace or a group by id or full path; nothing decided yet."""
+    ns = namespace_finder.by_ident(db, ident)
+    return None if ns is None else of_namespace(db, actor, ns)
+
+
+def find_group(db: Session, actor: Actor | None, ident: str) -> GroupSubject | None:
+    """The group by id or full path with the actor's standing on it; nothing decided yet."""
+    ns = namespace_finder.by_ident(db, ident)
+    if ns is None or ns.kind != KIND_GROUP:
+        return None
+    return of_namespace(db, actor, ns)
+
+
+def group(db: Session, actor: Actor | None, ident: str, action: Action = Action.READ_GROUP) -> GroupSubject:
+    """The group by id or full path; 404 if absent or hidden, 403 if `action` is refused."""
+    s = find_group(db, actor, ident)
+    if s is None:
+        raise NotFound("Group")
+    policy.authorize(actor, action, s, "Group")
+    return s
