@@ -95,6 +95,7 @@ ROOT_ROUTES: list[HTTPRouteHandler] = [
     meta.health,
     meta.liveness,
     meta.readiness,
+    meta.metrics,
     oauth.token,
     oauth.revoke,
     oauth.token_info,

@@ -1,4 +1,4 @@
-"""Version, health and readiness, and the OpenAPI document."""
+"""Version, health and readiness, the OpenAPI document and the Prometheus metrics."""
 
 from __future__ import annotations
 
@@ -6,12 +6,13 @@ from typing import Any
 
 from litestar import Request, Response
 
-from kiln import COMPATIBLE_GITLAB_VERSION, __version__
+from kiln import COMPATIBLE_GITLAB_VERSION, __version__, observability
 from kiln.api import _openapi
-from kiln.api._deps import Authenticated, Db, Viewer, runtime
+from kiln.api._deps import Authenticated, Db, Viewer, in_thread, runtime
 from kiln.api._render import render
 from kiln.api._routes import get
 from kiln.auth.tokens import API, READ_API, READ_USER
+from kiln.metrics import CONTENT_TYPE
 from kiln.services import health as health_service
 
 Req = Request[Any, Any, Any]
@@ -60,3 +61,11 @@ async def liveness(request: Req) -> Response[bytes]:
 async def readiness(request: Req, db: Db) -> Response[bytes]:
     ok, body = health_service.readiness(db, serving=runtime(request).ready)
     return render(body, status=200 if ok else 503)
+
+
+@get("/-/metrics", auth="none")
+async def metrics(request: Req) -> Response[bytes]:
+    """Prometheus text: every HTTP process's counters and the job queue (read from the
+    database, so off the event loop)."""
+    body = await in_thread(observability.exposition, runtime(request).sessions)
+    return Response(content=body, media_type=CONTENT_TYPE)

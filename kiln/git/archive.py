@@ -9,6 +9,9 @@ import re
 import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
+from time import perf_counter
+
+from kiln.git import timed
 
 CHUNK = 64 * 1024
 
@@ -56,6 +59,7 @@ async def stream(
     if path:
         args += ["--", path]
     procs: list[subprocess.Popen[bytes]] = []
+    started = perf_counter()
     try:
         git = subprocess.Popen(args, cwd=repo_path, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         procs.append(git)
@@ -79,3 +83,4 @@ async def stream(
             proc.wait()
             if proc.stdout is not None:
                 proc.stdout.close()
+        timed.observe(args, perf_counter() - started)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kiln.git import timed
 from kiln.git.errors import GitError
 
 _HEADER = re.compile(rb"^([0-9a-f]{40,64}) \d+ \d+(?: \d+)?$")
@@ -33,7 +33,7 @@ def blame(
     if start is not None and end is not None:
         args += ["-L", f"{start},{end}"]
     args += [revision, "--", os.fsencode(git_path)]
-    result = subprocess.run(args, cwd=repo_path, capture_output=True, check=False)
+    result = timed.run(args, cwd=repo_path, capture_output=True, check=False)
     if result.returncode != 0:
         if _TOO_SHORT.search(result.stderr):
             raise RangeOutsideFile("range is outside of the file length")

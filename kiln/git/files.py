@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pygit2
 
+from kiln.git import timed
 from kiln.git.errors import GitError
 from kiln.git.memo import Memo
 from kiln.git.refs import is_object_id
@@ -114,7 +114,7 @@ def last_commit_for_path(repo_path: Path, revision: str, git_path: str) -> str |
     immutable, so it is remembered: path history is the costly part of reading a file."""
 
     def walk() -> str | None:
-        result = subprocess.run(
+        result = timed.run(
             ["git", "--literal-pathspecs", "log", "-1", "--format=%H", revision, "--", os.fsencode(git_path)],
             cwd=repo_path,
             capture_output=True,

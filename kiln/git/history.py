@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pygit2
 
+from kiln.git import timed
 from kiln.git.errors import RefNotFound
 from kiln.git.memo import Memo
 from kiln.git.refs import is_object_id
@@ -107,7 +108,7 @@ def _git_date(seconds: int) -> str:
 
 
 def _git(repo_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return timed.run(
         ["git", "--literal-pathspecs", *args],
         cwd=repo_path,
         capture_output=True,
@@ -191,7 +192,7 @@ def refs_containing(repo_path: Path, sha: str, *, branches: bool, tags: bool) ->
     patterns = (["refs/heads/"] if branches else []) + (["refs/tags/"] if tags else [])
     if not patterns:
         return []
-    result = subprocess.run(
+    result = timed.run(
         ["git", "for-each-ref", f"--contains={sha}", "--format=%(refname)", *patterns],
         cwd=repo_path,
         capture_output=True,

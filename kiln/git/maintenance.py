@@ -4,13 +4,14 @@ touched the path."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
+
+from kiln.git import timed
 
 
 def refresh_commit_graph(repo_path: Path) -> None:
     """Idempotent; cheap when nothing changed (git rewrites only what is new)."""
-    subprocess.run(
+    timed.run(
         ["git", "commit-graph", "write", "--reachable", "--changed-paths", "--split"],
         cwd=repo_path,
         capture_output=True,

@@ -5,11 +5,11 @@ another repository (a fork's source) before building on it."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pygit2
 
+from kiln.git import timed
 from kiln.git.errors import EmptyCommit, GitError, RefNotFound
 
 
@@ -53,7 +53,7 @@ def fetch_commit(repo: pygit2.Repository, source_path: Path, sha: str) -> None:
     is created: the commit built on it keeps it reachable)."""
     if _has(repo, sha):
         return
-    result = subprocess.run(
+    result = timed.run(
         [
             "git",
             "-c",

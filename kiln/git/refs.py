@@ -7,11 +7,11 @@ instead of losing either side."""
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 import pygit2
 
+from kiln.git import timed
 from kiln.git.errors import ConcurrentUpdate, InvalidRefName, RefNotFound
 
 ZERO = "0" * 40
@@ -56,7 +56,7 @@ def update_ref(repo_path: Path, ref: str, new: str, old: str | None, message: st
     """Point `ref` at `new` if it still points at `old` (None: it must not exist yet)."""
     if not pygit2.reference_is_valid_name(ref):
         raise InvalidRefName(ref)
-    result = subprocess.run(
+    result = timed.run(
         ["git", "update-ref", "-m", message, ref, new, old or ZERO],
         cwd=repo_path,
         capture_output=True,
@@ -68,7 +68,7 @@ def update_ref(repo_path: Path, ref: str, new: str, old: str | None, message: st
 
 
 def delete_ref(repo_path: Path, ref: str, old: str) -> None:
-    result = subprocess.run(
+    result = timed.run(
         ["git", "update-ref", "-d", ref, old],
         cwd=repo_path,
         capture_output=True,

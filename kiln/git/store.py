@@ -4,13 +4,13 @@ open pygit2 handles (opening a repository costs more than most reads)."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 import threading
 from collections import OrderedDict
 from pathlib import Path
 
 import pygit2
 
+from kiln.git import timed
 from kiln.git.errors import RepositoryMissing
 from kiln.git.layout import repository_path
 
@@ -51,14 +51,12 @@ class RepositoryStore:
             self.create(project_id)
             return
         dst.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
+        timed.run(
             ["git", "clone", "--bare", "--quiet", "--local", str(src), str(dst)],
             check=True,
             capture_output=True,
         )
-        subprocess.run(
-            ["git", "-C", str(dst), "remote", "remove", "origin"], check=False, capture_output=True
-        )
+        timed.run(["git", "-C", str(dst), "remote", "remove", "origin"], check=False, capture_output=True)
 
     def find(self, project_id: int) -> pygit2.Repository | None:
         """The repository, or None while the project has none on disk (an empty project)."""

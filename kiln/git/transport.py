@@ -17,10 +17,12 @@ from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from time import perf_counter
 
 import pygit2
 
 from kiln.git.refs import is_object_id
+from kiln.metrics import observe_git
 
 log = logging.getLogger("kiln.git")
 
@@ -291,6 +293,7 @@ class GitProcess:
     early: bytearray = field(default_factory=bytearray)
     errors: deque[bytes] = field(default_factory=lambda: deque(maxlen=32))
     _stderr_task: asyncio.Task[None] | None = None
+    started: float = field(default_factory=perf_counter)
 
     @classmethod
     async def start(
@@ -382,6 +385,7 @@ class GitProcess:
 
     async def wait(self) -> int:
         code = await self.process.wait()
+        observe_git(self.service.removeprefix("git-"), perf_counter() - self.started)
         if self._stderr_task is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._stderr_task

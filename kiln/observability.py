@@ -1,0 +1,202 @@
+"""What an operator sees of a running kiln, outside HTTP: the Prometheus metrics, the
+per-request context (request id, statement tally) that log records and SQL events read, and
+the set-up `kiln serve` does before its processes start.
+
+Metrics (all prefixed `kiln_`): HTTP requests and latency by route template (recorded by
+kiln.api._observe), database statements and their time (engine events, see `instrument`),
+git processes and their time (kiln.git.timed), and the job queue read at scrape time.
+With several HTTP processes, prometheus_client's multiprocess mode sums what each wrote into
+PROMETHEUS_MULTIPROC_DIR (`prepare_serving` sets it before the processes start)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from time import perf_counter
+from typing import Any
+
+from prometheus_client import CollectorRegistry, generate_latest, values
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import REGISTRY, Collector
+from sqlalchemy import Engine, case, event, func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from kiln.metrics import CURRENT, DB_STATEMENTS
+from kiln.models.jobs import QUEUED, RUNNING, Job
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+ACCESS_LOGGER = "kiln.access"
+
+# Database statements
+
+
+def instrument(engine: Engine) -> None:
+    """Count and time every statement the engine runs; once per engine."""
+    if event.contains(engine, "after_cursor_execute", _after_statement):
+        return
+    event.listen(engine, "before_cursor_execute", _before_statement)
+    event.listen(engine, "after_cursor_execute", _after_statement)
+
+
+def _before_statement(conn: Any, cursor: Any, statement: str, params: Any, context: Any, many: bool) -> None:
+    conn.info["kiln_t0"] = perf_counter()
+
+
+def _after_statement(conn: Any, cursor: Any, statement: str, params: Any, context: Any, many: bool) -> None:
+    now = perf_counter()
+    elapsed = now - conn.info.pop("kiln_t0", now)
+    DB_STATEMENTS.observe(elapsed)
+    request = CURRENT.get()
+    if request is not None:
+        request.statements += 1
+        request.db_seconds += elapsed
+
+
+# The job queue, read when scraped
+
+
+class JobQueue(Collector):
+    """Queue depth and the age of the oldest job that is due, from the jobs table: the same
+    on every process and node, so it is read at scrape time rather than counted."""
+
+    def __init__(self, sessions: sessionmaker[Session]) -> None:
+        self.sessions = sessions
+
+    def collect(self) -> Iterator[Metric]:
+        queued, due, running, oldest_due = job_queue(self.sessions)
+        yield GaugeMetricFamily("kiln_jobs_queued", "Jobs waiting, due now or later (retries).", queued)
+        yield GaugeMetricFamily("kiln_jobs_due", "Jobs waiting whose time has come.", due)
+        yield GaugeMetricFamily("kiln_jobs_running", "Jobs claimed by a worker.", running)
+        yield GaugeMetricFamily(
+            "kiln_jobs_oldest_due_age_seconds",
+            "How long the oldest due job has waited (0: none).",
+            oldest_due,
+        )
+
+
+def job_queue(sessions: sessionmaker[Session]) -> tuple[int, int, int, float]:
+    """(queued, due, running, age in seconds of the oldest due job) in one statement."""
+    now = datetime.now(UTC)
+    is_due = Job.run_at <= now
+    statement = select(
+        func.count().filter(Job.state == QUEUED),
+        func.count().filter(Job.state == QUEUED, is_due),
+        func.count().filter(Job.state == RUNNING),
+        func.min(case((is_due, Job.run_at))).filter(Job.state == QUEUED),
+    ).where(Job.state.in_((QUEUED, RUNNING)))
+    with sessions() as db:
+        queued, due, running, oldest = db.execute(statement).one()
+    age = 0.0
+    if oldest is not None:
+        if oldest.tzinfo is None:
+            oldest = oldest.replace(tzinfo=UTC)
+        age = max((now - oldest).total_seconds(), 0.0)
+    return int(queued or 0), int(due or 0), int(running or 0), age
+
+
+# Exposition
+
+
+def multiprocess() -> bool:
+    """Whether this process writes its metrics to files (decided by prometheus_client when it
+    was imported, from PROMETHEUS_MULTIPROC_DIR)."""
+    return values.ValueClass is not values.MutexValue
+
+
+def exposition(sessions: sessionmaker[Session]) -> bytes:
+    """The Prometheus text of this kiln: every process's metrics and the job queue."""
+    if multiprocess():
+        registry = CollectorRegistry(auto_describe=False)
+        MultiProcessCollector(registry)
+        base = generate_latest(registry)
+    else:
+        base = generate_latest(REGISTRY)
+    jobs = CollectorRegistry(auto_describe=False)
+    jobs.register(JobQueue(sessions))
+    return base + generate_latest(jobs)
+
+
+# Logs
+
+
+class _RequestIdRecords:
+    """Every log record gets `request_id`: the id of the request it was written for, or None."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def __call__(self, *args: Any, **kwargs: Any) -> logging.LogRecord:
+        record: logging.LogRecord = self.inner(*args, **kwargs)
+        request = CURRENT.get()
+        record.request_id = request.request_id if request is not None else None
+        return record
+
+
+def tag_log_records() -> None:
+    """Once per process: request ids on log records (an error logged while answering names
+    the request it belongs to)."""
+    factory = logging.getLogRecordFactory()
+    if not isinstance(factory, _RequestIdRecords):
+        logging.setLogRecordFactory(_RequestIdRecords(factory))
+
+
+class _Tagged(logging.Formatter):
+    """The handler's format with `[request_id=…]` before the message of a request's records."""
+
+    def __init__(self, inner: logging.Formatter) -> None:
+        fmt = inner._fmt or "%(message)s"
+        super().__init__(fmt.replace("%(message)s", "%(request_tag)s%(message)s"), inner.datefmt)
+
+    def format(self, record: logging.LogRecord) -> str:
+        rid = getattr(record, "request_id", None)
+        record.request_tag = f"[request_id={rid}] " if rid else ""
+        return super().format(record)
+
+
+def prepare_serving(data_dir: Path, processes: int) -> None:
+    """What `kiln serve` sets up before its HTTP processes start: the access log as bare JSON
+    lines on stderr, request ids in the other log lines, and, with several processes, a fresh
+    directory of this run for the processes' metric files (the processes inherit it)."""
+    tag_log_records()
+    for handler in logging.getLogger().handlers:
+        if handler.formatter is not None and not isinstance(handler.formatter, _Tagged):
+            handler.setFormatter(_Tagged(handler.formatter))
+    access = logging.getLogger(ACCESS_LOGGER)
+    if not access.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        access.addHandler(handler)
+        access.setLevel(logging.INFO)
+        access.propagate = False
+    if processes > 1:
+        os.environ[MULTIPROC_ENV] = str(fresh_metrics_dir(data_dir))
+
+
+def fresh_metrics_dir(data_dir: Path) -> Path:
+    """`<data dir>/metrics/<pid>`, emptied; directories of servers no longer running go (a
+    data dir may be shared by several servers)."""
+    root = data_dir / "metrics"
+    root.mkdir(parents=True, exist_ok=True)
+    for old in root.iterdir():
+        if old.name.isdigit() and not _alive(int(old.name)):
+            shutil.rmtree(old, ignore_errors=True)
+    mine = root / str(os.getpid())
+    shutil.rmtree(mine, ignore_errors=True)
+    mine.mkdir()
+    return mine
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
