@@ -8,7 +8,10 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import TYPE_CHECKING, BinaryIO, Protocol
+
+if TYPE_CHECKING:
+    from kiln.config import Settings
 
 CHUNK = 1024 * 1024
 
@@ -70,3 +73,8 @@ class LocalStorage:
         with self.open(key) as fh:
             while chunk := fh.read(CHUNK):
                 yield chunk
+
+
+def uploads(settings: Settings) -> Storage:
+    """Where uploads and avatars live: the one place that says so."""
+    return LocalStorage(settings.data_dir / "uploads")

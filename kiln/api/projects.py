@@ -38,8 +38,18 @@ from kiln.schemas.projects import (
     StarrerList,
     UploadCreate,
 )
+from kiln.services import languages as language_service
+from kiln.services import (
+    project_creation,
+    project_forks,
+    project_lifecycle,
+    project_settings,
+    project_shares,
+    project_stars,
+    subjects,
+    uploads,
+)
 from kiln.services import projects as service
-from kiln.services import subjects
 from kiln.services import users as user_service
 from kiln.storage import LocalStorage
 
@@ -90,7 +100,7 @@ async def list_starred_projects(
 @post("/projects", params=ProjectCreate)
 async def create_project(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
     p: ProjectCreate = await params(request)
-    rec = await in_thread(service.create_project, db, actor, p, runtime(request).settings)
+    rec = await in_thread(project_creation.create_project, db, actor, p, runtime(request).settings)
     return render(project_full(rec, _base(request)), status=201)
 
 
@@ -100,7 +110,9 @@ async def create_project_for_user(
 ) -> Response[bytes]:
     p: ProjectCreateForUser = await params(request)
     owner = user_service.get_user(db, actor, int_id(user_id))
-    rec = await in_thread(service.create_project, db, actor, p, runtime(request).settings, for_user=owner)
+    rec = await in_thread(
+        project_creation.create_project, db, actor, p, runtime(request).settings, for_user=owner
+    )
     return render(project_full(rec, _base(request)), status=201)
 
 
@@ -128,36 +140,40 @@ async def get_project(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -
 @put("/projects/{id:str}", params=ProjectUpdate)
 async def update_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
     p: ProjectUpdate = await params(request)
-    rec = service.update_project(db, actor, id, p, runtime(request).settings)
+    rec = project_settings.update_project(db, actor, id, p, runtime(request).settings)
     return render(project_full(rec, _base(request)))
 
 
 @delete("/projects/{id:str}", params=ProjectDelete, status=202)
 async def delete_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
     q: ProjectDelete = await params(request)
-    service.delete_project(db, actor, id, permanently=q.permanently_remove, full_path=q.full_path)
+    project_lifecycle.delete_project(db, actor, id, permanently=q.permanently_remove, full_path=q.full_path)
     return render({"message": "202 Accepted"}, status=202)
 
 
 @post("/projects/{id:str}/restore")
 async def restore_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
-    return render(project_full(service.restore_project(db, actor, id), _base(request)), status=201)
+    return render(project_full(project_lifecycle.restore_project(db, actor, id), _base(request)), status=201)
 
 
 @post("/projects/{id:str}/archive")
 async def archive_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
-    return render(project_full(service.set_archived(db, actor, id, True), _base(request)), status=201)
+    return render(
+        project_full(project_lifecycle.set_archived(db, actor, id, True), _base(request)), status=201
+    )
 
 
 @post("/projects/{id:str}/unarchive")
 async def unarchive_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
-    return render(project_full(service.set_archived(db, actor, id, False), _base(request)), status=201)
+    return render(
+        project_full(project_lifecycle.set_archived(db, actor, id, False), _base(request)), status=201
+    )
 
 
 @post("/projects/{id:str}/fork", params=ProjectFork)
 async def fork_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
     p: ProjectFork = await params(request)
-    rec = await in_thread(service.fork_project, db, actor, id, p, runtime(request).settings)
+    rec = await in_thread(project_forks.fork_project, db, actor, id, p, runtime(request).settings)
     return render(project_full(rec, _base(request)), status=201)
 
 
@@ -170,7 +186,7 @@ async def list_forks(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) ->
 
 @post("/projects/{id:str}/star")
 async def star_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
-    rec, changed = service.star(db, actor, id, True)
+    rec, changed = project_stars.star(db, actor, id, True)
     if not changed:
         return Response(content=b"", status_code=304)
     return render(project_full(rec, _base(request)), status=201)
@@ -178,7 +194,7 @@ async def star_project(request: Req, db: Db, actor: Authenticated, id: FromPath[
 
 @post("/projects/{id:str}/unstar")
 async def unstar_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
-    rec, changed = service.star(db, actor, id, False)
+    rec, changed = project_stars.star(db, actor, id, False)
     if not changed:
         return Response(content=b"", status_code=304)
     return render(project_full(rec, _base(request)), status=201)
@@ -188,7 +204,7 @@ async def unstar_project(request: Req, db: Db, actor: Authenticated, id: FromPat
 async def list_starrers(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Response[bytes]:
     q: StarrerList = await params(request)
     page = page_of(q)
-    result = service.starrers(db, viewer, id, q.search, page)
+    result = project_stars.starrers(db, viewer, id, q.search, page)
     base = _base(request)
     items = [starrer(star.created_at, user, base) for star, user in result.items]
     return paginated(request, items, page, result)
@@ -196,13 +212,13 @@ async def list_starrers(request: Req, db: Db, viewer: Viewer, id: FromPath[str])
 
 @get("/projects/{id:str}/languages", auth="optional")
 async def languages(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Response[bytes]:
-    return render(await in_thread(service.languages, db, viewer, id, runtime(request).settings))
+    return render(await in_thread(language_service.of_project, db, viewer, id, runtime(request).settings))
 
 
 @post("/projects/{id:str}/share", params=ProjectShare)
 async def share_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
     p: ProjectShare = await params(request)
-    link = service.share(db, actor, id, p.group_id, p.group_access, p.expires_at)
+    link = project_shares.share(db, actor, id, p.group_id, p.group_access, p.expires_at)
     return render(share_link(link), status=201)
 
 
@@ -210,7 +226,7 @@ async def share_project(request: Req, db: Db, actor: Authenticated, id: FromPath
 async def unshare_project(
     request: Req, db: Db, actor: Authenticated, id: FromPath[str], group_id: FromPath[str]
 ) -> Response[bytes]:
-    service.unshare(db, actor, id, int_id(group_id))
+    project_shares.unshare(db, actor, id, int_id(group_id))
     return no_content()
 
 
@@ -218,7 +234,7 @@ async def unshare_project(
 async def upload_file(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
     p: UploadCreate = await params(request)
     up = p.file
-    done = service.upload(db, actor, id, up.filename, up.file, up.size(), _uploads(request))
+    done = uploads.upload(db, actor, id, up.filename, up.file, up.size(), _uploads(request))
     return render(upload_result(done.upload, done.project, done.namespace, _base(request)), status=201)
 
 
@@ -248,7 +264,7 @@ async def uploaded_file_by_path(
 def _serve_upload(
     request: Req, db: Db, viewer: Viewer, ident: str, secret: str, filename: str
 ) -> Response[Any]:
-    row = service.find_upload(db, viewer, ident, secret, filename)
+    row = uploads.find_upload(db, viewer, ident, secret, filename)
     storage = _uploads(request)
     if not storage.exists(row.storage_key):
         raise NotFound()

@@ -15,7 +15,7 @@ from sqlalchemy import ColumnElement, Select, delete, exists, false, func, or_, 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from kiln import jobs, policy
+from kiln import jobs, policy, storage
 from kiln.auth.actor import Actor
 from kiln.db import transaction
 from kiln.errors import BadRequest, ValidationFailed
@@ -34,12 +34,13 @@ from kiln.policy import Action, GroupSubject
 from kiln.queries import access
 from kiln.queries.paging import offset_page
 from kiln.queries.text import ESCAPE, contains
+from kiln.records import ProjectRecord
 from kiln.schemas.groups import GroupCreate, GroupList, GroupProjects, GroupSettings, GroupUpdate
 from kiln.schemas.projects import ProjectList
-from kiln.services import instance_settings, subjects
+from kiln.services import instance_settings, project_lifecycle, subjects
 from kiln.services import namespaces as ns_service
 from kiln.services import projects as project_service
-from kiln.services.projects import ProjectListing, ProjectRecord
+from kiln.services.projects import ProjectListing
 
 REMOVE_FILES = "groups.remove_files"
 DESTROY_ADJOURNED = "groups.destroy_adjourned"
@@ -682,7 +683,7 @@ def destroy(db: Session, group: Namespace) -> None:
     """Remove the group, its subgroups and all their projects in the caller's transaction;
     repositories and uploaded files go by queued jobs, which run only if this commits."""
     ids = list(db.scalars(ns_service.descendant_ids(group)))
-    project_service.destroy(db, project_service.ids_in_namespaces(db, [group.id]))
+    project_lifecycle.destroy(db, project_lifecycle.ids_in_namespaces(db, [group.id]))
     uploads = list(db.scalars(select(Upload.storage_key).where(Upload.namespace_id.in_(ids))))
     db.execute(delete(Upload).where(Upload.namespace_id.in_(ids)))
     db.execute(delete(ProjectGroupLink).where(ProjectGroupLink.group_id.in_(ids)))
@@ -700,13 +701,11 @@ def destroy(db: Session, group: Namespace) -> None:
 @jobs.handler(REMOVE_FILES)
 def _remove_files(ctx: jobs.JobContext, payload: dict[str, Any]) -> None:
     """Idempotent: removing what is already gone is no error."""
-    from kiln.storage import LocalStorage
-
-    storage = LocalStorage(ctx.settings.data_dir / "uploads")
+    files = storage.uploads(ctx.settings)
     for key in payload.get("uploads", []):
-        storage.delete(key)
+        files.delete(key)
     for gid in payload.get("namespace_ids", []):
-        storage.delete_prefix(f"group/{int(gid)}")
+        files.delete_prefix(f"group/{int(gid)}")
 
 
 @jobs.handler(DESTROY_ADJOURNED)

@@ -6,14 +6,25 @@ from __future__ import annotations
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
+from kiln import policy
+from kiln.auth.actor import Actor
 from kiln.config import Settings
 from kiln.db import transaction
 from kiln.git.errors import RefNotFound
 from kiln.git.languages import language_bytes, shares
 from kiln.git.refs import resolve_commit
 from kiln.models import Project
-from kiln.policy import ProjectSubject
+from kiln.policy import Action, ProjectSubject
+from kiln.services import subjects
 from kiln.services.repositories import store
+
+
+def of_project(db: Session, actor: Actor | None, ident: str, settings: Settings) -> dict[str, float]:
+    """A project's languages; a project whose code the actor may not read has none to show
+    (GitLab answers its 404)."""
+    s = subjects.project(db, actor, ident)
+    policy.require_visible(actor, Action.READ_CODE, s, "Project")
+    return for_project(db, s, settings)
 
 
 def for_project(db: Session, s: ProjectSubject, settings: Settings) -> dict[str, float]:

@@ -21,6 +21,7 @@ from kiln.policy import Action, GroupSubject
 from kiln.queries import access
 from kiln.queries.paging import offset_page
 from kiln.queries.text import ESCAPE, contains
+from kiln.queries.users import username_taken
 from kiln.schemas.groups import NamespaceList
 from kiln.services import subjects
 
@@ -73,8 +74,6 @@ def path_taken(db: Session, parent_id: int | None, path: str, *, except_ns: int 
     if db.scalar(q.limit(1)) is not None:
         return True
     if parent_id is None:
-        from kiln.queries.users import username_taken
-
         return except_ns is None and username_taken(db, path)
     return (
         db.scalar(

@@ -29,7 +29,9 @@ from kiln.queries.paging import keyset_page, offset_page
 from kiln.queries.users import IdentityRow, UserRow
 from kiln.schemas._types import Upload
 from kiln.schemas.users import StatusUpdate, UserCreate, UserList, UserUpdate
+from kiln.services import project_lifecycle, project_stars
 from kiln.services import tokens as token_service
+from kiln.services.namespaces import place
 from kiln.storage import Storage
 
 _USERNAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
@@ -287,13 +289,11 @@ def delete_user(
             raise Conflict("User cannot be removed while is the sole-owner of a group")
         # Personal projects go with the user (and, on hard deletion, the groups they own alone):
         # their rows now, their repositories and uploads by a queued job.
-        from kiln.services import projects as project_service
-
         gone = [user_namespace_id] if (user_namespace_id := user.namespace_id) is not None else []
         if hard_delete:
             gone += owned
-        project_service.destroy(db, project_service.ids_in_namespaces(db, gone))
-        project_service.forget_stars(db, user.id)
+        project_lifecycle.destroy(db, project_lifecycle.ids_in_namespaces(db, gone))
+        project_stars.forget_stars(db, user.id)
         if hard_delete:
             for column in _contribution_columns():
                 db.execute(delete(column.table).where(column == user.id))
@@ -436,8 +436,6 @@ def bootstrap_root(db: Session, settings: Settings) -> tuple[User, str | None]:
 
 def user_namespace(db: Session, user: User) -> Namespace:
     """A user's own namespace: its path is the username, it has no parent."""
-    from kiln.services.namespaces import place
-
     ns = Namespace(kind=KIND_USER, name=user.name, path=user.username, owner_id=user.id)
     db.add(ns)
     db.flush()

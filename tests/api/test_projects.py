@@ -11,7 +11,7 @@ from kiln.git.layout import repository_path
 from kiln.models import Job, Member, Project, ProjectGroupLink, ProjectStar
 from kiln.models.namespaces import DEVELOPER, GUEST, MAINTAINER, OWNER, REPORTER
 from kiln.services import instance_settings
-from kiln.services.projects import DESTROY_ADJOURNED, REMOVE_FILES
+from kiln.services.project_lifecycle import DESTROY_ADJOURNED, REMOVE_FILES
 from tests.api.test_repository_files import files_url, new_project, write_body
 
 # ------------------------------------------------------------------ create

@@ -1,0 +1,151 @@
+"""Creating a project: in a namespace the actor may create in, with its repository (and
+README) made in the same transaction and removed again if it fails."""
+
+from __future__ import annotations
+
+import secrets
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from kiln import policy
+from kiln.auth.actor import Actor
+from kiln.config import Settings
+from kiln.db import transaction
+from kiln.errors import ParamError, ValidationFailed
+from kiln.git.writes import FileAction, Person, commit_actions
+from kiln.models import Namespace, Project, ProjectStatistics, User
+from kiln.models.namespaces import VISIBILITY_LEVEL
+from kiln.policy import Action
+from kiln.queries import namespaces as namespace_finder
+from kiln.records import ProjectRecord
+from kiln.schemas.projects import ProjectCreate
+from kiln.services import instance_settings, repositories, subjects
+from kiln.services import namespaces as ns_service
+from kiln.services.project_settings import (
+    apply_settings,
+    check_name_path,
+    check_restricted,
+    set_topics,
+    topics_of_params,
+)
+from kiln.services.projects import record
+
+
+def _namespace_for_create(db: Session, actor: Actor, namespace_id: str | None) -> Namespace:
+    if namespace_id is None or namespace_id == "":
+        ns = db.scalars(select(Namespace).where(Namespace.owner_id == actor.user.id)).first()
+        if ns is None:
+            raise ValidationFailed({"namespace": ["is not valid"]})
+        return ns
+    ns = namespace_finder.by_ident(db, namespace_id)
+    if ns is None:
+        raise ValidationFailed({"namespace": ["is not valid"]})
+    gs = subjects.of_namespace(db, actor, ns)
+    if not policy.may(actor, Action.CREATE_PROJECT, gs):
+        raise ValidationFailed({"namespace": ["is not valid"]})
+    return ns
+
+
+def create_project(
+    db: Session, actor: Actor, p: ProjectCreate, settings: Settings, *, for_user: User | None = None
+) -> ProjectRecord:
+    """A project in a namespace the actor may create in (the actor's own by default)."""
+    if not p.name and not p.path:
+        raise ParamError("name, path are missing, at least one parameter must be provided")
+    inst = instance_settings.current(db)
+    created: list[int] = []
+    try:
+        with transaction(db):
+            if for_user is not None:
+                ns = db.scalars(select(Namespace).where(Namespace.owner_id == for_user.id)).one()
+            else:
+                ns = _namespace_for_create(db, actor, p.namespace_id)
+            name = p.name if p.name else p.path or ""
+            path = (
+                p.path
+                if p.path
+                else (name if ns_service.path_error(name) is None else ns_service.path_from_name(name))
+            )
+            # Above the group's visibility a new project is quietly lowered to it, as GitLab does.
+            visibility = _default_visibility(p.visibility or inst["default_project_visibility"], ns)
+            errors: dict[str, list[str]] = {}
+            check_name_path(db, ns, name, path, errors)
+            check_restricted(actor, visibility, inst, errors)
+            owner = for_user or actor.user
+            if not ns.is_group and not actor.is_admin:
+                count = (
+                    db.scalar(select(func.count()).select_from(Project).where(Project.namespace_id == ns.id))
+                    or 0
+                )
+                if count >= owner.projects_limit:
+                    errors.setdefault("limit_reached", []).append(
+                        f"Your project limit is {owner.projects_limit} projects! "
+                        "Please contact your administrator to increase it"
+                    )
+            if errors:
+                raise ValidationFailed(errors)
+            project = Project(
+                namespace_id=ns.id,
+                creator_id=actor.user.id,
+                name=name,
+                path=path,
+                visibility=visibility,
+                runners_token="GR1348941" + secrets.token_urlsafe(15),
+            )
+            apply_settings(project, p)
+            project.default_branch = p.default_branch or ns.default_branch or inst["default_branch_name"]
+            db.add(project)
+            try:
+                db.flush()
+            except IntegrityError:
+                raise ValidationFailed({"path": ["has already been taken"]}) from None
+            db.add(ProjectStatistics(project_id=project.id))
+            topics = topics_of_params(p)
+            if topics:
+                set_topics(db, project, topics)
+            db.flush()
+            # The repository is created inside the transaction and removed if it fails, so a
+            # refused or failed creation leaves neither rows nor folders behind.
+            created.append(project.id)
+            _create_repository(db, project, settings, readme=p.initialize_with_readme, author=actor.user)
+    except BaseException:
+        for pid in created:
+            repositories.store(settings).remove(pid)
+        raise
+    return record(db, actor, project)
+
+
+def _create_repository(
+    db: Session,
+    project: Project,
+    settings: Settings,
+    *,
+    readme: bool,
+    author: User,
+) -> None:
+    repo = repositories.store(settings).create(project.id, project.default_branch or "main")
+    if readme:
+        person = Person(author.name, author.email)
+        content = (
+            f"# {project.name}\n\n{project.description}\n" if project.description else f"# {project.name}\n"
+        )
+        commit_actions(
+            repo,
+            branch=project.default_branch or "main",
+            actions=[FileAction("create", "README.md", content.encode())],
+            message="Initial commit",
+            author=person,
+            committer=person,
+        )
+        repositories.adopt_first_branch(db, project, repo, project.default_branch or "main")
+        repositories.record_push(
+            db, project, None, f"refs/heads/{project.default_branch}", None, str(repo.head.target), repo
+        )
+
+
+def _default_visibility(default: str, ns: Namespace) -> str:
+    if ns.is_group and VISIBILITY_LEVEL[default] > VISIBILITY_LEVEL[ns.visibility]:
+        return ns.visibility
+    return default

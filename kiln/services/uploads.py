@@ -1,0 +1,84 @@
+"""Files uploaded to a project (for Markdown to link), stored under an unguessable secret
+and served back at their URL to whoever may read the project."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from kiln import policy
+from kiln.auth.actor import Actor
+from kiln.db import transaction
+from kiln.errors import NotFound, PayloadTooLarge
+from kiln.models import Namespace, Project, ProjectStatistics, Upload
+from kiln.policy import Action
+from kiln.services import instance_settings, subjects
+from kiln.storage import Storage
+
+
+@dataclass(slots=True)
+class Uploaded:
+    upload: Upload
+    project: Project
+    namespace: Namespace
+
+
+def upload(
+    db: Session, actor: Actor, ident: str, filename: str, data: Any, size: int, storage: Storage
+) -> Uploaded:
+    s = subjects.project(db, actor, ident, Action.UPLOAD_FILE)
+    inst = instance_settings.current(db)
+    limit = int(inst["max_attachment_size"]) * 1024 * 1024
+    if size > limit:
+        raise PayloadTooLarge()
+    name = sanitize_filename(filename)
+    secret = secrets.token_hex(16)
+    key = f"project/{s.project.id}/{secret}/{name}"
+    written = storage.put(key, data)
+    try:
+        with transaction(db):
+            row = Upload(
+                project_id=s.project.id,
+                secret=secret,
+                filename=name,
+                size=written,
+                storage_key=key,
+                uploaded_by_id=actor.user.id,
+            )
+            db.add(row)
+            db.execute(
+                update(ProjectStatistics)
+                .where(ProjectStatistics.project_id == s.project.id)
+                .values(uploads_size=ProjectStatistics.uploads_size + written)
+            )
+            db.flush()
+    except BaseException:
+        storage.delete_prefix(f"project/{s.project.id}/{secret}")
+        raise
+    return Uploaded(upload=row, project=s.project, namespace=s.namespace)
+
+
+def sanitize_filename(filename: str) -> str:
+    """The last path component, with characters that would break a URL or a path replaced."""
+    base = filename.replace("\\", "/").rsplit("/", 1)[-1].strip()
+    cleaned = "".join(ch if ch.isalnum() or ch in "._-+" else "_" for ch in base).lstrip(".")
+    return cleaned[:255] or "file"
+
+
+def find_upload(db: Session, actor: Actor | None, project_path: str, secret: str, filename: str) -> Upload:
+    """An upload served back at its URL: hidden projects and wrong secrets are 404 alike."""
+    s = subjects.find_project(db, actor, project_path)
+    if s is None or not policy.may(actor, Action.READ_PROJECT, s):
+        raise NotFound()
+    row = db.scalars(
+        select(Upload).where(
+            Upload.project_id == s.project.id, Upload.secret == secret, Upload.filename == filename
+        )
+    ).first()
+    if row is None:
+        raise NotFound()
+    return row
