@@ -7,6 +7,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import psycopg
+from psycopg import pq
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import NullPool
@@ -16,6 +18,11 @@ from kiln.config import Settings
 # SQLite has one writer at a time; taking it fairly inside the process keeps p99 low
 # (DESIGN.md). Other processes wait on busy_timeout.
 _sqlite_write_lock = threading.RLock()
+
+# A statement's second run on a connection prepares it: parsing and planning a hot statement
+# cost ten times its execution (a project with the caller's access level: 0.4 + 1 ms vs 0.1).
+PG_PREPARE_THRESHOLD = 1
+PG_RECYCLE_S = 1800
 
 
 def make_engine(settings: Settings) -> Engine:
@@ -30,13 +37,41 @@ def make_engine(settings: Settings) -> Engine:
         )
         _configure_sqlite(engine)
         return engine
-    return create_engine(
+    engine = create_engine(
         url,
         echo=settings.sql_echo,
         pool_size=10,
         max_overflow=20,
-        pool_pre_ping=True,
+        # No ping per checkout (a round trip per request): a connection the server dropped
+        # fails its first statement, which invalidates the whole pool (SQLAlchemy's
+        # disconnect handling), so one request sees the error and the next gets a fresh one.
+        # Recycling keeps connections younger than any idle timeout between here and there.
+        pool_recycle=PG_RECYCLE_S,
+        connect_args={"prepare_threshold": PG_PREPARE_THRESHOLD},
     )
+    _keep_prepared_statements(engine)
+    return engine
+
+
+def _keep_prepared_statements(engine: Engine) -> None:
+    """Run statements a connection has seen before as server-side prepared statements.
+
+    psycopg prepares a statement once it has run `prepare_threshold` times on a connection,
+    but its `Connection.rollback()` forgets every prepared statement and every count, and
+    every read request ends in a rollback (a session's close): nothing would ever run
+    prepared, and each statement would be parsed and planned on every request. The same
+    ROLLBACK sent through libpq ends the transaction alike and keeps them; schema changes
+    (DROP, ALTER) still clear them, as psycopg does for the statements it runs itself."""
+
+    def do_rollback(dbapi_connection: Any) -> None:
+        pgconn = dbapi_connection.pgconn
+        if pgconn.transaction_status == pq.TransactionStatus.IDLE:
+            return
+        result = pgconn.exec_(b"ROLLBACK")
+        if result.status != pq.ExecStatus.COMMAND_OK:
+            raise psycopg.errors.error_from_result(result, encoding=dbapi_connection.info.encoding)
+
+    engine.dialect.do_rollback = do_rollback  # type: ignore[method-assign]
 
 
 def make_engine_unpooled(url: str) -> Engine:
