@@ -7,7 +7,7 @@ from typing import Any
 from litestar import Request, Response
 from litestar.datastructures import Cookie
 
-from kiln.api._deps import SESSION_COOKIE, Db, runtime
+from kiln.api._deps import SESSION_COOKIE, Db, in_thread, runtime
 from kiln.api._params import params
 from kiln.api._render import render
 from kiln.api._routes import delete, post
@@ -26,7 +26,8 @@ async def sign_in(request: Req, db: Db) -> Response[bytes]:
         raise ParamError("user[login] is missing, user[password] is missing")
     rt = runtime(request)
     ip = request.client.host if request.client else None
-    signed_in = service.sign_in(db, rt.settings, fields, ip)
+    # In a thread: checking the password takes a fifth of a second of CPU.
+    signed_in = await in_thread(service.sign_in, db, rt.settings, fields, ip)
     response = render(
         {"message": "Signed in successfully.", "csrf_token": signed_in.csrf_token},
         status=302,

@@ -49,19 +49,24 @@ def sign_in(db: Session, settings: Settings, fields: SignInFields, ip: str | Non
     if user is None:
         raise Unauthorized(INVALID_LOGIN)
     now = datetime.now(UTC)
-    with transaction(db):
-        if user.password_expires_at is not None and user.password_expires_at <= now:
-            if not fields.new_password:
-                raise Forbidden(PASSWORD_EXPIRED)
-            if len(fields.new_password) < MIN_PASSWORD_LENGTH:
-                raise ValidationFailed(
-                    {"new_password": [f"is too short (minimum is {MIN_PASSWORD_LENGTH} characters)"]}
-                )
-            user.password_hash = hash_password(
-                fields.new_password,
-                time_cost=settings.password_time_cost,
-                memory_cost=settings.password_memory_cost,
+    if user.password_expires_at is not None and user.password_expires_at <= now:
+        if not fields.new_password:
+            raise Forbidden(PASSWORD_EXPIRED)
+        if len(fields.new_password) < MIN_PASSWORD_LENGTH:
+            raise ValidationFailed(
+                {"new_password": [f"is too short (minimum is {MIN_PASSWORD_LENGTH} characters)"]}
             )
+        # Hashed before the write transaction: a fifth of a second nobody else should wait for.
+        new_hash = hash_password(
+            fields.new_password,
+            time_cost=settings.password_time_cost,
+            memory_cost=settings.password_memory_cost,
+        )
+    else:
+        new_hash = None
+    with transaction(db):
+        if new_hash is not None:
+            user.password_hash = new_hash
             user.password_expires_at = None
         user.last_sign_in_at = user.current_sign_in_at
         user.last_sign_in_ip = user.current_sign_in_ip

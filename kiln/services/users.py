@@ -158,6 +158,9 @@ def create_user(db: Session, actor: Actor, p: UserCreate, settings: Settings, st
 
 
 def _create(db: Session, p: UserCreate, settings: Settings, storage: Storage) -> User:
+    password = random_password() if _random_password(p) else p.password
+    # Hashed before the write transaction: a fifth of a second nobody else should wait for.
+    password_hash = _hash(password, settings)
     with transaction(db):
         # GitLab answers a taken e-mail or username before any other validation error.
         if finder.email_taken(db, p.email):
@@ -169,16 +172,13 @@ def _create(db: Session, p: UserCreate, settings: Settings, storage: Storage) ->
         if errors:
             raise ValidationFailed(errors)
         avatar_key = _check_avatar(p.avatar)
-        password = random_password() if _random_password(p) else p.password
-        assert password is not None
+        assert password_hash is not None
         now = datetime.now(UTC)
         user = User(
             username=p.username,
             email=p.email,
             name=p.name,
-            password_hash=hash_password(
-                password, time_cost=settings.password_time_cost, memory_cost=settings.password_memory_cost
-            ),
+            password_hash=password_hash,
             password_automatically_set=_random_password(p),
             confirmed_at=now,
         )
@@ -201,6 +201,7 @@ def update_user(
 ) -> User:
     policy.require(actor, Action.ADMIN_USERS)
     user = _find(db, user_id)
+    password_hash = _hash(p.password, settings)
     with transaction(db):
         # The spec: update answers 404 where 409 would fit (e-mail or username taken).
         if p.email is not None and finder.email_taken(db, p.email, except_user=user.id):
@@ -226,10 +227,8 @@ def update_user(
                 .where(Namespace.owner_id == user.id)
                 .values(path=p.username, full_path=p.username)
             )
-        if p.password is not None:
-            user.password_hash = hash_password(
-                p.password, time_cost=settings.password_time_cost, memory_cost=settings.password_memory_cost
-            )
+        if password_hash is not None:
+            user.password_hash = password_hash
             user.password_automatically_set = False
             # Someone else set it: the owner must change it at next sign-in.
             if actor.user.id != user.id:
@@ -449,6 +448,15 @@ def _find(db: Session, user_id: int) -> User:
     if user is None:
         raise NotFound("User")
     return user
+
+
+def _hash(password: str | None, settings: Settings) -> str | None:
+    """The hash of a password long enough to be accepted (validation refuses the others)."""
+    if password is None or len(password) < MIN_PASSWORD_LENGTH:
+        return None
+    return hash_password(
+        password, time_cost=settings.password_time_cost, memory_cost=settings.password_memory_cost
+    )
 
 
 def _random_password(p: UserCreate) -> bool:
