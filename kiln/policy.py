@@ -10,6 +10,7 @@ rules here stay pure functions of what they are given.
 
 from __future__ import annotations
 
+from collections.abc import Container
 from dataclasses import dataclass
 from enum import Enum, auto
 
@@ -121,7 +122,7 @@ def _may_user(actor: Actor | None, action: Action, user: UserRow | User) -> bool
     if action is Action.READ_USER:
         return not user.is_ghost or is_admin(actor)
     if action is Action.READ_USER_PROFILE:
-        return is_self or is_admin(actor) or not user.private_profile
+        return is_self or sees_private_profiles(actor) or not user.private_profile
     if action in (Action.READ_USER_EMAIL, Action.UPDATE_USER_STATUS, Action.READ_USER_TOKENS):
         return is_self or is_admin(actor)
     if action is Action.REVOKE_TOKEN:
@@ -129,11 +130,21 @@ def _may_user(actor: Actor | None, action: Action, user: UserRow | User) -> bool
     return False
 
 
+def open_visibilities(actor: Actor | None) -> tuple[str, ...]:
+    """The visibilities that open a project or group to the actor without any membership:
+    public to all, internal too to signed-in users who are not external."""
+    if actor is None or actor.user.external:
+        return (PUBLIC,)
+    return (PUBLIC, INTERNAL)
+
+
 def _visible(actor: Actor | None, visibility: str) -> bool:
-    """What visibility alone allows: public to all, internal to signed-in non-external users."""
-    if visibility == PUBLIC:
-        return True
-    return visibility == INTERNAL and actor is not None and not actor.user.external
+    return visibility in open_visibilities(actor)
+
+
+def sees_private_profiles(actor: Actor | None) -> bool:
+    """Whoever sees every user's profile, private ones included (each user sees their own)."""
+    return is_admin(actor)
 
 
 def _feature_open(actor: Actor | None, s: ProjectSubject, feature_level: str, member_floor: int) -> bool:
@@ -255,6 +266,35 @@ def may_unprotect(actor: Actor | None, s: ProjectSubject, unprotect_level: int |
         return True
     wanted = unprotect_level or MAINTAINER
     return wanted < 60 and (s.level or 0) >= wanted
+
+
+def may_grant(actor: Actor | None, s: ProjectSubject | GroupSubject, level: int) -> bool:
+    """Giving a role to a member (ADMIN_MEMBERS already allowed): the Owner role is the
+    Owners' (and administrators') to give."""
+    return level < OWNER or may(actor, Action.MANAGE_OWNERS, s)
+
+
+def may_change_member(
+    actor: Actor | None, s: ProjectSubject | GroupSubject, current_level: int, new_level: int | None
+) -> bool:
+    """Changing (`new_level`) or removing (None) a membership: an Owner's membership, and a
+    change to Owner, are the Owners' business."""
+    return may_grant(actor, s, current_level) and (new_level is None or may_grant(actor, s, new_level))
+
+
+def may_share_at(actor: Actor | None, s: ProjectSubject, group_access: int) -> bool:
+    """Sharing a project (SHARE_PROJECT already allowed) at the Owner level takes an Owner."""
+    return group_access < OWNER or may(actor, Action.ADMIN_PROJECT, s)
+
+
+def may_use_visibility(actor: Actor | None, visibility: str, restricted: Container[str]) -> bool:
+    """The instance's restricted visibility levels bind everyone but administrators."""
+    return visibility not in restricted or is_admin(actor)
+
+
+def counts_toward_projects_limit(actor: Actor | None, namespace: Namespace) -> bool:
+    """A user's projects_limit caps personal projects created by non-administrators."""
+    return not namespace.is_group and not is_admin(actor)
 
 
 def require(actor: Actor | None, action: Action, subject: object = None) -> None:

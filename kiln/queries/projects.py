@@ -23,9 +23,10 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
+from kiln import policy
 from kiln.auth.actor import Actor
 from kiln.models import Namespace, Project, ProjectCustomAttribute, ProjectStar, ProjectTopic
-from kiln.models.namespaces import INTERNAL, OWNER, PUBLIC
+from kiln.models.namespaces import OWNER, PUBLIC
 from kiln.models.projects import DISABLED
 from kiln.queries import access
 from kiln.queries.text import ESCAPE, contains, escape_like
@@ -87,7 +88,7 @@ def visible_to(actor: Actor | None) -> ColumnElement[bool]:
     if actor.is_admin:
         return true()
     levels = access.project_levels(actor.user.id)
-    open_levels = [PUBLIC] if actor.user.external else [PUBLIC, INTERNAL]
+    open_levels = policy.open_visibilities(actor)
     return or_(Project.visibility.in_(open_levels), Project.id.in_(select(levels.c.project_id)))
 
 

@@ -28,7 +28,7 @@ from kiln.models import (
     ProjectStatistics,
     Upload,
 )
-from kiln.models.namespaces import INTERNAL, KIND_GROUP, OWNER, PUBLIC, VISIBILITY_LEVEL
+from kiln.models.namespaces import KIND_GROUP, OWNER, PUBLIC, VISIBILITY_LEVEL
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action, GroupSubject
 from kiln.queries import access
@@ -121,12 +121,6 @@ class GroupListing:
 # ---------------------------------------------------------------------------- visibility
 
 
-def _open_visibilities(actor: Actor | None) -> list[str]:
-    if actor is None:
-        return [PUBLIC]
-    return [PUBLIC] if actor.user.external else [PUBLIC, INTERNAL]
-
-
 def _member_group_ids(user_id: int, min_level: int | None = None) -> Select[Any]:
     """Groups a membership reaches: the group itself and everything below it."""
     levels = access.group_levels(user_id)
@@ -157,7 +151,7 @@ def _listed(actor: Actor | None, q: GroupList) -> ColumnElement[bool]:
     if admin and all_available:
         return true()
     if all_available:
-        return or_(Namespace.visibility.in_(_open_visibilities(actor)), _authorized(actor.user.id))
+        return or_(Namespace.visibility.in_(policy.open_visibilities(actor)), _authorized(actor.user.id))
     return _authorized(actor.user.id)
 
 
@@ -409,7 +403,8 @@ def _check_visibility(
             .limit(1)
         ):
             messages.append(f"{visibility} is not allowed since there are sub-groups with higher visibility.")
-    if not actor.is_admin and visibility in instance_settings.current(db)["restricted_visibility_levels"]:
+    restricted = instance_settings.current(db)["restricted_visibility_levels"]
+    if not policy.may_use_visibility(actor, visibility, restricted):
         messages.append(f"{visibility.capitalize()} has been restricted by your GitLab administrator")
     if not messages:
         del errors["visibility_level"]

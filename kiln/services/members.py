@@ -137,11 +137,6 @@ def load_source(
     return Source(kind, subjects.project(db, actor, ident, action))
 
 
-def _owner_or_admin(actor: Actor, source: Source) -> bool:
-    """Only Owners (and administrators) grant the Owner role or change an Owner's membership."""
-    return policy.may(actor, Action.MANAGE_OWNERS, source.subject)
-
-
 def _today() -> date:
     return date.today()
 
@@ -334,7 +329,7 @@ def _record_of(db: Session, row: Member) -> MemberRecord:
 def add_members(db: Session, actor: Actor, kind: Kind, p: MemberCreate) -> MemberRecord | BulkResult:
     """One user (201 with the member) or several separated by commas (201 with a status)."""
     source = load_source(db, actor, kind, p.id, Action.ADMIN_MEMBERS)
-    if p.access_level >= OWNER and not _owner_or_admin(actor, source):
+    if not policy.may_grant(actor, source.subject, p.access_level):
         raise Forbidden()
     given = p.user_id if p.user_id is not None else p.username or ""
     if "," in given:
@@ -451,10 +446,7 @@ def _is_last_owner(db: Session, source: Source, row: Member) -> bool:
 
 def _check_change(db: Session, actor: Actor, source: Source, row: Member, new_level: int | None) -> None:
     """Who may change or remove an existing member (GitLab answers 403 for each refusal)."""
-    owner = _owner_or_admin(actor, source)
-    if row.access_level >= OWNER and not owner:
-        raise Forbidden()
-    if new_level is not None and new_level >= OWNER and not owner:
+    if not policy.may_change_member(actor, source.subject, row.access_level, new_level):
         raise Forbidden()
     if (new_level is None or new_level < OWNER) and _is_last_owner(db, source, row):
         raise Forbidden()
@@ -582,7 +574,7 @@ def approve_access_request(db: Session, actor: Actor, kind: Kind, p: AccessReque
     with transaction(db):
         row = _request_of(db, source, p.user_id)
         policy.require(actor, Action.ADMIN_MEMBERS, source.subject)
-        if p.access_level >= OWNER and not _owner_or_admin(actor, source):
+        if not policy.may_grant(actor, source.subject, p.access_level):
             raise Forbidden()
         _grant(db, actor, source, row.user_id, row, p.access_level, row.expires_at)
     return _record_of(db, row)

@@ -74,7 +74,7 @@ def create_project(
             check_name_path(db, ns, name, path, errors)
             check_restricted(actor, visibility, inst, errors)
             owner = for_user or actor.user
-            if not ns.is_group and not actor.is_admin:
+            if policy.counts_toward_projects_limit(actor, ns):
                 count = (
                     db.scalar(select(func.count()).select_from(Project).where(Project.namespace_id == ns.id))
                     or 0

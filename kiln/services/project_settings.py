@@ -107,7 +107,7 @@ def _check_visibility(ns: Namespace, visibility: str, errors: dict[str, list[str
 def check_restricted(
     actor: Actor, visibility: str, inst: instance_settings.InstanceSettings, errors: dict[str, list[str]]
 ) -> None:
-    if visibility in inst["restricted_visibility_levels"] and not actor.is_admin:
+    if not policy.may_use_visibility(actor, visibility, inst["restricted_visibility_levels"]):
         errors.setdefault("visibility_level", []).append(
             f"{visibility} has been restricted by your GitLab administrator"
         )

@@ -10,9 +10,8 @@ from sqlalchemy.orm import Session
 from kiln import policy
 from kiln.auth.actor import Actor
 from kiln.db import transaction
-from kiln.errors import BadRequest, Conflict, NotFound, ValidationFailed
+from kiln.errors import BadRequest, Conflict, Forbidden, NotFound, ValidationFailed
 from kiln.models import Namespace, ProjectGroupLink
-from kiln.models.namespaces import OWNER
 from kiln.policy import Action
 from kiln.services import subjects
 
@@ -23,8 +22,8 @@ def share(
     s = subjects.project(db, actor, ident, Action.SHARE_PROJECT)
     if s.namespace.is_group and s.namespace.share_with_group_lock:
         raise BadRequest("The project sharing with group is disabled", raw=True)
-    if group_access >= OWNER:
-        policy.require(actor, Action.ADMIN_PROJECT, s)
+    if not policy.may_share_at(actor, s, group_access):
+        raise Forbidden()
     group = db.get(Namespace, group_id)
     if group is None or not group.is_group:
         raise NotFound(message="Not Found")

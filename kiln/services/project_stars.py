@@ -55,7 +55,8 @@ def starrers(db: Session, actor: Actor | None, ident: str, search: str | None, p
         .join(User, User.id == ProjectStar.user_id)
         .where(ProjectStar.project_id == s.project.id)
     )
-    if not policy.is_admin(actor):
+    if not policy.sees_private_profiles(actor):
+        # The list shows the profiles READ_USER_PROFILE shows: public ones and the viewer's own.
         viewer_id = actor.user.id if actor is not None else -1
         stmt = stmt.where((User.private_profile.is_(False)) | (User.id == viewer_id))
     if search:
