@@ -39,6 +39,8 @@ class Action(Enum):
     PUSH_CODE = auto()  # write to unprotected branches (Developer); protected ones: may_push_to
     ADMIN_PROTECTED_BRANCHES = auto()  # protect, unprotect, change rules (Maintainer)
     UPDATE_PROJECT = auto()  # settings (Maintainer)
+    READ_PROJECT_SETTINGS = auto()  # what Maintainers see: runners token, import URL, CI settings
+    CREATE_MERGE_REQUEST_IN = auto()  # the project view's can_create_merge_request_in (Developer)
     CHANGE_VISIBILITY = auto()  # visibility, path and namespace (Owner)
     ADMIN_PROJECT = auto()  # archive, delete, restore (Owner)
     FORK_PROJECT = auto()
@@ -157,6 +159,21 @@ def _feature_open(actor: Actor | None, s: ProjectSubject, feature_level: str, me
     return feature_level in (ENABLED, FEATURE_PUBLIC) and _may_project(actor, Action.READ_PROJECT, s)
 
 
+# The features whose `*_enabled` booleans the project view shows.
+VIEW_FEATURES = ("issues", "merge_requests", "builds", "wiki", "snippets", "container_registry")
+
+
+def open_features(actor: Actor | None, s: ProjectSubject) -> dict[str, bool]:
+    """Which features the viewer may use, as the project view's `*_enabled` booleans say: not
+    disabled, and enabled for all or the viewer a member (or an administrator)."""
+    member = is_admin(actor) or (s.level or 0) >= GUEST
+    out = {}
+    for feature in VIEW_FEATURES:
+        level = getattr(s.project, f"{feature}_access_level")
+        out[feature] = level != DISABLED and (level == ENABLED or member)
+    return out
+
+
 def _may_project(actor: Actor | None, action: Action, s: ProjectSubject) -> bool:
     level = s.level or 0
     admin = is_admin(actor)
@@ -183,6 +200,10 @@ def _may_project(actor: Actor | None, action: Action, s: ProjectSubject) -> bool
         return _may_project(actor, Action.READ_PROJECT, s)
     if action is Action.PUSH_CODE:
         return (admin or level >= DEVELOPER) and s.project.repository_access_level != DISABLED
+    if action is Action.READ_PROJECT_SETTINGS:
+        return admin or level >= MAINTAINER
+    if action is Action.CREATE_MERGE_REQUEST_IN:
+        return admin or level >= DEVELOPER
     if action in (
         Action.UPDATE_PROJECT,
         Action.SHARE_PROJECT,

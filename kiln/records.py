@@ -4,25 +4,28 @@ everything its views show, so entities never query and services never format."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from kiln.models import Namespace, Project, ProjectGroupLink, ProjectStatistics, User
+if TYPE_CHECKING:
+    from kiln.queries.projects import NamespaceRow, OwnerRow, ProjectRow, SharedGroupRow, StatisticsRow
 
 
 @dataclass(slots=True)
 class ProjectRecord:
     """A project with everything its views show, loaded in a constant number of queries."""
 
-    project: Project
-    namespace: Namespace
-    owner: User | None = None
+    project: ProjectRow
+    namespace: NamespaceRow
+    owner: OwnerRow | None = None
     topics: list[str] = field(default_factory=list)
     level: int | None = None
     project_access: int | None = None
     group_access: int | None = None
     forked_from: ProjectRecord | None = None
-    statistics: ProjectStatistics | None = None
-    shared_with_groups: list[tuple[ProjectGroupLink, Namespace]] = field(default_factory=list)
+    statistics: StatisticsRow | None = None
+    shared_with_groups: list[SharedGroupRow] = field(default_factory=list)
     custom_attributes: list[tuple[str, str]] | None = None
     can_read_code: bool = True
-    can_admin: bool = False
+    can_admin: bool = False  # sees the settings Maintainers see (runners token, import URL, CI)
+    can_create_merge_request_in: bool = False
     features_open: dict[str, bool] = field(default_factory=dict)

@@ -46,7 +46,6 @@ from kiln.services import (
     project_settings,
     project_shares,
     project_stars,
-    subjects,
     uploads,
 )
 from kiln.services import projects as service
@@ -119,14 +118,12 @@ async def create_project_for_user(
 @get("/projects/{id:str}", auth="optional", params=ProjectGet)
 async def get_project(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Response[bytes]:
     q: ProjectGet = await params(request)
-    s = subjects.project(db, viewer, id)
-    rec = service.record(
+    rec = service.get(
         db,
         viewer,
-        s.project,
+        id,
         statistics=q.statistics and viewer is not None,
         custom_attributes=q.with_custom_attributes,
-        known=s,
     )
     base = _base(request)
     if viewer is None:

@@ -19,6 +19,7 @@ from kiln.config import Settings
 from kiln.db import transaction
 from kiln.errors import Forbidden, InsufficientScope, InvalidToken, Unauthorized
 from kiln.models import OAuthAccessToken, PersonalAccessToken, User, WebSession
+from kiln.queries.reads import run
 from kiln.queries.users import USER_COLUMNS, UserRow, user_row
 
 # Resolves a CI job token (the CI issue plugs its lookup in here).
@@ -99,7 +100,7 @@ _SESSION_COLUMNS = ("expires_at", "csrf_token")
 
 
 def _lookup(db: Session, table: Table, columns: tuple[str, ...], secret: str) -> tuple[Any, UserRow] | None:
-    row = db.execute(_credential_statement(table, *columns), {"digest": digest(secret)}).first()
+    row = run(db, _credential_statement(table, *columns), {"digest": digest(secret)}).first()
     if row is None:
         return None
     return row[: len(columns)], user_row(row[len(columns) :])

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from kiln.entities._format import day, iso
@@ -10,6 +11,9 @@ from kiln.entities.users import user_basic
 from kiln.markdown import render as render_markdown
 from kiln.models import Namespace, Project, ProjectGroupLink, ProjectStatistics, Upload
 from kiln.records import ProjectRecord
+
+if TYPE_CHECKING:
+    from kiln.queries.projects import SharedGroupRow
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".gif", ".bmp", ".tiff", ".ico", ".webp", ".svg")
 VIDEO_EXTENSIONS = (".mp4", ".m4v", ".mov", ".webm", ".ogv")
@@ -122,11 +126,11 @@ def statistics_view(stats: ProjectStatistics) -> dict[str, int]:
     }
 
 
-def shared_group(link: ProjectGroupLink, group: Namespace) -> dict[str, Any]:
+def shared_group(link: SharedGroupRow) -> dict[str, Any]:
     return {
-        "group_id": group.id,
-        "group_name": group.name,
-        "group_full_path": group.full_path,
+        "group_id": link.id,
+        "group_name": link.name,
+        "group_full_path": link.full_path,
         "group_access_level": link.group_access,
         "expires_at": day(link.expires_at),
     }
@@ -182,7 +186,7 @@ def project_full(rec: ProjectRecord, base: str, *, license: bool = False) -> dic
             "container_registry_enabled": open_.get("container_registry", False),
             "service_desk_enabled": p.service_desk_enabled,
             "service_desk_address": None,
-            "can_create_merge_request_in": (rec.level or 0) >= 30 or rec.can_admin,
+            "can_create_merge_request_in": rec.can_create_merge_request_in,
             "issues_access_level": p.issues_access_level,
             "repository_access_level": p.repository_access_level,
             "merge_requests_access_level": p.merge_requests_access_level,
@@ -219,7 +223,7 @@ def project_full(rec: ProjectRecord, base: str, *, license: bool = False) -> dic
             "import_status": p.import_status,
             "import_error": p.import_error,
             "open_issues_count": 0,
-            "description_html": render_markdown(p.description or ""),
+            "description_html": _description_html(p.description or ""),
             "updated_at": iso(p.updated_at),
         }
     )
@@ -246,7 +250,7 @@ def project_full(rec: ProjectRecord, base: str, *, license: bool = False) -> dic
         {
             "ci_config_path": p.ci_config_path if rec.can_read_code else None,
             "public_jobs": p.public_jobs,
-            "shared_with_groups": [shared_group(link, group) for link, group in rec.shared_with_groups],
+            "shared_with_groups": [shared_group(link) for link in rec.shared_with_groups],
             "only_allow_merge_if_pipeline_succeeds": p.only_allow_merge_if_pipeline_succeeds,
             "allow_merge_on_skipped_pipeline": p.allow_merge_on_skipped_pipeline,
             "request_access_enabled": p.request_access_enabled,
@@ -331,3 +335,9 @@ def share_link(link: ProjectGroupLink) -> dict[str, Any]:
         "group_access": link.group_access,
         "expires_at": day(link.expires_at),
     }
+
+
+@lru_cache(maxsize=1024)
+def _description_html(description: str) -> str:
+    """Rendered once per text: a page of 20 projects renders the same descriptions again."""
+    return render_markdown(description)

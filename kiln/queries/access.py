@@ -36,6 +36,11 @@ _SHARED_NS = aliased(Namespace, name="shared_ns")
 _OUTER_NS = aliased(Namespace, name="outer_ns")
 
 
+def member_namespace() -> Any:
+    """The alias under which a membership's own namespace joins (built once)."""
+    return _MEMBER_NS
+
+
 def within(inner: Any, outer: Any) -> ColumnElement[bool]:
     """`inner` is `outer` or below it: its traversal starts with outer's. Written as a range
     ("1/5/" <= t < "1/5/~"; traversals hold only digits and slashes) so the traversal index

@@ -9,11 +9,16 @@ from sqlalchemy import Select, func, literal, select
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from kiln.pagination import TOTAL_LIMIT, Page, PageResult
+from kiln.queries.reads import run
 
 
-def offset_page(db: Session, stmt: Select[Any], page: Page, *, scalars: bool = True) -> PageResult:
-    result = db.execute(stmt.limit(page.per_page + 1).offset(page.offset))
-    rows = list(result.scalars() if scalars else result.all())
+def offset_page(
+    db: Session, stmt: Select[Any], page: Page, *, scalars: bool = True, core: bool = False
+) -> PageResult:
+    """`core`: a Core statement whose rows the caller turns into records (queries.reads.run);
+    otherwise ORM entities (`scalars`) or ORM tuples."""
+    limited = stmt.limit(page.per_page + 1).offset(page.offset)
+    rows = _fetch(db, limited, scalars=scalars, core=core)
     has_next = len(rows) > page.per_page
     rows = rows[: page.per_page]
     total: int | None
@@ -31,13 +36,13 @@ def count_capped(db: Session, stmt: Select[Any]) -> int | None:
     if counted.whereclause is None and db.get_bind().dialect.name == "sqlite":
         # SQLite counts a whole table from its b-tree without visiting rows (30x faster than
         # stepping through 10,001 of them); PostgreSQL would scan it all, so it keeps the cap.
-        n = db.execute(counted.with_only_columns(func.count(), maintain_column_froms=True)).scalar_one()
+        n = run(db, counted.with_only_columns(func.count(), maintain_column_froms=True)).scalar_one()
         return None if n > TOTAL_LIMIT else n
     if not counted._distinct and not counted._group_by_clauses:
         # Count rows, not columns: reading every column of 10,001 rows cost 25x more.
         counted = counted.with_only_columns(literal(1), maintain_column_froms=True)
     limited = counted.limit(TOTAL_LIMIT + 1).subquery()
-    n = db.execute(select(func.count()).select_from(limited)).scalar_one()
+    n = run(db, select(func.count()).select_from(limited)).scalar_one()
     return None if n > TOTAL_LIMIT else n
 
 
@@ -50,20 +55,27 @@ def keyset_page(
     before: int | None,
     *,
     scalars: bool = True,
+    core: bool = False,
 ) -> PageResult:
-    """Keyset by one integer column; `sort` decides direction and which bound moves. With
-    `scalars=False` the page holds whole rows (Core statements), which carry `key` by name."""
+    """Keyset by one integer column; `sort` decides direction and which bound moves. Rows as in
+    offset_page; Core rows carry `key` by name."""
     if after is not None:
         stmt = stmt.where(key > after)
     if before is not None:
         stmt = stmt.where(key < before)
     stmt = stmt.order_by(None).order_by(key.asc() if page.sort == "asc" else key.desc())
-    result = db.execute(stmt.limit(page.per_page + 1))
-    rows = list(result.scalars() if scalars else result.all())
+    rows = _fetch(db, stmt.limit(page.per_page + 1), scalars=scalars, core=core)
     has_next = len(rows) > page.per_page
     rows = rows[: page.per_page]
     next_key = getattr(rows[-1], key.key) if has_next and rows else None
     return PageResult(items=rows, total=None, has_next=has_next, next_key=next_key)
+
+
+def _fetch(db: Session, stmt: Select[Any], *, scalars: bool, core: bool) -> list[Any]:
+    if core:
+        return list(run(db, stmt))
+    result = db.execute(stmt)
+    return list(result.scalars() if scalars else result.all())
 
 
 def list_page(items: Sequence[Any], page: Page) -> PageResult:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import namedtuple
+from dataclasses import dataclass
 from datetime import date
 from functools import cache
 from typing import Any
@@ -25,48 +27,67 @@ from sqlalchemy.orm import Session
 
 from kiln import policy
 from kiln.auth.actor import Actor
-from kiln.models import Namespace, Project, ProjectCustomAttribute, ProjectStar, ProjectTopic
-from kiln.models.namespaces import OWNER, PUBLIC
+from kiln.models import (
+    Member,
+    Namespace,
+    Project,
+    ProjectCustomAttribute,
+    ProjectGroupLink,
+    ProjectStar,
+    ProjectStatistics,
+    ProjectTopic,
+    User,
+)
+from kiln.models.namespaces import KIND_GROUP, OWNER, PUBLIC
 from kiln.models.projects import DISABLED
 from kiln.queries import access
+from kiln.queries.reads import run
 from kiln.queries.text import ESCAPE, contains, escape_like
 from kiln.schemas.projects import ProjectList
 
 
-@cache
-def _subject_statement(by_path: bool, signed_in: bool) -> Select[Any]:
-    """Project, namespace and the caller's level in one round trip, built once per shape:
-    every project route starts here."""
-    if by_path:
-        project_id: Any = (
-            select(Project.id)
-            .join(Namespace, Namespace.id == Project.namespace_id)
-            .where(
-                func.lower(Namespace.full_path) == bindparam("namespace_path"),
-                func.lower(Project.path) == bindparam("path"),
-            )
-            .scalar_subquery()
-        )
-    else:
-        project_id = bindparam("id")
-    level: Any = (
-        access.project_level_of(bindparam("user_id"), project_id, bindparam("today", type_=Date()))
-        if signed_in
-        else null()
-    )
+def _project_id(by_path: bool) -> Any:
+    """The project a route names: a bind parameter, or the id found by its full path."""
+    if not by_path:
+        return bindparam("id")
     return (
-        select(Project, Namespace, level.label("level"))
+        select(Project.id)
+        .join(Namespace, Namespace.id == Project.namespace_id)
+        .where(
+            func.lower(Namespace.full_path) == bindparam("namespace_path"),
+            func.lower(Project.path) == bindparam("path"),
+        )
+        .scalar_subquery()
+    )
+
+
+def _level_of(project_id: Any) -> Any:
+    return access.project_level_of(bindparam("user_id"), project_id, bindparam("today", type_=Date()))
+
+
+@cache
+def _subject_statement(by_path: bool, signed_in: bool, orm: bool) -> Select[Any]:
+    """Project, namespace and the caller's level in one round trip, built once per shape:
+    every project route starts here. `orm`: model objects, for a route that changes them;
+    otherwise row records."""
+    project_id = _project_id(by_path)
+    level: Any = _level_of(project_id) if signed_in else null()
+    selected: list[Any] = [Project, Namespace] if orm else [*_PROJECTS.c, *_NAMESPACES.c]
+    return (
+        select(*selected, level.label("level"))
         .join(Namespace, Namespace.id == Project.namespace_id)
         .where(Project.id == project_id)
     )
 
 
-def subject_row(db: Session, ident: str, user_id: int | None) -> tuple[Project, Namespace, int | None] | None:
-    """The project by numeric id or full path (case-insensitive; `%2F` decoded here), its
-    namespace, and `user_id`'s effective access level on it."""
+def _ident_params(ident: str, user_id: int | None) -> dict[str, Any] | None:
+    """A project's numeric id or full path (case-insensitive; `%2F` decoded here) as the
+    parameters of a statement built on _project_id; None for what names no project."""
     ident = unquote(ident)
     params: dict[str, Any] = {}
     if ident.isdigit():
+        if len(ident) > 18:
+            return None
         params["id"] = int(ident)
     elif "/" in ident:
         ns_path, _, path = ident.rpartition("/")
@@ -75,9 +96,25 @@ def subject_row(db: Session, ident: str, user_id: int | None) -> tuple[Project, 
         return None
     if user_id is not None:
         params["user_id"], params["today"] = user_id, date.today()
-    stmt = _subject_statement("id" not in params, user_id is not None)
-    row = db.execute(stmt, params).first()
-    return None if row is None else (row[0], row[1], row[2])
+    return params
+
+
+def subject_row(
+    db: Session, ident: str, user_id: int | None, *, orm: bool = True
+) -> tuple[Any, Any, int | None] | None:
+    """The project by id or full path, its namespace, and `user_id`'s effective access level
+    on it: model objects with `orm`, else ProjectRow and NamespaceRow records."""
+    params = _ident_params(ident, user_id)
+    if params is None:
+        return None
+    stmt = _subject_statement("id" not in params, user_id is not None, orm)
+    if orm:
+        found = db.execute(stmt, params).first()
+        return None if found is None else (found[0], found[1], found[2])
+    row = run(db, stmt, params).first()
+    if row is None:
+        return None
+    return ProjectRow._make(row[:_P]), NamespaceRow._make(row[_P : _P + _N]), row[_P + _N]
 
 
 def visible_to(actor: Actor | None) -> ColumnElement[bool]:
@@ -102,10 +139,11 @@ def listing(
     starred_by: int | None = None,
     forked_from: int | None = None,
 ) -> Select[Any]:
+    # Only ids are read: the page's views come from view_rows.
     # Administrators see everything: no condition at all, so an unfiltered count stays cheap.
-    stmt = (
-        select(Project) if actor is not None and actor.is_admin else select(Project).where(visible_to(actor))
-    )
+    stmt = select(Project.id)
+    if actor is None or not actor.is_admin:
+        stmt = stmt.where(visible_to(actor))
     user_id = actor.user.id if actor is not None else None
     if namespace_ids is not None:
         if shared_with_group is not None:
@@ -270,4 +308,228 @@ def custom_attributes_of(db: Session, project_ids: list[int]) -> dict[int, list[
         )
         for pid, key, value in rows:
             out[pid].append((key, value))
+    return out
+
+
+# ---------------------------------------------------------------------------- views
+#
+# A project's views render row records: one statement reads, for a page of projects (or one),
+# the project, its namespace, the namespace's owner, statistics, topics, and the caller's
+# levels; shared groups and fork parents only when some project on the page has them.
+
+_PROJECTS = Project.__table__
+_NAMESPACES = Namespace.__table__
+_STATS = ProjectStatistics.__table__
+_OWNER = User.__table__.alias("owner")
+_TOPIC_SEPARATOR = "\x1f"
+
+
+class ProjectRow(namedtuple("ProjectRow", [c.key for c in _PROJECTS.c])):  # type: ignore[misc]
+    __slots__ = ()
+
+
+class NamespaceRow(namedtuple("NamespaceRow", [c.key for c in _NAMESPACES.c])):  # type: ignore[misc]
+    __slots__ = ()
+
+    @property
+    def is_group(self) -> bool:
+        return bool(self.kind == KIND_GROUP)
+
+    @property
+    def ancestor_ids(self) -> list[int]:
+        return [int(part) for part in self.traversal.split("/") if part]
+
+
+OwnerRow = namedtuple("OwnerRow", ["id", "username", "name", "state", "avatar_path", "created_at"])
+_STAT_FIELDS = [c.key for c in _STATS.c if c.key != "project_id"]
+
+
+class StatisticsRow(namedtuple("StatisticsRow", _STAT_FIELDS)):  # type: ignore[misc]
+    __slots__ = ()
+
+    @property
+    def storage_size(self) -> int:
+        return int(
+            self.repository_size
+            + self.wiki_size
+            + self.lfs_objects_size
+            + self.job_artifacts_size
+            + self.pipeline_artifacts_size
+            + self.packages_size
+            + self.snippets_size
+            + self.uploads_size
+        )
+
+
+SharedGroupRow = namedtuple(
+    "SharedGroupRow", ["project_id", "group_access", "expires_at", "id", "name", "full_path"]
+)
+ZERO_STATISTICS = StatisticsRow(*(0 for _ in _STAT_FIELDS))
+
+_P, _N = len(_PROJECTS.c), len(_NAMESPACES.c)
+_O = len(OwnerRow._fields)
+_S = len(_STAT_FIELDS)
+
+
+def _topics_column() -> Any:
+    ordered = (
+        select(ProjectTopic.name)
+        .where(ProjectTopic.project_id == _PROJECTS.c.id)
+        .order_by(ProjectTopic.position, ProjectTopic.id)
+        .correlate(_PROJECTS)
+        .subquery()
+    )
+    return select(func.aggregate_strings(ordered.c.name, _TOPIC_SEPARATOR)).scalar_subquery()
+
+
+@cache
+def _view_statement(shape: str, signed_in: bool, statistics: bool) -> Select[Any]:
+    """Built once per shape: "page" (`ids` expands to the page's project ids), "id" or
+    "path" (one project named by a route, as in _subject_statement)."""
+    stats = [(_STATS.c[name]) for name in _STAT_FIELDS] if statistics else []
+    columns: list[Any] = [
+        *_PROJECTS.c,
+        *_NAMESPACES.c,
+        *(_OWNER.c[name] for name in OwnerRow._fields),
+        *stats,
+        _topics_column().label("topics"),
+        exists(select(ProjectGroupLink.id).where(ProjectGroupLink.project_id == _PROJECTS.c.id)).label(
+            "shared"
+        ),
+    ]
+    stmt = (
+        select(*columns)
+        .select_from(_PROJECTS)
+        .join(_NAMESPACES, _NAMESPACES.c.id == _PROJECTS.c.namespace_id)
+        .outerjoin(_OWNER, _OWNER.c.id == _NAMESPACES.c.owner_id)
+    )
+    if statistics:
+        stmt = stmt.outerjoin(_STATS, _STATS.c.project_id == _PROJECTS.c.id)
+    project_id = None if shape == "page" else _project_id(shape == "path")
+    if signed_in:
+        today = bindparam("today", type_=Date())
+        direct = (
+            select(Member.access_level)
+            .where(
+                Member.project_id == _PROJECTS.c.id,
+                Member.user_id == bindparam("user_id"),
+                Member.requested_at.is_(None),
+            )
+            .correlate(_PROJECTS)
+            .limit(1)
+            .scalar_subquery()
+        )
+        member_ns = access.member_namespace()
+        group_level = (
+            select(func.max(Member.access_level))
+            .select_from(Member)
+            .join(member_ns, member_ns.id == Member.namespace_id)
+            .where(
+                Member.user_id == bindparam("user_id"),
+                access.active_membership(today),
+                access.within(_NAMESPACES.c, member_ns),
+                _NAMESPACES.c.kind == KIND_GROUP,
+            )
+            .correlate(_NAMESPACES)
+            .scalar_subquery()
+        )
+        if project_id is None:
+            levels = access.project_levels(bindparam("user_id"), bindparam("ids", expanding=True), today)
+            stmt = stmt.outerjoin(levels, levels.c.project_id == _PROJECTS.c.id)
+            level: Any = levels.c.level
+        else:
+            level = _level_of(project_id)
+        stmt = stmt.add_columns(
+            level.label("level"), direct.label("project_access"), group_level.label("group_access")
+        )
+    if project_id is None:
+        return stmt.where(_PROJECTS.c.id.in_(bindparam("ids", expanding=True)))
+    return stmt.where(_PROJECTS.c.id == project_id)
+
+
+@cache
+def _shared_groups_statement() -> Select[Any]:
+    return (
+        select(
+            ProjectGroupLink.project_id,
+            ProjectGroupLink.group_access,
+            ProjectGroupLink.expires_at,
+            Namespace.id,
+            Namespace.name,
+            Namespace.full_path,
+        )
+        .join(Namespace, Namespace.id == ProjectGroupLink.group_id)
+        .where(ProjectGroupLink.project_id.in_(bindparam("ids", expanding=True)))
+        .order_by(ProjectGroupLink.id)
+    )
+
+
+@dataclass(slots=True)
+class ViewRow:
+    """What the view statement read for one project, before the policy has looked at it."""
+
+    project: ProjectRow
+    namespace: NamespaceRow
+    owner: OwnerRow | None
+    statistics: StatisticsRow | None
+    topics: list[str]
+    shared: bool
+    level: int | None = None
+    project_access: int | None = None
+    group_access: int | None = None
+
+
+def view_rows(
+    db: Session, user_id: int | None, ids: list[int], *, statistics: bool = False
+) -> dict[int, ViewRow]:
+    """View rows of the projects `ids` (in no order), keyed by id."""
+    if not ids:
+        return {}
+    params: dict[str, Any] = {"ids": ids}
+    if user_id is not None:
+        params["user_id"], params["today"] = user_id, date.today()
+    rows = run(db, _view_statement("page", user_id is not None, statistics), params)
+    views = (_view_row(row, statistics, user_id is not None) for row in rows)
+    return {view.project.id: view for view in views}
+
+
+def view_by_ident(
+    db: Session, user_id: int | None, ident: str, *, statistics: bool = False
+) -> ViewRow | None:
+    """The view row of the project a route names by id or full path (nothing decided yet)."""
+    params = _ident_params(ident, user_id)
+    if params is None:
+        return None
+    shape = "id" if "id" in params else "path"
+    row = run(db, _view_statement(shape, user_id is not None, statistics), params).first()
+    return None if row is None else _view_row(row, statistics, user_id is not None)
+
+
+def _view_row(row: Any, statistics: bool, signed_in: bool) -> ViewRow:
+    at = _P + _N
+    owner = OwnerRow._make(row[at : at + _O]) if row[at] is not None else None
+    at += _O
+    stats = None
+    if statistics:
+        stats = StatisticsRow._make(0 if v is None else v for v in row[at : at + _S])
+        at += _S
+    topics = row[at]
+    view = ViewRow(
+        project=ProjectRow._make(row[:_P]),
+        namespace=NamespaceRow._make(row[_P : _P + _N]),
+        owner=owner,
+        statistics=stats,
+        topics=topics.split(_TOPIC_SEPARATOR) if topics else [],
+        shared=bool(row[at + 1]),
+    )
+    if signed_in:
+        view.level, view.project_access, view.group_access = row[at + 2], row[at + 3], row[at + 4]
+    return view
+
+
+def shared_groups_of(db: Session, project_ids: list[int]) -> dict[int, list[SharedGroupRow]]:
+    out: dict[int, list[SharedGroupRow]] = {pid: [] for pid in project_ids}
+    if project_ids:
+        for row in run(db, _shared_groups_statement(), {"ids": project_ids}):
+            out[row[0]].append(SharedGroupRow._make(row))
     return out

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session, aliased
 from kiln.models import Identity, Member, Namespace, User, UserCustomAttribute
 from kiln.models.namespaces import KIND_GROUP, OWNER
 from kiln.models.users import USER_TYPE_GHOST, USER_TYPE_HUMAN
+from kiln.queries.reads import run
 from kiln.queries.text import ESCAPE, contains
 from kiln.schemas.users import UserList
 
@@ -65,7 +66,7 @@ def _by_username_statement() -> Select[Any]:
 
 
 def row_by_id(db: Session, user_id: int) -> UserRow | None:
-    row = db.execute(_by_id_statement(), {"id": user_id}).first()
+    row = run(db, _by_id_statement(), {"id": user_id}).first()
     return None if row is None else UserRow._make(row)
 
 
@@ -75,7 +76,7 @@ def row_by_id_or_username(db: Session, ident: str) -> UserRow | None:
         found = row_by_id(db, int(ident))
         if found is not None:
             return found
-    row = db.execute(_by_username_statement(), {"username": ident.lower()}).first()
+    row = run(db, _by_username_statement(), {"username": ident.lower()}).first()
     return None if row is None else UserRow._make(row)
 
 
@@ -92,7 +93,7 @@ def identities_of(db: Session, user_ids: list[int]) -> dict[int, list[IdentityRo
     """Every listed user's identities in one statement."""
     out: dict[int, list[IdentityRow]] = {uid: [] for uid in user_ids}
     if user_ids:
-        for row in db.execute(_identities_statement(), {"ids": user_ids}):
+        for row in run(db, _identities_statement(), {"ids": user_ids}):
             out[row[0]].append(IdentityRow._make(row))
     return out
 

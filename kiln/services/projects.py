@@ -9,25 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from kiln import policy
 from kiln.auth.actor import Actor
 from kiln.errors import NotFound
-from kiln.models import (
-    Member,
-    Namespace,
-    Project,
-    ProjectGroupLink,
-    ProjectStatistics,
-    User,
-)
-from kiln.models.namespaces import KIND_GROUP, MAINTAINER
-from kiln.models.projects import DISABLED, ENABLED
+from kiln.models import Project
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action, ProjectSubject
-from kiln.queries import access
 from kiln.queries import projects as finder
 from kiln.queries.paging import keyset_page, offset_page
 from kiln.records import ProjectRecord
@@ -47,132 +36,90 @@ class ProjectListing:
 def records(
     db: Session,
     actor: Actor | None,
-    projects: list[Project],
+    projects: list[Any],
     *,
     statistics: bool = False,
     custom_attributes: bool = False,
-    known: ProjectSubject | None = None,
 ) -> list[ProjectRecord]:
-    """Records for `projects` and their visible fork parents, each loader run once for all.
-    `known` is a subject already loaded for a single project (its namespace and level)."""
+    """Records for `projects` (anything with an `id`: rows of a page, or a project just
+    written) and their visible fork parents: one view statement for the page, one for parents
+    not on it, one for shared groups when any project has them."""
     if not projects:
         return []
     ids = [p.id for p in projects]
-    parent_ids = {p.forked_from_id for p in projects if p.forked_from_id is not None} - set(ids)
-    parents: list[Project] = []
-    if parent_ids:
-        parents = list(
-            db.scalars(select(Project).where(Project.id.in_(parent_ids), finder.visible_to(actor)))
-        )
-    everyone = projects + parents
-    all_ids = [p.id for p in everyone]
-    namespaces: dict[int, Namespace] = {}
-    if known is not None:
-        namespaces[known.namespace.id] = known.namespace
-    missing_ns = {p.namespace_id for p in everyone} - set(namespaces)
-    if missing_ns:
-        namespaces.update(
-            (n.id, n) for n in db.scalars(select(Namespace).where(Namespace.id.in_(missing_ns)))
-        )
-    owner_ids = {n.owner_id for n in namespaces.values() if n.owner_id is not None}
-    owners = {u.id: u for u in db.scalars(select(User).where(User.id.in_(owner_ids)))} if owner_ids else {}
-    topics = finder.topics_of(db, all_ids)
-    levels: dict[int, int] = {}
-    direct: dict[int, int] = {}
-    group_levels: dict[int, int] = {}
-    admin = policy.is_admin(actor)
-    if actor is not None:
-        if known is not None and not parents:
-            levels = {known.project.id: known.level} if known.level is not None else {}
-        else:
-            levels = access.project_access(db, actor.user.id, all_ids)
-        rows = db.execute(
-            select(Member.project_id, Member.access_level).where(
-                Member.project_id.in_(ids), Member.user_id == actor.user.id, Member.requested_at.is_(None)
-            )
-        )
-        direct = {row[0]: row[1] for row in rows}
-        group_ns = [n.id for n in namespaces.values() if n.kind == KIND_GROUP]
-        group_levels = access.group_access(db, actor.user.id, group_ns)
-    stats: dict[int, ProjectStatistics] = {}
-    if statistics:
-        stats = {
-            s.project_id: s
-            for s in db.scalars(select(ProjectStatistics).where(ProjectStatistics.project_id.in_(ids)))
-        }
-    links: dict[int, list[tuple[ProjectGroupLink, Namespace]]] = {pid: [] for pid in ids}
-    for link, group in db.execute(
-        select(ProjectGroupLink, Namespace)
-        .join(Namespace, Namespace.id == ProjectGroupLink.group_id)
-        .where(ProjectGroupLink.project_id.in_(ids))
-        .order_by(ProjectGroupLink.id)
-    ):
-        links[link.project_id].append((link, group))
-    attrs = finder.custom_attributes_of(db, ids) if custom_attributes and admin else None
+    user_id = actor.id if actor is not None else None
+    views = finder.view_rows(db, user_id, ids, statistics=statistics)
+    return _build(db, actor, views, ids, statistics=statistics, custom_attributes=custom_attributes)
 
-    def build(p: Project, parent: ProjectRecord | None) -> ProjectRecord:
-        ns = namespaces[p.namespace_id]
-        level = levels.get(p.id)
-        s = ProjectSubject(project=p, namespace=ns, level=level)
+
+def get(
+    db: Session, actor: Actor | None, ident: str, *, statistics: bool = False, custom_attributes: bool = False
+) -> ProjectRecord:
+    """GET /projects/:id: the view statement finds the project by id or path, with everything
+    the policy needs to answer 404 first."""
+    view = finder.view_by_ident(db, actor.id if actor is not None else None, ident, statistics=statistics)
+    if view is None:
+        raise NotFound("Project")
+    subject = ProjectSubject(project=view.project, namespace=view.namespace, level=view.level)
+    policy.authorize(actor, Action.READ_PROJECT, subject, "Project")
+    ids = [view.project.id]
+    return _build(db, actor, {ids[0]: view}, ids, statistics=statistics, custom_attributes=custom_attributes)[
+        0
+    ]
+
+
+def _build(
+    db: Session,
+    actor: Actor | None,
+    views: dict[int, finder.ViewRow],
+    ids: list[int],
+    *,
+    statistics: bool,
+    custom_attributes: bool,
+) -> list[ProjectRecord]:
+    user_id = actor.id if actor is not None else None
+    parent_ids = {v.project.forked_from_id for v in views.values()} - {None} - set(views)
+    parents = finder.view_rows(db, user_id, sorted(parent_ids)) if parent_ids else {}
+    shared_ids = [pid for pid, v in (views | parents).items() if v.shared]
+    shared = finder.shared_groups_of(db, shared_ids) if shared_ids else {}
+    attrs = finder.custom_attributes_of(db, ids) if custom_attributes and policy.is_admin(actor) else None
+
+    def build(v: finder.ViewRow, parent: ProjectRecord | None) -> ProjectRecord:
+        s = ProjectSubject(project=v.project, namespace=v.namespace, level=v.level)
         return ProjectRecord(
-            project=p,
-            namespace=ns,
-            owner=owners.get(ns.owner_id) if ns.owner_id is not None else None,
-            topics=topics[p.id],
-            level=level,
-            project_access=direct.get(p.id),
-            group_access=group_levels.get(ns.id),
+            project=v.project,
+            namespace=v.namespace,
+            owner=v.owner,
+            topics=v.topics,
+            level=v.level,
+            project_access=v.project_access,
+            group_access=v.group_access,
             forked_from=parent,
-            statistics=(stats.get(p.id) or ProjectStatistics(project_id=p.id, **_zero_stats()))
-            if statistics
-            else None,
-            shared_with_groups=links.get(p.id, []),
-            custom_attributes=attrs.get(p.id, []) if attrs is not None else None,
+            statistics=(v.statistics or finder.ZERO_STATISTICS) if statistics else None,
+            shared_with_groups=shared.get(v.project.id, []),
+            custom_attributes=attrs.get(v.project.id, []) if attrs is not None else None,
             can_read_code=policy.may(actor, Action.READ_CODE, s),
-            can_admin=admin or (level or 0) >= MAINTAINER,
-            features_open=_features_open(actor, s),
+            can_admin=policy.may(actor, Action.READ_PROJECT_SETTINGS, s),
+            can_create_merge_request_in=policy.may(actor, Action.CREATE_MERGE_REQUEST_IN, s),
+            features_open=policy.open_features(actor, s),
         )
 
-    parent_records = {p.id: build(p, None) for p in parents}
-    by_id = {p.id: p for p in projects}
-    out = []
-    for p in projects:
-        parent = None
-        if p.forked_from_id is not None:
-            parent = parent_records.get(p.forked_from_id)
-            if parent is None and p.forked_from_id in by_id:
-                parent = build(by_id[p.forked_from_id], None)
-        out.append(build(p, parent))
-    return out
+    def parent_of(v: finder.ViewRow) -> ProjectRecord | None:
+        parent_id = v.project.forked_from_id
+        if parent_id is None:
+            return None
+        if parent_id in views:
+            return build(views[parent_id], None)
+        found = parents.get(parent_id)
+        if found is None:
+            return None
+        subject = ProjectSubject(project=found.project, namespace=found.namespace, level=found.level)
+        return build(found, None) if policy.may(actor, Action.READ_PROJECT, subject) else None
+
+    return [build(views[pid], parent_of(views[pid])) for pid in ids if pid in views]
 
 
-def _zero_stats() -> dict[str, int]:
-    return {
-        "commit_count": 0,
-        "repository_size": 0,
-        "wiki_size": 0,
-        "lfs_objects_size": 0,
-        "job_artifacts_size": 0,
-        "pipeline_artifacts_size": 0,
-        "packages_size": 0,
-        "snippets_size": 0,
-        "uploads_size": 0,
-        "container_registry_size": 0,
-    }
-
-
-def _features_open(actor: Actor | None, s: ProjectSubject) -> dict[str, bool]:
-    """Which features the viewer can use (the *_enabled booleans of the full view)."""
-    admin = policy.is_admin(actor)
-    member = (s.level or 0) >= 10 or admin
-    out = {}
-    for feature in ("issues", "merge_requests", "builds", "wiki", "snippets", "container_registry"):
-        level = getattr(s.project, f"{feature}_access_level")
-        out[feature] = level != DISABLED and (level == ENABLED or member)
-    return out
-
-
-def record(db: Session, actor: Actor | None, project: Project, **kw: Any) -> ProjectRecord:
+def record(db: Session, actor: Actor | None, project: Any, **kw: Any) -> ProjectRecord:
     return records(db, actor, [project], **kw)[0]
 
 
@@ -184,9 +131,9 @@ def list_projects(
 ) -> ProjectListing:
     stmt = finder.listing(actor, q, **scope)
     if page.keyset:
-        result = keyset_page(db, stmt, page, Project.id, q.id_after, q.id_before)
+        result = keyset_page(db, stmt, page, Project.id, q.id_after, q.id_before, core=True)
     else:
-        result = offset_page(db, stmt, page)
+        result = offset_page(db, stmt, page, core=True)
     recs = records(
         db, actor, result.items, statistics=q.statistics, custom_attributes=q.with_custom_attributes
     )

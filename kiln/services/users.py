@@ -100,9 +100,9 @@ def list_users(db: Session, viewer: Actor | None, q: UserList, page: Page) -> Us
         raise Forbidden("Not authorized to access /api/v4/users")
     stmt = finder.listing(q, admin=admin)
     if page.keyset:
-        result = keyset_page(db, stmt, page, User.id, q.id_after, q.id_before, scalars=False)
+        result = keyset_page(db, stmt, page, User.id, q.id_after, q.id_before, core=True)
     else:
-        result = offset_page(db, stmt, page, scalars=False)
+        result = offset_page(db, stmt, page, core=True)
     result.items = [finder.user_row(row) for row in result.items]
     listing = UserListing(page=result, admin_view=admin)
     if admin:
