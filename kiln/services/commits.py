@@ -16,7 +16,7 @@ import pygit2
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from kiln import policy
+from kiln import events, policy
 from kiln.auth.actor import Actor
 from kiln.config import Settings
 from kiln.db import transaction
@@ -33,7 +33,7 @@ from kiln.git.errors import (
 from kiln.git.history import LogQuery, Stats
 from kiln.git.refs import branch_tip, is_object_id, resolve_commit, valid_branch_name
 from kiln.git.writes import FileAction, Person, commit_actions, write_commit
-from kiln.models import CommitNote, Event, User
+from kiln.models import CommitNote, User
 from kiln.pagination import TOTAL_LIMIT, Page, PageResult
 from kiln.policy import Action
 from kiln.queries.paging import list_page, offset_page
@@ -281,15 +281,14 @@ def create_comment(
         )
         db.add(note)
         db.flush()
-        db.add(
-            Event(
-                project_id=ctx.project.id,
-                author_id=actor.user.id,
-                action="commented",
-                target_type="DiffNote" if path is not None else "Note",
-                target_id=note.id,
-                data={"noteable_type": "Commit", "commit_id": str(commit.id)},
-            )
+        events.record(
+            db,
+            "commented",
+            project_id=ctx.project.id,
+            actor=actor,
+            target_type="DiffNote" if path is not None else "Note",
+            target_id=note.id,
+            data={"noteable_type": "Commit", "commit_id": str(commit.id)},
         )
     return NoteRecord(note, actor.user)
 

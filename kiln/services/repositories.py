@@ -16,7 +16,7 @@ import pygit2
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from kiln import jobs, policy
+from kiln import events, jobs, policy
 from kiln.auth.actor import Actor
 from kiln.config import Settings
 from kiln.db import transaction
@@ -171,10 +171,11 @@ def record_push(
             commits.append(
                 {"id": str(commit.id), "message": commit.message, "title": commit.message.split("\n", 1)[0]}
             )
-    event = Event(
+    event = events.record(
+        db,
+        "pushed",
         project_id=project.id,
-        author_id=actor.user.id if actor is not None else None,
-        action="pushed",
+        actor=actor,
         target_type=ref_type,
         data={
             "ref": ref,
@@ -187,7 +188,6 @@ def record_push(
             "push_options": list(push_options or []),
         },
     )
-    db.add(event)
     jobs.enqueue(db, MAINTAIN, {"project_id": project.id})
     project.last_activity_at = datetime.now(UTC)
     project.readme_path = git_files.readme_name(repo)
