@@ -6,6 +6,7 @@ kiln.observability reads and serves them."""
 from __future__ import annotations
 
 from contextvars import ContextVar
+from typing import Any
 
 from prometheus_client import Counter, Histogram
 
@@ -27,8 +28,9 @@ HTTP_STATEMENTS = Counter(
     "kiln_http_db_statements", "Database statements run by requests, by route template.", ["route"]
 )
 DB_STATEMENTS = Histogram(
-    "kiln_db_statement_duration_seconds", "Database statements (count) and their time, requests and jobs.",
-    buckets=_STATEMENT_BUCKETS,
+    "kiln_db_statement_duration_seconds",
+    "Database statements (count) and their time, by origin: a request, or the background (jobs).",
+    ["origin"], buckets=_STATEMENT_BUCKETS,
 )  # fmt: skip
 GIT_PROCESSES = Histogram(
     "kiln_git_process_duration_seconds", "git child processes (count) and their lifetime, by git command.",
@@ -53,3 +55,17 @@ CURRENT: ContextVar[RequestContext | None] = ContextVar("kiln_request", default=
 
 def observe_git(command: str, seconds: float) -> None:
     GIT_PROCESSES.labels(command).observe(seconds)
+
+
+# Label children made on first use (not at import): `kiln serve` may switch this process to
+# multiprocess values after importing this module, before anything is measured.
+_statement_children: dict[bool, Any] = {}
+
+
+def observe_statement(seconds: float, in_request: bool) -> None:
+    child = _statement_children.get(in_request)
+    if child is None:
+        child = _statement_children[in_request] = DB_STATEMENTS.labels(
+            "request" if in_request else "background"
+        )
+    child.observe(seconds)

@@ -20,6 +20,7 @@ from pathlib import Path
 from time import perf_counter
 from typing import Any
 
+import orjson
 from prometheus_client import CollectorRegistry, generate_latest, values
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
@@ -27,18 +28,23 @@ from prometheus_client.registry import REGISTRY, Collector
 from sqlalchemy import Engine, case, event, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from kiln.metrics import CURRENT, DB_STATEMENTS
+from kiln.metrics import CURRENT, observe_statement
 from kiln.models.jobs import QUEUED, RUNNING, Job
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 ACCESS_LOGGER = "kiln.access"
+# How `kiln serve` set up its logging, for its HTTP processes to do the same.
+_SERVE_LOG_ENV = "KILN_SERVE_LOGGING"
 
 # Database statements
 
 
-def instrument(engine: Engine) -> None:
-    """Count and time every statement the engine runs; once per engine."""
-    if event.contains(engine, "after_cursor_execute", _after_statement):
+def instrument(engine: Engine | type[Engine]) -> None:
+    """Count and time every statement the engine runs (with the Engine class: every engine
+    of this process, as `kiln serve` does); once."""
+    if event.contains(Engine, "after_cursor_execute", _after_statement) or event.contains(
+        engine, "after_cursor_execute", _after_statement
+    ):
         return
     event.listen(engine, "before_cursor_execute", _before_statement)
     event.listen(engine, "after_cursor_execute", _after_statement)
@@ -51,8 +57,8 @@ def _before_statement(conn: Any, cursor: Any, statement: str, params: Any, conte
 def _after_statement(conn: Any, cursor: Any, statement: str, params: Any, context: Any, many: bool) -> None:
     now = perf_counter()
     elapsed = now - conn.info.pop("kiln_t0", now)
-    DB_STATEMENTS.observe(elapsed)
     request = CURRENT.get()
+    observe_statement(elapsed, request is not None)
     if request is not None:
         request.statements += 1
         request.db_seconds += elapsed
@@ -162,9 +168,35 @@ class _Tagged(logging.Formatter):
 def prepare_serving(data_dir: Path, processes: int) -> None:
     """What `kiln serve` sets up before its HTTP processes start: the access log as bare JSON
     lines on stderr, request ids in the other log lines, and, with several processes, a fresh
-    directory of this run for the processes' metric files (the processes inherit it)."""
+    directory of this run for the metric files every process writes (this one too: its job
+    workers run statements and git). The HTTP processes inherit both through the environment
+    and set themselves up the same way (`join_serving`, from create_app)."""
+    root = logging.getLogger()
+    fmt = next((h.formatter._fmt for h in root.handlers if h.formatter and h.formatter._fmt), None)
+    os.environ[_SERVE_LOG_ENV] = orjson.dumps({"format": fmt, "level": root.level}).decode()
+    _configure_logs()
+    # The job workers of this process use an engine of their own.
+    instrument(Engine)
+    if processes > 1:
+        os.environ[MULTIPROC_ENV] = str(fresh_metrics_dir(data_dir))
+        # prometheus_client chose in-memory values when it was imported; the metrics this
+        # process creates from now on (every labelled child) go to files like the others'.
+        values.ValueClass = values.get_value_class()
+
+
+def join_serving() -> None:
+    """In an HTTP process of `kiln serve`: its logging, as the serving process set it up."""
+    if _SERVE_LOG_ENV in os.environ:
+        _configure_logs()
+
+
+def _configure_logs() -> None:
     tag_log_records()
-    for handler in logging.getLogger().handlers:
+    root = logging.getLogger()
+    if not root.handlers:  # a fresh HTTP process: logging as its parent's
+        wanted = orjson.loads(os.environ.get(_SERVE_LOG_ENV, "{}"))
+        logging.basicConfig(level=wanted.get("level") or logging.INFO, format=wanted.get("format"))
+    for handler in root.handlers:
         if handler.formatter is not None and not isinstance(handler.formatter, _Tagged):
             handler.setFormatter(_Tagged(handler.formatter))
     access = logging.getLogger(ACCESS_LOGGER)
@@ -174,8 +206,6 @@ def prepare_serving(data_dir: Path, processes: int) -> None:
         access.addHandler(handler)
         access.setLevel(logging.INFO)
         access.propagate = False
-    if processes > 1:
-        os.environ[MULTIPROC_ENV] = str(fresh_metrics_dir(data_dir))
 
 
 def fresh_metrics_dir(data_dir: Path) -> Path:

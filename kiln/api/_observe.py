@@ -18,7 +18,7 @@ import orjson
 
 from kiln import metrics
 from kiln.metrics import CURRENT, RequestContext
-from kiln.observability import ACCESS_LOGGER, instrument, tag_log_records
+from kiln.observability import ACCESS_LOGGER, instrument, join_serving, tag_log_records
 from kiln.runtime import Runtime
 
 Scope = dict[str, Any]
@@ -43,6 +43,7 @@ def observe(app: Any, rt: Runtime) -> Observe:
     above Litestar."""
     instrument(rt.engine)
     tag_log_records()
+    join_serving()
     app.app = _Tap(app.app)
     return Observe(app)
 

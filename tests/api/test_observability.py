@@ -294,7 +294,7 @@ def test_request_counter_and_latency_move_after_a_request(api):
 
 
 def test_statement_metrics_move_with_requests(api):
-    key = ("kiln_db_statement_duration_seconds_count", ())
+    key = ("kiln_db_statement_duration_seconds_count", (("origin", "request"),))
     by_route = ("kiln_http_db_statements_total", (("route", "/api/v4/user"),))
     before = metrics(api)
     api("root").get("/user")
