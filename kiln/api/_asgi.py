@@ -17,7 +17,7 @@ import orjson
 
 from kiln.api._deps import SESSION_SCOPE_KEY
 from kiln.errors import PayloadTooLarge
-from kiln.git import transport
+from kiln.services import git_http as transport
 
 Scope = dict[str, Any]
 _ESCAPE = re.compile(rb"%([0-9A-Fa-f]{2})")

@@ -1,5 +1,5 @@
 """Git smart HTTP at `<full path>[.git]/info/refs`, `/git-upload-pack` and `/git-receive-pack`,
-streamed through `git --stateless-rpc` (kiln.git.transport).
+streamed from the git processes kiln.services.git_http starts.
 
 A project's path has slashes, so these routes are one root route `/{full:path}` that takes
 whatever no other route matched (Litestar's router tries static segments first and never
@@ -7,10 +7,8 @@ backs off into it); paths that aren't git's answer the router's own 404, for eve
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
@@ -20,16 +18,13 @@ from litestar.response import Stream
 from kiln.api._deps import in_thread, runtime
 from kiln.api._routes import route
 from kiln.errors import KilnError, RouteNotFound, Unauthorized
-from kiln.git import transport
-from kiln.git.transport import RECEIVE_PACK, UPLOAD_PACK, GitProcess
 from kiln.services import git_http as service
+from kiln.services.git_http import RECEIVE_PACK, UPLOAD_PACK
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
 Req = Request[Any, Any, Any]
-T = TypeVar("T")
-log = logging.getLogger("kiln.api")
 
 PATH = "/{full:path}"
 # git-http-backend's hdr_nocache: git's answers are never cached on the way.
@@ -39,8 +34,6 @@ NO_CACHE = {
     "Cache-Control": "no-cache, max-age=0, must-revalidate",
 }
 CHALLENGE = {"WWW-Authenticate": 'Basic realm="GitLab"'}
-# Pushes still being recorded after their client went away.
-_finishing: set[asyncio.Task[None]] = set()
 
 
 @route("GET", PATH, auth="none", summary="Git smart HTTP: ref advertisement (info/refs)")
@@ -53,12 +46,9 @@ async def info_refs(request: Req, full: FromPath[str]) -> Response[Any]:
     except KilnError as refused:
         return git_error(refused)
     db.close()
-    git = await GitProcess.start(
-        access.service, access.repo_path, advertise=True, protocol=request.headers.get("git-protocol")
-    )
     return Stream(
-        transport.advertisement(git),
-        media_type=transport.content_type(access.service, "advertisement"),
+        await service.advertise(access, request.headers.get("git-protocol")),
+        media_type=service.content_type(access.service, "advertisement"),
         headers=NO_CACHE,
     )
 
@@ -68,18 +58,18 @@ async def rpc(request: Req, full: FromPath[str]) -> Response[Any]:
     target = service.route(full)
     if target is None or target.action == "info/refs":
         raise RouteNotFound()
-    if request.headers.get("content-type") != transport.content_type(target.action, "request"):
+    if request.headers.get("content-type") != service.content_type(target.action, "request"):
         return _text(415, "Unsupported Media Type")
     try:
         access, db = await _open(request, target.project, target.action)
-        body = transport.inflate(request.stream(), request.headers.get("content-encoding"))
+        body = service.inflate(request.stream(), request.headers.get("content-encoding"))
         if access.service == UPLOAD_PACK:
             db.close()
             return await _upload_pack(request, access, body)
         return await _receive_pack(request, access, db, body)
     except KilnError as refused:
         return git_error(refused)
-    except transport.MalformedRequest as bad:
+    except service.MalformedRequest as bad:
         return _text(400, str(bad))
 
 
@@ -121,77 +111,21 @@ async def _open(request: Req, project: str, wanted: str | None) -> tuple[service
 
 
 async def _upload_pack(request: Req, access: service.GitAccess, body: AsyncIterator[bytes]) -> Response[Any]:
-    git = await GitProcess.start(UPLOAD_PACK, access.repo_path, protocol=request.headers.get("git-protocol"))
-    try:
-        await git.feed(body)
-    except BaseException:
-        git.stop()
-        raise
-
-    async def result() -> AsyncIterator[bytes]:
-        try:
-            async for chunk in git.output():
-                yield chunk
-            await git.wait()
-        finally:
-            git.stop()
-
-    return Stream(result(), media_type=transport.content_type(UPLOAD_PACK, "result"), headers=NO_CACHE)
+    result = await service.upload_pack(access, body, request.headers.get("git-protocol"))
+    return Stream(result, media_type=service.content_type(UPLOAD_PACK, "result"), headers=NO_CACHE)
 
 
 async def _receive_pack(
     request: Req, access: service.GitAccess, db: Session, body: AsyncIterator[bytes]
 ) -> Response[Any]:
     rt = runtime(request)
-    media = transport.content_type(RECEIVE_PACK, "result")
-    try:
-        head, push = await transport.read_push(body)
-        check = await in_thread(service.check_push, db, rt.settings, access, push)
-        if check.refused is not None:
-            async for _ in body:  # the pack the client sends anyway
-                pass
-            db.close()
-            return Response(transport.refusal(push, check.refused), media_type=media, headers=NO_CACHE)
-        git = await GitProcess.start(
-            RECEIVE_PACK,
-            access.repo_path,
-            protocol=request.headers.get("git-protocol"),
-            guard=check.guard,
-            max_input=rt.settings.max_push_bytes,
-        )
-    except BaseException:
-        db.close()
-        raise
-    try:
-        await git.feed(body, first=head)
-    except BaseException:
-        git.stop()
-        db.close()
-        raise
-    # From here the push runs to its end and is recorded even if the client goes away.
-    chunks: asyncio.Queue[bytes | None] = asyncio.Queue()
-
-    async def finish() -> None:
-        try:
-            async for chunk in git.output():
-                chunks.put_nowait(chunk)
-            await git.wait()
-            await in_thread(service.record_push, db, access, check, push.options)
-        except Exception:
-            log.exception("recording the push to %s failed", access.subject.project.id)
-        finally:
-            db.close()
-            chunks.put_nowait(None)
-
-    task = asyncio.create_task(finish())
-    _finishing.add(task)
-    task.add_done_callback(_finishing.discard)
-
-    async def result() -> AsyncIterator[bytes]:
-        while (chunk := await chunks.get()) is not None:
-            yield chunk
-
-    return Stream(result(), media_type=media, headers=NO_CACHE)
+    media = service.content_type(RECEIVE_PACK, "result")
+    answer = await service.receive_pack(
+        db, rt.settings, access, body, request.headers.get("git-protocol"), in_thread
+    )
+    if isinstance(answer, bytes):
+        return Response(answer, media_type=media, headers=NO_CACHE)
+    return Stream(answer, media_type=media, headers=NO_CACHE)
 
 
 def _text(status: int, message: str, headers: dict[str, str] | None = None) -> Response[bytes]:

@@ -18,7 +18,6 @@ from kiln.api._params import params
 from kiln.api._render import render
 from kiln.api._routes import get
 from kiln.entities.compare import compare_view, contributor
-from kiln.git.archive import FORMATS
 from kiln.schemas.compare import ArchiveParams, CompareParams, ContributorList
 from kiln.services import compare as service
 
@@ -64,6 +63,6 @@ def _archive_route(suffix: str | None) -> HTTPRouteHandler:
     return register(archive)
 
 
-ARCHIVE_ROUTES = [_archive_route(None), *(_archive_route(fmt) for fmt in FORMATS)]
+ARCHIVE_ROUTES = [_archive_route(None), *(_archive_route(fmt) for fmt in service.ARCHIVE_FORMATS)]
 
 ROUTES: list[HTTPRouteHandler] = [compare, contributors, *ARCHIVE_ROUTES]

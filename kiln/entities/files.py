@@ -12,7 +12,7 @@ from kiln.entities._format import git_time
 from kiln.git.files import TreeItem
 
 if TYPE_CHECKING:
-    from kiln.services.files import BlameRange, FileRecord
+    from kiln.queries.files import BlameRange, FileRecord
 
 
 _HEADER_SAFE = "".join(chr(c) for c in range(0x20, 0x7F) if chr(c) != "%")

@@ -10,8 +10,8 @@ from kiln.entities.projects import namespace_avatar_url, namespace_basic, projec
 from kiln.entities.users import user_basic
 
 if TYPE_CHECKING:
-    from kiln.services.groups import GroupRecord
-    from kiln.services.namespaces import NamespaceRecord
+    from kiln.queries.groups import GroupRecord
+    from kiln.queries.namespaces import NamespaceRecord
 
 # GitLab's default branch protection levels and the rules each one stands for.
 _PROTECTION: dict[int, tuple[int, bool, int]] = {

@@ -8,7 +8,7 @@ from kiln.entities._format import day, iso
 from kiln.entities.users import user_basic
 
 if TYPE_CHECKING:
-    from kiln.services.members import MemberRecord
+    from kiln.queries.members import MemberRecord
 
 
 def member(rec: MemberRecord, base: str) -> dict[str, Any]:

@@ -28,6 +28,8 @@ from kiln.services import subjects
 from kiln.services.repositories import RepoContext, for_read
 
 NO_ACCESS_TO_FORK = "You don't have access to this fork's parent project"
+# The archive formats a route may name (archive.zip, archive.tar.gz, …).
+ARCHIVE_FORMATS = git_archive.FORMATS
 
 
 def project_web_url(settings: Settings, s: ProjectSubject) -> str:

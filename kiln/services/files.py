@@ -10,8 +10,6 @@ import base64
 import binascii
 import hashlib
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Literal
 
 import pygit2
@@ -26,6 +24,7 @@ from kiln.git.blame import BlameGroup, RangeOutsideFile, blame
 from kiln.git.errors import ActionFailed, ConcurrentUpdate, EmptyCommit, InvalidRefName, RefNotFound
 from kiln.git.refs import branch_tip, resolve_commit, valid_branch_name
 from kiln.git.writes import FileAction, Person, commit_actions
+from kiln.queries.files import BlameRange, FileRecord
 from kiln.schemas.files import FileDelete, FileWrite
 from kiln.services import repositories
 from kiln.services.repositories import PUSH_REFUSED, RepoContext
@@ -36,39 +35,6 @@ INVALID_PATH = "Your changes could not be committed, because the file path is in
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 
 Change = Literal["create", "update", "delete"]
-
-
-@dataclass(slots=True)
-class Content:
-    """Bytes to serve raw, sent in pieces so a large file reaches the socket as it goes."""
-
-    data: bytes
-    binary: bool
-
-    def chunks(self) -> Iterator[bytes]:
-        return git_files.chunks(self.data)
-
-
-@dataclass(slots=True)
-class FileRecord:
-    file: git_files.FoundFile
-    ref: str
-    commit_id: str
-    last_commit_id: str
-    content_sha256: str
-
-    @property
-    def data(self) -> bytes:
-        return self.file.blob.data
-
-    def content(self) -> Content:
-        return Content(self.data, self.file.blob.is_binary)
-
-
-@dataclass(slots=True)
-class BlameRange:
-    commit: pygit2.Commit
-    lines: list[str]
 
 
 def _commit_at(ctx: RepoContext, ref: str | None) -> pygit2.Commit:

@@ -3,15 +3,22 @@
 GitLab's rules (git_http_client_controller.rb, git_access.rb, checks/branch_check.rb):
 credentials come as HTTP Basic; without them only downloads of public code go through and
 everything else is challenged with 401, so git asks for credentials and retries. Errors are
-plain text because git shows such bodies to its user."""
+plain text because git shows such bodies to its user.
+
+The git processes themselves start here too (advertise, upload_pack, receive_pack): routes
+stream what these return and never run git."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
+import logging
 import re
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pygit2
 from sqlalchemy.orm import Session
@@ -25,11 +32,23 @@ from kiln.db import transaction
 from kiln.errors import Forbidden, InvalidToken, NotFound, Unauthorized
 from kiln.git import transport
 from kiln.git.refs import is_object_id
-from kiln.git.transport import RECEIVE_PACK, UPLOAD_PACK, ForceGuard, PushRequest, RefCommand
+from kiln.git.transport import RECEIVE_PACK, UPLOAD_PACK, ForceGuard, GitProcess, PushRequest, RefCommand
 from kiln.models import Project
 from kiln.policy import Action, ProjectSubject
 from kiln.services import repositories, subjects
 from kiln.services.sessions import check_password
+
+# What routes and the ASGI front door need to know of git's smart HTTP protocol.
+SERVICES = transport.SERVICES
+MalformedRequest = transport.MalformedRequest
+content_type = transport.content_type
+inflate = transport.inflate
+
+# Runs a blocking call off the event loop (the caller's thread pool).
+Runner = Callable[..., Awaitable[Any]]
+log = logging.getLogger(__name__)
+# Pushes still being recorded after their client went away.
+_finishing: set[asyncio.Task[None]] = set()
 
 ACCESS_DENIED = (
     "HTTP Basic: Access denied. If a password was provided for Git authentication, the password was "
@@ -302,3 +321,96 @@ def _first_push(
     if pushed:
         branch = project.default_branch if project.default_branch in pushed else pushed[0]
         repositories.adopt_first_branch(db, project, repo, branch)
+
+
+# ---------------------------------------------------------------------------- git processes
+
+
+async def advertise(access: GitAccess, protocol: str | None) -> AsyncIterator[bytes]:
+    """info/refs: git's ref advertisement for the service the caller was cleared for."""
+    git = await GitProcess.start(access.service, access.repo_path, advertise=True, protocol=protocol)
+    return transport.advertisement(git)
+
+
+async def upload_pack(
+    access: GitAccess, body: AsyncIterator[bytes], protocol: str | None
+) -> AsyncIterator[bytes]:
+    """A clone or fetch: the request fed to git-upload-pack, its answer streamed back."""
+    git = await GitProcess.start(UPLOAD_PACK, access.repo_path, protocol=protocol)
+    try:
+        await git.feed(body)
+    except BaseException:
+        git.stop()
+        raise
+
+    async def result() -> AsyncIterator[bytes]:
+        try:
+            async for chunk in git.output():
+                yield chunk
+            await git.wait()
+        finally:
+            git.stop()
+
+    return result()
+
+
+async def receive_pack(
+    db: Session,
+    settings: Settings,
+    access: GitAccess,
+    body: AsyncIterator[bytes],
+    protocol: str | None,
+    run: Runner,
+) -> bytes | AsyncIterator[bytes]:
+    """A push: its commands judged before git runs (a refusal is git's report, answered
+    whole), else the pack fed to git-receive-pack and its report streamed back while the push
+    is recorded. Takes over `db`: it is closed once the push is recorded, even if the client
+    went away meanwhile."""
+    try:
+        head, push = await transport.read_push(body)
+        check = await run(check_push, db, settings, access, push)
+        if check.refused is not None:
+            async for _ in body:  # the pack the client sends anyway
+                pass
+            db.close()
+            return transport.refusal(push, check.refused)
+        git = await GitProcess.start(
+            RECEIVE_PACK,
+            access.repo_path,
+            protocol=protocol,
+            guard=check.guard,
+            max_input=settings.max_push_bytes,
+        )
+    except BaseException:
+        db.close()
+        raise
+    try:
+        await git.feed(body, first=head)
+    except BaseException:
+        git.stop()
+        db.close()
+        raise
+    # From here the push runs to its end and is recorded even if the client goes away.
+    chunks: asyncio.Queue[bytes | None] = asyncio.Queue()
+
+    async def finish() -> None:
+        try:
+            async for chunk in git.output():
+                chunks.put_nowait(chunk)
+            await git.wait()
+            await run(record_push, db, access, check, push.options)
+        except Exception:
+            log.exception("recording the push to %s failed", access.subject.project.id)
+        finally:
+            db.close()
+            chunks.put_nowait(None)
+
+    task = asyncio.create_task(finish())
+    _finishing.add(task)
+    task.add_done_callback(_finishing.discard)
+
+    async def result() -> AsyncIterator[bytes]:
+        while (chunk := await chunks.get()) is not None:
+            yield chunk
+
+    return result()

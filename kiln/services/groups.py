@@ -32,9 +32,9 @@ from kiln.models.namespaces import KIND_GROUP, OWNER, PUBLIC, VISIBILITY_LEVEL
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action, GroupSubject
 from kiln.queries import access
+from kiln.queries.groups import GroupRecord
 from kiln.queries.paging import offset_page
 from kiln.queries.text import ESCAPE, contains
-from kiln.records import ProjectRecord
 from kiln.schemas.groups import GroupCreate, GroupList, GroupProjects, GroupSettings, GroupUpdate
 from kiln.schemas.projects import ProjectList
 from kiln.services import instance_settings, project_lifecycle, subjects
@@ -98,18 +98,6 @@ STAT_COLUMNS = (
     "snippets_size",
     "uploads_size",
 )
-
-
-@dataclass(slots=True)
-class GroupRecord:
-    """A group with what its views show, loaded in a constant number of queries."""
-
-    group: Namespace
-    default_branch_protection: int
-    statistics: dict[str, int] | None = None
-    custom_attributes: list[tuple[str, str]] | None = None
-    projects: list[ProjectRecord] | None = None
-    shared_projects: list[ProjectRecord] | None = None
 
 
 @dataclass(slots=True)

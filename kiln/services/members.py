@@ -39,6 +39,7 @@ from kiln.models.namespaces import DEVELOPER, OWNER
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action, GroupSubject, ProjectSubject
 from kiln.queries import access
+from kiln.queries.members import MemberRecord
 from kiln.queries.paging import offset_page
 from kiln.queries.text import ESCAPE, contains
 from kiln.schemas.members import (
@@ -88,18 +89,6 @@ class Source:
         if self.project is not None:
             return Member.project_id == self.project.id
         return Member.namespace_id == self.namespace.id
-
-
-@dataclass(slots=True)
-class MemberRecord:
-    """What the member and access-requester views show, loaded in a fixed number of queries."""
-
-    user: User
-    access_level: int
-    created_at: datetime
-    expires_at: date | None
-    created_by: User | None = None
-    requested_at: datetime | None = None
 
 
 @dataclass(slots=True)

@@ -19,6 +19,7 @@ from kiln.models.namespaces import OWNER
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action, GroupSubject
 from kiln.queries import access
+from kiln.queries.namespaces import NamespaceRecord
 from kiln.queries.paging import offset_page
 from kiln.queries.text import ESCAPE, contains
 from kiln.queries.users import username_taken
@@ -149,20 +150,6 @@ def visible_namespaces(
 
 
 # ---------------------------------------------------------------------------- the namespaces API
-
-
-@dataclass(slots=True)
-class NamespaceRecord:
-    """A namespace with the counts its view shows to those who administer it."""
-
-    namespace: Namespace
-    owner: User | None = None
-    can_admin: bool = False
-    admin_view: bool = False
-    members_count: int = 0
-    billable_members_count: int = 0
-    projects_count: int = 0
-    root_repository_size: int = 0
 
 
 @dataclass(slots=True)

@@ -14,10 +14,10 @@ from kiln.git import files as git_files
 from kiln.git.errors import RefNotFound
 from kiln.git.refs import resolve_commit
 from kiln.pagination import Page, PageResult
+from kiln.queries.files import Content
 from kiln.queries.paging import list_page
 from kiln.schemas.files import TreeList
 from kiln.services import repositories
-from kiln.services.files import Content
 
 NONE_NEEDS_RECURSIVE = 'pagination cannot be "none" unless "recursive" is true'
 

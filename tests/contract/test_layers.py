@@ -10,11 +10,16 @@ import pytest
 KILN = Path(__file__).resolve().parents[2] / "kiln"
 
 
-def imports_of(path: Path) -> set[str]:
-    """Runtime imports; those under `if TYPE_CHECKING:` only name types."""
+def imports_of(path: Path, *, type_checking: bool = False) -> set[str]:
+    """Runtime imports; those under `if TYPE_CHECKING:` only name types (counted too with
+    `type_checking`)."""
     tree = ast.parse(path.read_text())
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+        if (
+            not type_checking
+            and isinstance(node, ast.If)
+            and getattr(node.test, "id", None) == "TYPE_CHECKING"
+        ):
             node.body = []
     found: set[str] = set()
     for node in ast.walk(tree):
@@ -66,6 +71,29 @@ def test_entities_never_query():
         p.name: sorted(
             m for m in imports_of(p) if m.startswith(("sqlalchemy", "kiln.queries", "kiln.services"))
         )
+        for p in modules("entities")
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_routers_start_no_git():
+    """Git runs below services/: routers neither open repositories nor start processes."""
+    offenders = {
+        p.name: sorted(
+            m
+            for m in imports_of(p)
+            if m.startswith(("kiln.git", "pygit2", "subprocess", "asyncio.subprocess"))
+        )
+        for p in modules("api")
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_entities_import_no_service():
+    """Entities render records that live with the queries building them: not even a type
+    comes from a service."""
+    offenders = {
+        p.name: sorted(m for m in imports_of(p, type_checking=True) if m.startswith("kiln.services"))
         for p in modules("entities")
     }
     assert {k: v for k, v in offenders.items() if v} == {}

@@ -1,0 +1,44 @@
+"""Records of a repository's files as the files API reads them from git: a file at a ref,
+its raw content, its blame ranges. Entities render these; services build them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pygit2
+
+from kiln.git import files as git_files
+
+
+@dataclass(slots=True)
+class Content:
+    """Bytes to serve raw, sent in pieces so a large file reaches the socket as it goes."""
+
+    data: bytes
+    binary: bool
+
+    def chunks(self) -> Iterator[bytes]:
+        return git_files.chunks(self.data)
+
+
+@dataclass(slots=True)
+class FileRecord:
+    file: git_files.FoundFile
+    ref: str
+    commit_id: str
+    last_commit_id: str
+    content_sha256: str
+
+    @property
+    def data(self) -> bytes:
+        return self.file.blob.data
+
+    def content(self) -> Content:
+        return Content(self.data, self.file.blob.is_binary)
+
+
+@dataclass(slots=True)
+class BlameRange:
+    commit: pygit2.Commit
+    lines: list[str]
