@@ -8,8 +8,8 @@ values of token, password and secret parameters replaced, headers and bodies nev
 from __future__ import annotations
 
 import logging
+import os
 import time
-import uuid
 from time import perf_counter
 from typing import Any
 from urllib.parse import unquote_plus
@@ -32,6 +32,9 @@ FILTERED = "[FILTERED]"
 _SECRET_WORDS = ("token", "password", "secret", "passwd")
 _SECRET_NAMES = frozenset({"code", "key", "signature"})
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+# The version (4) and variant (RFC 4122) bits of a random UUID.
+_UUID4_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))
+_UUID4_SET = (0x4000 << 64) | (0x8000 << 48)
 UNMATCHED = "unmatched"  # the route label of a request no route took (404s, early refusals)
 # Where the layer keeps what it learns of a request, in the scope every layer below shares.
 _SCOPE_KEY = "kiln_observe"
@@ -164,7 +167,13 @@ def request_id_of(headers: Any) -> str:
                 if text.isprintable() and " " not in text:
                     return text
             break
-    return uuid.uuid4().hex
+    return new_request_id()
+
+
+def new_request_id() -> str:
+    """A random (version 4) UUID as 32 hex digits, without building a uuid.UUID."""
+    n = int.from_bytes(os.urandom(16), "big") & _UUID4_CLEAR | _UUID4_SET
+    return f"{n:032x}"
 
 
 def logged_path(scope: Scope) -> str:
@@ -191,7 +200,12 @@ def is_secret(name: str) -> bool:
     return low in _SECRET_NAMES or any(word in low for word in _SECRET_WORDS)
 
 
+_second: list[Any] = [-1, ""]  # the last second formatted, and its text
+
+
 def utc_ms(t: float) -> str:
     """UTC ISO 8601 with milliseconds and Z, as every time kiln writes."""
     seconds = int(t)
-    return f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(seconds))}.{int((t - seconds) * 1000):03d}Z"
+    if _second[0] != seconds:
+        _second[:] = [seconds, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))]
+    return f"{_second[1]}.{int((t - seconds) * 1000):03d}Z"

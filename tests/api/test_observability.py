@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import re
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import orjson
@@ -166,6 +167,7 @@ def test_request_id_is_generated_when_absent(api):
     first = api().get("/version").headers["x-request-id"]
     second = api().get("/version").headers["x-request-id"]
     assert re.fullmatch(r"[0-9a-f]{32}", first)
+    assert uuid.UUID(first).version == 4
     assert first != second
 
 
