@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 from datetime import date
 from types import FrameType
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 import uvicorn
 
 from kiln import jobs, migrate, observability
 from kiln.auth.tokens import PAT_SCOPES
-from kiln.config import load_settings
+from kiln.config import SERVE_PARENT_ENV, load_settings
 from kiln.runtime import Runtime
 from kiln.services import tokens as token_service
 from kiln.services import users as user_service
@@ -39,44 +40,66 @@ def prepare(rt: Runtime) -> None:
         typer.echo(f"kiln: (generated at first start, kept in {saved}; delete it once noted)", err=True)
 
 
+def usable_cores() -> int:
+    """The CPUs this process may run on (its affinity), not every CPU of the machine."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
 @app.command()
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8080,
-    processes: Annotated[int, typer.Option(help="HTTP worker processes.")] = 1,
+    processes: Annotated[
+        int | None,
+        typer.Option(help="HTTP processes; default: one per usable CPU.", min=1, envvar="KILN_PROCESSES"),
+    ] = None,
 ) -> None:
-    """Run migrations, then serve the API."""
+    """Run migrations, then serve the API.
+
+    With one process, it serves HTTP and runs the job worker threads itself. With several,
+    this process supervises HTTP processes (restarting any that dies) and runs the job
+    worker threads, so jobs go on however loaded HTTP is. SIGTERM stops it within
+    KILN_SHUTDOWN_TIMEOUT: open requests and running jobs get that long to finish."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    processes = processes or usable_cores()
     settings = load_settings()
     observability.prepare_serving(settings.data_dir, processes)
     rt = Runtime.build(settings)
     prepare(rt)
-    typer.echo(f"kiln: serving {settings.external_url} on http://{host}:{port}", err=True)
-    if processes > 1:
-        rt.engine.dispose()
-        uvicorn.run(
-            "kiln.app:create_app_from_env",
-            factory=True,
-            host=host,
-            port=port,
-            workers=processes,
-            loop="uvloop",
-            http="httptools",
-            log_level="warning",
-            proxy_headers=True,
-        )
-        return
-    from kiln.app import create_app
-
-    uvicorn.run(
-        create_app(runtime=rt),
-        host=host,
-        port=port,
-        loop="uvloop",
-        http="httptools",
-        log_level="warning",
-        proxy_headers=True,
+    typer.echo(
+        f"kiln: serving {settings.external_url} on http://{host}:{port} with {processes} process(es)",
+        err=True,
     )
+    common: dict[str, Any] = {
+        "host": host,
+        "port": port,
+        "loop": "uvloop",
+        "http": "httptools",
+        "log_level": "warning",
+        "proxy_headers": True,
+        "timeout_graceful_shutdown": max(1, int(settings.shutdown_timeout)),
+    }
+    if processes == 1:
+        from kiln.app import create_app
+
+        uvicorn.run(create_app(runtime=rt, exit_on_overrun=True), **common)
+        return
+    pool = jobs.Worker(rt.sessions, settings, threads=settings.workers) if settings.workers > 0 else None
+    if pool is not None:
+        pool.start()
+    # The HTTP processes read their settings from the environment: they leave the jobs to
+    # this one, and end when it does, however it ends.
+    os.environ["KILN_WORKERS"] = "0"
+    os.environ[SERVE_PARENT_ENV] = str(os.getpid())
+    try:
+        uvicorn.run("kiln.app:create_app_from_env", factory=True, workers=processes, **common)
+    finally:
+        if pool is not None:
+            pool.stop(settings.shutdown_timeout)
+        rt.engine.dispose()
 
 
 @app.command()

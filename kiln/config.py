@@ -7,6 +7,9 @@ from pathlib import Path
 from pydantic import field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+# Set by `kiln serve` for its HTTP processes: the pid of the process they must not outlive.
+SERVE_PARENT_ENV = "KILN_SERVE_PARENT_PID"
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="KILN_", extra="ignore")
@@ -42,6 +45,29 @@ class Settings(BaseSettings):
     # With admin mode on, admin powers through a token need its admin_mode scope.
     admin_mode: bool = False
     sql_echo: bool = False
+    # Database connections each process keeps (pool size) and may open beyond that (overflow);
+    # unset: 8 + 16 on SQLite, 10 + 20 on PostgreSQL. A thread that finds none free waits at
+    # most db_pool_timeout seconds, then its request answers 503.
+    db_pool_size: int | None = None
+    db_max_overflow: int | None = None
+    db_pool_timeout: float = 10.0
+    # Requests that may use the database at once in one HTTP process; 0: what the pool can
+    # serve with room for this process's job worker threads. Requests beyond it wait in a
+    # queue of request_queue places for at most request_queue_timeout seconds, then get a
+    # fast 503 with Retry-After.
+    max_db_requests: int = 0
+    request_queue: int = 64
+    request_queue_timeout: float = 0.05
+    # While a process's event loop runs more than this many seconds behind (more arrives
+    # than its core can answer), it refuses new requests with 503 until it has caught up;
+    # 0 switches that off. Probes (/-/health, /-/liveness, /api/v4/version) are always served.
+    max_loop_lag: float = 0.05
+    # What a refused client is told to wait before trying again (seconds).
+    retry_after_seconds: int = 1
+    # Threads per HTTP process for work that waits (git, archives); bounded, never grown.
+    request_threads: int = 8
+    # SIGTERM: open requests and running jobs get this long to finish, then the process exits.
+    shutdown_timeout: float = 10.0
 
     @field_validator("external_url")
     @classmethod
@@ -57,6 +83,26 @@ class Settings(BaseSettings):
     @property
     def is_sqlite(self) -> bool:
         return self.sqlalchemy_url.startswith("sqlite")
+
+    @property
+    def pool_limits(self) -> tuple[int, int]:
+        """(pool size, overflow): the connections one process may hold at once is their sum."""
+        size, overflow = (8, 16) if self.is_sqlite else (10, 20)
+        if self.db_pool_size is not None:
+            size = self.db_pool_size
+        if self.db_max_overflow is not None:
+            overflow = self.db_max_overflow
+        return size, overflow
+
+    @property
+    def db_request_limit(self) -> int:
+        """Requests one HTTP process admits to the database at once: never more than its pool
+        serves alongside its job workers, so no request ever waits for a connection."""
+        size, overflow = self.pool_limits
+        room = size + overflow - self.workers
+        if self.max_db_requests > 0:
+            return max(1, min(self.max_db_requests, room))
+        return max(1, room - 2)
 
     def ensure_dirs(self) -> None:
         for sub in ("", "repositories", "uploads", "packages", "artifacts", "exports"):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,9 +17,63 @@ from sqlalchemy.pool import NullPool
 
 from kiln.config import Settings
 
-# SQLite has one writer at a time; taking it fairly inside the process keeps p99 low
-# (DESIGN.md). Other processes wait on busy_timeout.
-_sqlite_write_lock = threading.RLock()
+
+class SQLiteWriter:
+    """The one writer of a SQLite database: taken fairly inside the process (a lock around
+    write transactions keeps p99 low, DESIGN.md), then across processes with an flock on a
+    file beside the database, so that `kiln serve` processes and `kiln worker`s queue for
+    the write instead of failing with `database is locked` after busy_timeout."""
+
+    def __init__(self, path: str | None) -> None:
+        self._threads = threading.RLock()
+        self._path = f"{path}-writer.lock" if path else None
+        self._fd: int | None = None
+        self._pid = 0
+        self._depth = 0
+
+    def acquire(self) -> None:
+        self._threads.acquire()
+        try:
+            self._depth += 1
+            if self._depth == 1 and self._path is not None:
+                fcntl.flock(self._file(), fcntl.LOCK_EX)
+        except BaseException:
+            self._depth -= 1
+            self._threads.release()
+            raise
+
+    def release(self) -> None:
+        try:
+            self._depth -= 1
+            if self._depth == 0 and self._fd is not None:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+        finally:
+            self._threads.release()
+
+    def _file(self) -> int:
+        # A forked child shares its parent's open file and with it the parent's flock: it
+        # opens its own.
+        if self._fd is None or self._pid != os.getpid():
+            assert self._path is not None
+            self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            self._pid = os.getpid()
+        return self._fd
+
+
+_sqlite_writers: dict[str, SQLiteWriter] = {}
+_sqlite_writers_lock = threading.Lock()
+
+
+def _sqlite_writer(db: Session) -> SQLiteWriter:
+    """The writer of the database file the session is bound to (one per file and process)."""
+    path = db.get_bind().engine.url.database or ""
+    writer = _sqlite_writers.get(path)
+    if writer is None:
+        with _sqlite_writers_lock:
+            in_memory = path in ("", ":memory:") or path.startswith("file:")
+            writer = _sqlite_writers.setdefault(path, SQLiteWriter(None if in_memory else path))
+    return writer
+
 
 # A statement's second run on a connection prepares it: parsing and planning a hot statement
 # cost ten times its execution (a project with the caller's access level: 0.4 + 1 ms vs 0.1).
@@ -32,16 +88,18 @@ def make_engine(settings: Settings) -> Engine:
             url,
             echo=settings.sql_echo,
             connect_args={"check_same_thread": False, "timeout": 30},
-            pool_size=8,
-            max_overflow=16,
+            pool_size=settings.pool_limits[0],
+            max_overflow=settings.pool_limits[1],
+            pool_timeout=settings.db_pool_timeout,
         )
         _configure_sqlite(engine)
         return engine
     engine = create_engine(
         url,
         echo=settings.sql_echo,
-        pool_size=10,
-        max_overflow=20,
+        pool_size=settings.pool_limits[0],
+        max_overflow=settings.pool_limits[1],
+        pool_timeout=settings.db_pool_timeout,
         # No ping per checkout (a round trip per request): a connection the server dropped
         # fails its first statement, which invalidates the whole pool (SQLAlchemy's
         # disconnect handling), so one request sees the error and the next gets a fresh one.
@@ -120,7 +178,7 @@ def transaction(db: Session) -> Iterator[Session]:
         return
     sqlite = is_sqlite(db)
     if sqlite:
-        _sqlite_write_lock.acquire()
+        _sqlite_writer(db).acquire()
     try:
         if db.in_transaction():
             # End the read transaction the request opened (authentication) so the write
@@ -138,4 +196,4 @@ def transaction(db: Session) -> Iterator[Session]:
             db.info["tx_depth"] = 0
     finally:
         if sqlite:
-            _sqlite_write_lock.release()
+            _sqlite_writer(db).release()

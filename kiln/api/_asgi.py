@@ -5,21 +5,32 @@
 - route a project's uploads at their project-relative URL, whose project path has slashes;
 - answer HEAD on every GET route (headers of the GET, no body);
 - refuse oversized bodies (Content-Length up front, chunked bodies as they stream) and
-  non-UTF-8 paths before any work.
+  non-UTF-8 paths before any work;
+- admit at most as many requests to the database as its pool can serve at once (Admission):
+  the rest wait briefly in a bounded queue, then get a fast 503 with Retry-After. No
+  request ever waits for a connection on the event loop, which would stop every other
+  request and the release of the connections it waits for. Probes that need no database
+  (health, liveness, an anonymous version) are always answered.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import re
+import time
+from collections import deque
 from typing import Any
 
 import orjson
 
 from kiln.api._deps import SESSION_SCOPE_KEY
+from kiln.api._errors import UNAVAILABLE
 from kiln.errors import PayloadTooLarge
 from kiln.services import git_http as transport
 
 Scope = dict[str, Any]
+log = logging.getLogger("kiln.api")
 _ESCAPE = re.compile(rb"%([0-9A-Fa-f]{2})")
 _KEEP = {b"2F", b"2f", b"25"}  # '/' and '%' stay escaped; the dependency decodes them
 # A project's upload at its project-relative URL: /<namespace>/<project>/uploads/<secret>/<name>.
@@ -47,10 +58,129 @@ _GIT_PACK_REQUESTS = tuple(
 )
 
 
+# Answered without the database: an orchestrator's probes and tooling's version check.
+_PROBES = frozenset({"/-/health", "/-/liveness", "/api/v4/version"})
+_CREDENTIAL_HEADERS = frozenset({b"private-token", b"authorization", b"job-token", b"cookie", b"sudo"})
+_CREDENTIAL_PARAMS = (b"private_token", b"access_token", b"job_token", b"sudo")
+LAG_TICK = 0.01  # seconds between the loop-lag timer's runs
+# A late loop refuses only once this many requests came since its last tick: a stall with
+# little traffic (a slow statement, a thread holding the GIL) is no overload.
+LAG_BATCH = 8
+
+
+def needs_database(scope: Scope) -> bool:
+    """Everything but the probes; `/version` with credentials authenticates them."""
+    if scope["path"] not in _PROBES or scope["method"] not in ("GET", "HEAD"):
+        return True
+    if any(name in _CREDENTIAL_HEADERS for name, _ in scope.get("headers", ())):
+        return True
+    query = scope.get("query_string", b"")
+    return bool(query) and any(param in query for param in _CREDENTIAL_PARAMS)
+
+
+class Admission:
+    """Which requests the server takes on now.
+
+    At most `limit` requests use the database at once; more wait in a FIFO queue of
+    `queue` places until a slot frees, at most `timeout` seconds. And while the event loop
+    runs more than `max_lag` seconds behind with requests streaming in (each request it
+    reads then has already waited about that long), new requests are refused, which lets
+    it catch up: the requests it serves stay fast, and the refusals are cheap. What cannot
+    be taken on is refused at once. Everything here runs on the event loop: nothing blocks, and no lock is needed."""
+
+    def __init__(self, limit: int, queue: int, timeout: float, max_lag: float, retry_after: int) -> None:
+        self.limit = max(1, limit)
+        self.queue = max(0, queue)
+        self.timeout = timeout
+        self.max_lag = max_lag
+        self.retry_after = retry_after
+        self.in_flight = 0
+        self.waiting = 0
+        self.refused = 0
+        self._waiters: deque[asyncio.Future[bool]] = deque()
+        self._lag = 0.0
+        self._due = 0.0
+        self._arrived = 0
+        self._tick: asyncio.TimerHandle | None = None
+
+    def watch(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Measure the loop's lag: a timer every LAG_TICK seconds notes how late it runs."""
+        self.unwatch()
+        self._due = time.perf_counter() + LAG_TICK
+
+        def tick() -> None:
+            now = time.perf_counter()
+            self._lag = max(0.0, now - self._due)
+            self._arrived = 0
+            self._due = now + LAG_TICK
+            self._tick = loop.call_later(LAG_TICK, tick)
+
+        self._tick = loop.call_later(LAG_TICK, tick)
+
+    def unwatch(self) -> None:
+        if self._tick is not None:
+            self._tick.cancel()
+            self._tick = None
+            self._lag = 0.0
+
+    def lag(self) -> float:
+        """How far behind the loop is: as late as its last tick ran, or as the one now overdue."""
+        if self._tick is None:
+            return 0.0
+        return max(self._lag, time.perf_counter() - self._due)
+
+    async def enter(self) -> bool:
+        """True with a slot held (give it back with `leave`), False if refused."""
+        self._arrived += 1
+        if self.max_lag > 0 and self._arrived > LAG_BATCH and self.lag() > self.max_lag:
+            self.refused += 1
+            return False
+        if self.in_flight < self.limit and not self.waiting:
+            self.in_flight += 1
+            return True
+        if self.waiting >= self.queue or self.timeout <= 0:
+            self.refused += 1
+            return False
+        loop = asyncio.get_running_loop()
+        slot: asyncio.Future[bool] = loop.create_future()
+        self._waiters.append(slot)
+        self.waiting += 1
+        timer = loop.call_later(self.timeout, _expire, slot)
+        try:
+            admitted = await slot
+        except asyncio.CancelledError:
+            if slot.done() and not slot.cancelled() and slot.result():
+                self.leave()
+            raise
+        finally:
+            timer.cancel()
+            self.waiting -= 1
+            if not self.waiting:
+                self._waiters.clear()  # only expired ones are left
+        if not admitted:
+            self.refused += 1
+        return admitted
+
+    def leave(self) -> None:
+        """Hand the slot to the longest waiting request, or free it."""
+        while self._waiters:
+            slot = self._waiters.popleft()
+            if not slot.done():
+                slot.set_result(True)
+                return
+        self.in_flight -= 1
+
+
+def _expire(slot: asyncio.Future[bool]) -> None:
+    if not slot.done():
+        slot.set_result(False)
+
+
 class KilnASGI:
-    def __init__(self, app: Any, max_body: int) -> None:
+    def __init__(self, app: Any, max_body: int, admission: Admission | None = None) -> None:
         self.app = app
         self.max_body = max_body
+        self.admission = admission
 
     def body_limit(self) -> int:
         """Read per request from the runtime's settings, so a reconfigured limit applies at once."""
@@ -94,15 +224,33 @@ class KilnASGI:
         await self._forward(scope, _limited(receive, limit), send)
 
     async def _forward(self, scope: Scope, receive: Any, send: Any) -> None:
+        admission = self.admission
+        if admission is not None and not needs_database(scope):
+            admission = None
         if scope["method"] == "HEAD":
             scope = {**scope, "method": "GET", "kiln_head": True}
             send = _without_body(send)
+        if admission is not None and not await admission.enter():
+            await _reply(send, 503, UNAVAILABLE, [(b"retry-after", str(admission.retry_after).encode())])
+            return
         try:
             await self.app(scope, receive, send)
+        except asyncio.CancelledError:
+            # Only the server cancels a request: at shutdown, once its deadline has passed. The
+            # request ends here, with a line in the log rather than a traceback.
+            log.warning("%s %s ended unfinished at shutdown", scope["method"], scope["path"])
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
         finally:
-            db = scope.get(SESSION_SCOPE_KEY)
-            if db is not None:
-                db.close()
+            try:
+                db = scope.get(SESSION_SCOPE_KEY)
+                if db is not None:
+                    db.close()
+            finally:
+                # After the close: the connection is back in the pool for whoever gets the slot.
+                if admission is not None:
+                    admission.leave()
 
 
 def _limited(receive: Any, limit: int) -> Any:
@@ -133,7 +281,9 @@ def _without_body(send: Any) -> Any:
     return wrapped
 
 
-async def _reply(send: Any, status: int, body: dict[str, Any]) -> None:
+async def _reply(
+    send: Any, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
     payload = orjson.dumps(body)
     await send(
         {
@@ -142,6 +292,7 @@ async def _reply(send: Any, status: int, body: dict[str, Any]) -> None:
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(payload)).encode()),
+                *(headers or ()),
             ],
         }
     )
