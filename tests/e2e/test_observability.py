@@ -57,6 +57,40 @@ def test_access_lines_go_to_stderr_as_json_and_metrics_answer(kiln_server, base_
     assert counter(base_url, "kiln_http_requests_total", route="/api/v4/user", status="200") >= 1
 
 
+def test_no_secret_reaches_the_server_output(kiln_server, base_url):
+    """Tokens in headers and query strings, passwords in OAuth, sign-in and user creation:
+    none is in what serve writes (its own logs, uvicorn's, the access lines)."""
+    password = f"pw-{uuid.uuid4().hex}"
+    username = f"obs-{uuid.uuid4().hex[:8]}"
+    with httpx.Client(base_url=base_url, timeout=10) as c:
+        created = c.post(
+            "/api/v4/users",
+            headers={"Private-Token": ROOT_TOKEN},
+            json={
+                "username": username,
+                "email": f"{username}@example.com",
+                "name": "O",
+                "password": password,
+            },
+        )
+        assert created.status_code == 201
+        grant = c.post(
+            "/oauth/token", data={"grant_type": "password", "username": username, "password": password}
+        )
+        assert grant.status_code == 200
+        bearer = grant.json()["access_token"]
+        assert c.get(f"/api/v4/user?access_token={bearer}").status_code == 200
+        assert c.get("/api/v4/user?job_token=job-secret-e2e-1").status_code == 401
+        c.post(f"/oauth/token?grant_type=password&username={username}&password={password}")
+        c.post("/users/sign_in", data={"user[login]": username, "user[password]": password})
+        c.post("/users/sign_in", data={"user[login]": username, "user[password]": "x" + password})
+    time.sleep(0.5)  # the last access lines reach the file
+    output = kiln_server.output()
+    for secret in (ROOT_TOKEN, password, bearer, "job-secret-e2e-1"):
+        assert secret not in output
+    assert f"/oauth/token?grant_type=password&username={username}&password=[FILTERED]" in output
+
+
 @pytest.fixture
 def two_processes(tmp_path, new_database_url) -> Iterator[Server]:
     port = free_port()
