@@ -10,10 +10,11 @@ from litestar import Request, Response
 from litestar.params import FromPath
 from litestar.response import Stream
 
+from kiln import storage
 from kiln.api._deps import Authenticated, Db, Viewer, in_thread, int_id, runtime
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
-from kiln.api._render import no_content, render
+from kiln.api._render import content_disposition, no_content, render
 from kiln.api._routes import delete, get, post, put
 from kiln.entities.projects import (
     project_full,
@@ -50,7 +51,6 @@ from kiln.services import (
 )
 from kiln.services import projects as service
 from kiln.services import users as user_service
-from kiln.storage import LocalStorage
 
 Req = Request[Any, Any, Any]
 
@@ -59,8 +59,8 @@ def _base(request: Req) -> str:
     return runtime(request).settings.external_url
 
 
-def _uploads(request: Req) -> LocalStorage:
-    return LocalStorage(runtime(request).settings.data_dir / "uploads")
+def _uploads(request: Req) -> storage.Storage:
+    return storage.uploads(runtime(request).settings)
 
 
 def _listing(
@@ -262,15 +262,14 @@ def _serve_upload(
     request: Req, db: Db, viewer: Viewer, ident: str, secret: str, filename: str
 ) -> Response[Any]:
     row = uploads.find_upload(db, viewer, ident, secret, filename)
-    storage = _uploads(request)
-    if not storage.exists(row.storage_key):
+    files = _uploads(request)
+    if not files.exists(row.storage_key):
         raise NotFound()
     media = mimetypes.guess_type(row.filename)[0] or "application/octet-stream"
     inline = media.startswith("image/") or media.startswith("video/")
-    disposition = "inline" if inline else "attachment"
     headers = {
         "X-Content-Type-Options": "nosniff",
-        "Content-Disposition": f'{disposition}; filename="{row.filename}"',
+        "Content-Disposition": content_disposition("inline" if inline else "attachment", row.filename),
         "Content-Length": str(row.size),
     }
-    return Stream(storage.iter_bytes(row.storage_key), media_type=media, headers=headers)
+    return Stream(files.iter_bytes(row.storage_key), media_type=media, headers=headers)

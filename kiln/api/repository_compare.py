@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import quote
 
 from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
@@ -15,7 +14,7 @@ from litestar.response import Stream
 from kiln.api._deps import Db, Viewer, in_thread, runtime
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
-from kiln.api._render import render
+from kiln.api._render import content_disposition, render
 from kiln.api._routes import get
 from kiln.entities.compare import compare_view, contributor
 from kiln.schemas.compare import ArchiveParams, CompareParams, ContributorList
@@ -47,10 +46,8 @@ def _archive_route(suffix: str | None) -> HTTPRouteHandler:
     async def archive(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Stream:
         q: ArchiveParams = await params(request)
         result = service.archive(db, viewer, id, q, suffix, runtime(request).settings)
-        name = result.filename
-        plain = "".join(ch if " " <= ch < "\x7f" and ch not in '"\\' else "_" for ch in name)
         headers = {
-            "Content-Disposition": f"attachment; filename=\"{plain}\"; filename*=UTF-8''{quote(name, safe='')}",
+            "Content-Disposition": content_disposition("attachment", result.filename),
             "Content-Transfer-Encoding": "binary",
             "Cache-Control": "private",
         }

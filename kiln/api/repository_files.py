@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import mimetypes
 from typing import Any
-from urllib.parse import quote
 
 from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
@@ -13,7 +12,7 @@ from litestar.response import Stream
 
 from kiln.api._deps import Authenticated, Db, Viewer, in_thread, runtime
 from kiln.api._params import params
-from kiln.api._render import no_content, render
+from kiln.api._render import content_disposition, no_content, render
 from kiln.api._routes import delete, get, post, put
 from kiln.auth.tokens import API, READ_API, READ_REPOSITORY
 from kiln.entities.files import blame_ranges, content_length, file_headers, file_record, write_result
@@ -62,7 +61,7 @@ async def get_raw_file(request: Req, db: Db, viewer: Viewer) -> Response[Any]:
         **NO_CACHE,
         **file_headers(rec),
         "Content-Length": str(len(content.data)),
-        "Content-Disposition": _inline(rec.file.name),
+        "Content-Disposition": content_disposition("inline", rec.file.name),
         "X-Content-Type-Options": "nosniff",
     }
     return Stream(content.chunks(), media_type=_media_type(rec.file.name, content.binary), headers=headers)
@@ -120,11 +119,6 @@ def _media_type(name: str, binary: bool) -> str:
     if not guessed or guessed.startswith("text/") or any(k in guessed for k in _ACTIVE):
         return "application/octet-stream"
     return guessed
-
-
-def _inline(name: str) -> str:
-    fallback = "".join(c if c.isascii() and c.isprintable() and c not in '"\\' else "_" for c in name)
-    return f"inline; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"
 
 
 ROUTES: list[HTTPRouteHandler] = [get_file, get_raw_file, get_blame, create_file, update_file, delete_file]

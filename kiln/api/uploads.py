@@ -9,19 +9,19 @@ from litestar import Request, Response
 from litestar.params import FromPath
 from litestar.response import Stream
 
+from kiln import storage
 from kiln.api._deps import runtime
 from kiln.api._routes import get
 from kiln.errors import NotFound
-from kiln.storage import LocalStorage
 
 Req = Request[Any, Any, Any]
 
 
 @get("/uploads/-/system/user/avatar/{user_id:int}/{filename:str}", auth="none")
 async def user_avatar(request: Req, user_id: FromPath[int], filename: FromPath[str]) -> Response[Any]:
-    storage = LocalStorage(runtime(request).settings.data_dir / "uploads")
+    files = storage.uploads(runtime(request).settings)
     key = f"-/system/user/avatar/{user_id}/{filename}"
-    if "/" in filename or filename.startswith(".") or not storage.exists(key):
+    if "/" in filename or filename.startswith(".") or not files.exists(key):
         raise NotFound()
     media = mimetypes.guess_type(filename)[0] or "application/octet-stream"
-    return Stream(storage.iter_bytes(key), media_type=media, headers={"X-Content-Type-Options": "nosniff"})
+    return Stream(files.iter_bytes(key), media_type=media, headers={"X-Content-Type-Options": "nosniff"})

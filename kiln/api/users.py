@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from litestar import Request, Response
 from litestar.params import FromPath
 
+from kiln import storage
 from kiln.api._deps import Authenticated, Db, Viewer, in_thread, int_id, runtime
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
@@ -17,7 +18,6 @@ from kiln.entities.users import user_admin, user_basic, user_detail, user_status
 from kiln.preconditions import parse_http_date
 from kiln.schemas.users import StatusUpdate, UserCreate, UserDelete, UserGet, UserList, UserUpdate
 from kiln.services import users as service
-from kiln.storage import LocalStorage
 
 if TYPE_CHECKING:
     from kiln.models import User
@@ -31,8 +31,8 @@ def _base(request: Req) -> str:
     return runtime(request).settings.external_url
 
 
-def _storage(request: Req) -> LocalStorage:
-    return LocalStorage(runtime(request).settings.data_dir / "uploads")
+def _storage(request: Req) -> storage.Storage:
+    return storage.uploads(runtime(request).settings)
 
 
 @get("/users", auth="optional", params=UserList, scopes=READ)

@@ -49,15 +49,10 @@ def matching(rules: list[ProtectedBranch], branch: str) -> list[ProtectedBranch]
 
 
 def governing(rules: list[ProtectedBranch], branch: str) -> ProtectedBranch | None:
-    """The rule that decides pushes, as repositories.protection_for picks it: an exact name
-    wins over a wildcard pattern."""
-    for rule in rules:
-        if rule.name == branch:
-            return rule
-    for rule in rules:
-        if "*" in rule.name and fnmatch.fnmatchcase(branch, rule.name):
-            return rule
-    return None
+    """The rule that decides pushes to `branch`: an exact name wins over a wildcard pattern,
+    then the oldest matching rule."""
+    exact = next((rule for rule in rules if rule.name == branch), None)
+    return exact or next((rule for rule in rules if _matches(rule, branch)), None)
 
 
 # ----------------------------------------------------------------------------- reading

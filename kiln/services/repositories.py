@@ -5,7 +5,6 @@ update (push event in the outbox, activity time, statistics) in one transaction.
 from __future__ import annotations
 
 import contextlib
-import fnmatch
 import subprocess
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -13,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pygit2
-from sqlalchemy import select, update
+from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from kiln import events, jobs, policy
@@ -29,6 +28,7 @@ from kiln.models import Event, Project, ProjectStatistics, ProtectedBranch
 from kiln.models.repository import DEVELOPER_ACCESS, MAINTAINER_ACCESS
 from kiln.policy import Action, ProjectSubject
 from kiln.services import instance_settings, subjects
+from kiln.services import protected_branches as protection
 
 PUSH_REFUSED = "You are not allowed to push into this branch"
 MAINTAIN = "repositories.maintain"
@@ -84,15 +84,8 @@ def for_write(db: Session, actor: Actor, ident: str, settings: Settings) -> Repo
 
 
 def protection_for(db: Session, project_id: int, branch: str) -> ProtectedBranch | None:
-    """The rule that protects `branch`: an exact name wins over a wildcard pattern."""
-    rules = db.scalars(
-        select(ProtectedBranch).where(ProtectedBranch.project_id == project_id).order_by(ProtectedBranch.id)
-    ).all()
-    exact = [r for r in rules if r.name == branch]
-    if exact:
-        return exact[0]
-    matching = [r for r in rules if "*" in r.name and fnmatch.fnmatchcase(branch, r.name)]
-    return matching[0] if matching else None
+    """The rule that protects `branch`, as protected_branches.governing picks it."""
+    return protection.governing(protection.rules_of(db, project_id), branch)
 
 
 def may_push(
