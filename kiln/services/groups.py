@@ -434,9 +434,7 @@ def create_group(db: Session, actor: Actor, p: GroupCreate) -> GroupRecord:
     the creator becomes its Owner."""
     parent: Namespace | None = None
     if p.parent_id is not None:
-        parent_subject = subjects.group(db, actor, str(p.parent_id))
-        parent = parent_subject.group
-        policy.require(actor, Action.CREATE_SUBGROUP, parent_subject)
+        parent = subjects.group(db, actor, str(p.parent_id), Action.CREATE_SUBGROUP).group
     else:
         policy.require(actor, Action.CREATE_GROUP)
     inst = instance_settings.current(db)

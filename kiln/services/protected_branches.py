@@ -59,9 +59,7 @@ def governing(rules: list[ProtectedBranch], branch: str) -> ProtectedBranch | No
 
 
 def _readable(db: Session, actor: Actor | None, ident: str) -> ProjectSubject:
-    s = subjects.project(db, actor, ident)
-    policy.require(actor, Action.READ_CODE, s)
-    return s
+    return subjects.project(db, actor, ident, Action.READ_CODE)
 
 
 def list_rules(
@@ -93,8 +91,7 @@ def get_rule(db: Session, actor: Actor | None, ident: str, name: str) -> Protect
 
 
 def create_rule(db: Session, actor: Actor, ident: str, p: ProtectedBranchCreate) -> ProtectedBranch:
-    s = subjects.project(db, actor, ident)
-    policy.require(actor, Action.ADMIN_PROTECTED_BRANCHES, s)
+    s = subjects.project(db, actor, ident, Action.ADMIN_PROTECTED_BRANCHES)
     name = p.name.strip()
     if not name:
         raise ValidationFailed({"name": ["can't be blank"]}, status=422)

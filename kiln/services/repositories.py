@@ -69,16 +69,13 @@ class RepoContext:
 
 def for_read(db: Session, actor: Actor | None, ident: str, settings: Settings) -> RepoContext:
     """404 for a project the actor can't see; 403 when they see it but not its code."""
-    s = subjects.project(db, actor, ident)
-    if not policy.may(actor, Action.READ_CODE, s):
-        raise Forbidden()
+    s = subjects.project(db, actor, ident, Action.READ_CODE)
     st = store(settings)
     return RepoContext(subject=s, store=st, repo=st.find(s.project.id))
 
 
 def for_write(db: Session, actor: Actor, ident: str, settings: Settings) -> RepoContext:
-    s = subjects.project(db, actor, ident)
-    policy.require(actor, Action.PUSH_CODE, s)
+    s = subjects.project(db, actor, ident, Action.PUSH_CODE)
     st = store(settings)
     return RepoContext(subject=s, store=st, repo=st.find(s.project.id))
 
