@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import mimetypes
 from typing import Any
+from urllib.parse import unquote
 
 from litestar import Request, Response
 from litestar.params import FromPath
@@ -253,8 +254,6 @@ async def uploaded_file_by_path(
     secret: FromPath[str],
     filename: FromPath[str],
 ) -> Response[Any]:
-    from urllib.parse import unquote
-
     return _serve_upload(request, db, viewer, unquote(project), secret, filename)
 
 
