@@ -69,7 +69,7 @@ class RepoContext:
 
 def for_read(db: Session, actor: Actor | None, ident: str, settings: Settings) -> RepoContext:
     """404 for a project the actor can't see; 403 when they see it but not its code."""
-    s = subjects.project(db, actor, ident, Action.READ_CODE)
+    s = subjects.project(db, actor, ident, Action.READ_CODE, rows=True)
     st = store(settings)
     return RepoContext(subject=s, store=st, repo=st.find(s.project.id))
 
@@ -121,9 +121,19 @@ def adopt_first_branch(db: Session, project: Project, repo: pygit2.Repository, b
     (clients.md 16): HEAD names it, and it is protected as the instance protects default
     branches. Runs before record_push, which reads the README through HEAD."""
     repo.set_head(f"refs/heads/{branch}")
+    project = model_of(db, project)
     project.default_branch = branch
     if protection_for(db, project.id, branch) is None:
         protect_default_branch(db, project, int(instance_settings.current(db)["default_branch_protection"]))
+
+
+def model_of(db: Session, project: Any) -> Project:
+    """The model behind a subject's project, for a change: reads load row records instead."""
+    if isinstance(project, Project):
+        return project
+    found = db.get(Project, project.id)
+    assert found is not None
+    return found
 
 
 def record_push(
@@ -179,6 +189,7 @@ def record_push(
         },
     )
     jobs.enqueue(db, MAINTAIN, {"project_id": project.id})
+    project = model_of(db, project)
     project.last_activity_at = datetime.now(UTC)
     project.readme_path = git_files.readme_name(repo)
     _refresh_statistics(db, project, repo)

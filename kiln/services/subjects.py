@@ -20,18 +20,21 @@ from kiln.queries import namespaces as namespace_finder
 from kiln.queries import projects as project_finder
 
 
-def find_project(db: Session, actor: Actor | None, ident: str) -> ProjectSubject | None:
+def find_project(
+    db: Session, actor: Actor | None, ident: str, *, rows: bool = False
+) -> ProjectSubject | None:
     """The project by id or full path, its namespace and the actor's level, in one statement;
-    nothing decided yet."""
-    row = project_finder.subject_row(db, ident, actor.user.id if actor is not None else None)
+    nothing decided yet. `rows`: immutable row records for a route that only reads (cheaper
+    than model objects); otherwise the models a write changes."""
+    row = project_finder.subject_row(db, ident, actor.id if actor is not None else None, orm=not rows)
     return None if row is None else ProjectSubject(project=row[0], namespace=row[1], level=row[2])
 
 
 def project(
-    db: Session, actor: Actor | None, ident: str, action: Action = Action.READ_PROJECT
+    db: Session, actor: Actor | None, ident: str, action: Action = Action.READ_PROJECT, *, rows: bool = False
 ) -> ProjectSubject:
     """The project by id or full path; 404 if absent or hidden, 403 if `action` is refused."""
-    s = find_project(db, actor, ident)
+    s = find_project(db, actor, ident, rows=rows)
     if s is None:
         raise NotFound("Project")
     policy.authorize(actor, action, s, "Project")
