@@ -1,9 +1,17 @@
 """Test set-up: one database per xdist worker (SQLite file, or a PostgreSQL server the tests
-start themselves), built by the migrations; each test starts from an empty database with
-root (id 1) and its own data dir."""
+start themselves), built by the migrations, holding root (id 1) and nothing else; each test
+has its own data dir.
+
+Isolation costs a rollback: a test runs inside one connection's transaction that is rolled
+back at its end, and every session (the `db` fixture's, each request's, the job runner's)
+joins it through a savepoint, so their commits are savepoint releases. A test that needs real
+commits (other connections seeing its writes, threads racing, SKIP LOCKED between
+connections) is marked `committing`: it runs against the engine itself, and the database is
+wiped back to root afterwards. One app and one test client serve a whole worker."""
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -11,8 +19,8 @@ from typing import Any
 
 import pytest
 from litestar.testing import TestClient
-from sqlalchemy import text
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection, text
+from sqlalchemy.orm import Session, sessionmaker
 
 from kiln import migrate
 from kiln.app import create_app
@@ -79,14 +87,75 @@ def test_settings(database_url: str, data_dir: Path, **extra: Any) -> Settings:
     )
 
 
+class Baseline:
+    """The committed state every test starts from (root only), and how to get back to it."""
+
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+        self.sessions = rt.sessions
+        # The app's own session options, bound per test to that test's connection.
+        self.joined = sessionmaker(**{**rt.sessions.kw, "join_transaction_mode": "create_savepoint"})
+        self.restart_sequences: str | None = None
+
+    def restore(self) -> None:
+        """Empty every table, then root (id 1) with its token, committed."""
+        rt = self.rt
+        tables = [t.name for t in reversed(Base.metadata.sorted_tables)]
+        with rt.engine.begin() as conn:
+            if conn.dialect.name == "postgresql":
+                conn.execute(text(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE"))
+            else:
+                for name in tables:
+                    conn.execute(text(f"DELETE FROM {name}"))
+        with self.sessions() as session:
+            bootstrap_root(session, rt.settings)
+        if rt.engine.dialect.name == "postgresql":
+            self.restart_sequences = self._sequence_reset()
+
+    def _sequence_reset(self) -> str | None:
+        """One statement putting every sequence back where the baseline left it: a rolled-back
+        test leaves its ids taken on PostgreSQL, and each test has always started from them."""
+        with self.rt.engine.connect() as conn:
+            rows = conn.execute(text("SELECT schemaname, sequencename, last_value FROM pg_sequences")).all()
+        calls = [
+            f"setval('{schema}.{name}', {last}, true)"
+            if last is not None
+            else f"setval('{schema}.{name}', 1, false)"
+            for schema, name, last in rows
+        ]
+        return f"SELECT {', '.join(calls)}" if calls else None
+
+    def isolated(self, conn: Connection) -> sessionmaker[Session]:
+        """Sessions that commit into savepoints of `conn`'s transaction."""
+        self.joined.configure(bind=conn)
+        return self.joined
+
+    def rewind(self, conn: Connection) -> None:
+        """Before the rollback (setval is never rolled back): ids start where they did."""
+        if self.restart_sequences:
+            conn.exec_driver_sql(self.restart_sequences)
+
+
 @pytest.fixture(scope="session")
-def runtime(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
-    settings = test_settings(database_url, tmp_path_factory.mktemp("data"))
-    engine = make_engine(settings)
+def defaults(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    """The settings every test starts from; each test's own differ only in their data dir."""
+    return test_settings(database_url, tmp_path_factory.mktemp("data"))
+
+
+@pytest.fixture(scope="session")
+def runtime(defaults: Settings) -> Iterator[Runtime]:
+    engine = make_engine(defaults)
     migrate.upgrade(engine)
-    rt = Runtime(settings=settings, engine=engine, sessions=make_sessionmaker(engine))
+    rt = Runtime(settings=defaults, engine=engine, sessions=make_sessionmaker(engine))
     yield rt
     engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def baseline(runtime: Runtime) -> Baseline:
+    state = Baseline(runtime)
+    state.restore()
+    return state
 
 
 @pytest.fixture(scope="session")
@@ -94,22 +163,20 @@ def app(runtime: Runtime) -> Any:
     return create_app(runtime=runtime)
 
 
-def wipe(rt: Runtime) -> None:
-    tables = [t.name for t in reversed(Base.metadata.sorted_tables)]
-    with rt.engine.begin() as conn:
-        if conn.dialect.name == "postgresql":
-            conn.execute(text(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE"))
-        else:
-            for name in tables:
-                conn.execute(text(f"DELETE FROM {name}"))
+@pytest.fixture(scope="session")
+def data_dirs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Where each test's data dir goes: numbered here, as pytest's tmp_path scans every
+    sibling to number the next one (a cost that grows with the suite)."""
+    root = tmp_path_factory.mktemp("tests")
+    return (root / str(n) for n in itertools.count(1))
 
 
 @pytest.fixture
-def settings(runtime: Runtime, tmp_path: Path) -> Iterator[Settings]:
+def settings(runtime: Runtime, defaults: Settings, data_dirs: Iterator[Path]) -> Iterator[Settings]:
     """Per-test settings (own data dir); tests may replace fields with `configure`. Every
     repository a test leaves behind must pass `git fsck` afterwards."""
-    data_dir = tmp_path / "data"
-    runtime.settings = test_settings(str(runtime.engine.url.render_as_string(hide_password=False)), data_dir)
+    data_dir = next(data_dirs)
+    runtime.settings = defaults.model_copy(update={"data_dir": data_dir})
     runtime.settings.ensure_dirs()
     yield runtime.settings
     assert unsound_repositories(data_dir / "repositories") == {}
@@ -125,11 +192,29 @@ def configure(runtime: Runtime) -> Callable[..., Settings]:
 
 
 @pytest.fixture
-def db(runtime: Runtime, settings: Settings) -> Iterator[Session]:
-    wipe(runtime)
-    with runtime.sessions() as session:
-        bootstrap_root(session, settings)
-        yield session
+def db(
+    request: pytest.FixtureRequest, runtime: Runtime, baseline: Baseline, settings: Settings
+) -> Iterator[Session]:
+    if request.node.get_closest_marker("committing"):
+        try:
+            with runtime.sessions() as session:
+                yield session
+        finally:
+            baseline.restore()
+        return
+    conn = runtime.engine.connect()
+    outer = conn.begin()
+    runtime.sessions = baseline.isolated(conn)
+    try:
+        with runtime.sessions() as session:
+            yield session
+    finally:
+        runtime.sessions = baseline.sessions
+        try:
+            baseline.rewind(conn)
+            outer.rollback()
+        finally:
+            conn.close()
 
 
 @pytest.fixture
@@ -144,10 +229,18 @@ def drain(runtime: Runtime, db: Session) -> Callable[[], int]:
     return run
 
 
-@pytest.fixture
-def client(app: Any, db: Session) -> Iterator[TestClient[Any]]:
+@pytest.fixture(scope="session")
+def booted(app: Any) -> Iterator[TestClient[Any]]:
+    """The app started once per worker (its startup freezes the heap: not a per-test cost)."""
     with TestClient(app, base_url=EXTERNAL_URL) as c:
         yield c
+
+
+@pytest.fixture
+def client(booted: TestClient[Any], db: Session) -> Iterator[TestClient[Any]]:
+    booted.cookies.clear()
+    yield booted
+    booted.cookies.clear()
 
 
 class Api:

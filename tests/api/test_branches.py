@@ -15,6 +15,7 @@ from email.utils import format_datetime
 from pathlib import Path
 
 import pygit2
+import pytest
 from sqlalchemy import select
 
 from kiln.git.writes import FileAction, Person, commit_actions
@@ -735,6 +736,7 @@ def test_create_racing_a_push_of_the_same_name_fails_and_keeps_the_push(api, mak
     assert tip(settings, p, "twin") == pushed
 
 
+@pytest.mark.committing
 def test_concurrent_creates_of_one_name_make_one_branch(api, make, settings):
     u = make.user()
     p = new_project(api, u)

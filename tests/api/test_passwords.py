@@ -71,6 +71,7 @@ def off_loop_and_outside_the_write(hashing: Hashing) -> bool:
     return bool(hashing.runs) and all(runs == (False, False) for runs in hashing.runs)
 
 
+@pytest.mark.committing
 def test_creating_a_user_hashes_the_password_off_the_loop_outside_the_write(api, hashing):
     r = api("root").post(
         "/users",
@@ -80,6 +81,7 @@ def test_creating_a_user_hashes_the_password_off_the_loop_outside_the_write(api,
     assert off_loop_and_outside_the_write(hashing)
 
 
+@pytest.mark.committing
 def test_a_random_password_is_hashed_off_the_loop_outside_the_write(api, hashing):
     r = api("root").post(
         "/users", json={"email": "new@example.com", "username": "new", "name": "New", "reset_password": True}
@@ -88,6 +90,7 @@ def test_a_random_password_is_hashed_off_the_loop_outside_the_write(api, hashing
     assert off_loop_and_outside_the_write(hashing)
 
 
+@pytest.mark.committing
 def test_changing_a_password_hashes_it_off_the_loop_outside_the_write(api, make, hashing):
     u = make.user()
     hashing.runs.clear()
@@ -106,6 +109,7 @@ def test_sign_in_checks_the_password_off_the_loop(client, hashing):
     assert off_loop_and_outside_the_write(hashing)
 
 
+@pytest.mark.committing
 def test_sign_in_with_a_new_password_hashes_it_off_the_loop_outside_the_write(client, make, hashing):
     u = make.user(password_expires_at=datetime.now(UTC) - timedelta(days=1))
     hashing.runs.clear()

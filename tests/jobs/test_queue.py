@@ -393,6 +393,7 @@ def test_stopping_gives_back_claimed_jobs_not_yet_started(db, runtime):
 # --- concurrency -------------------------------------------------------------------------
 
 
+@pytest.mark.committing
 def test_two_concurrent_loops_run_each_job_exactly_once(db, runtime):
     with transaction(db):
         ids = [enqueue(db, "tests.count", {"n": n}).id for n in range(200)]
@@ -426,6 +427,7 @@ def test_two_concurrent_loops_run_each_job_exactly_once(db, runtime):
 # --- worker threads ----------------------------------------------------------------------
 
 
+@pytest.mark.committing
 def test_worker_runs_a_job_on_commit_without_waiting_for_its_poll(db, runtime, configure):
     configure(job_poll_interval=30.0)
     worker = Worker(runtime.sessions, runtime.settings, threads=2)
@@ -440,6 +442,7 @@ def test_worker_runs_a_job_on_commit_without_waiting_for_its_poll(db, runtime, c
     assert runs(runtime) == {f"job-{job_id}": "1"}
 
 
+@pytest.mark.committing
 def test_worker_stop_finishes_the_running_job(db, runtime, configure):
     configure(job_poll_interval=0.05)
     SLOW_STARTED.clear()
@@ -456,6 +459,7 @@ def test_worker_stop_finishes_the_running_job(db, runtime, configure):
     assert runs(runtime) == {f"job-{job_id}": "1"}
 
 
+@pytest.mark.committing
 def test_serve_runs_in_process_workers_when_configured(db, runtime, settings):
     rt = Runtime(
         settings=settings.model_copy(update={"workers": 1, "job_poll_interval": 0.05}),
