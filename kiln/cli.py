@@ -95,7 +95,15 @@ def serve(
     os.environ["KILN_WORKERS"] = "0"
     os.environ[SERVE_PARENT_ENV] = str(os.getpid())
     try:
-        uvicorn.run("kiln.app:create_app_from_env", factory=True, workers=processes, **common)
+        uvicorn.run(
+            "kiln.app:create_app_from_env",
+            factory=True,
+            workers=processes,
+            # A process still starting on a busy machine is not a hung one: uvicorn's 5 s
+            # would kill and restart it before it ever answers.
+            timeout_worker_healthcheck=30,
+            **common,
+        )
     finally:
         if pool is not None:
             pool.stop(settings.shutdown_timeout)

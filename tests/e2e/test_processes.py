@@ -1,0 +1,171 @@
+"""kiln on several processes sharing one database: what one process (or another node)
+changes is honoured by every other on its very next request, and concurrent writes from
+several processes on SQLite neither fail nor wait into an error.
+
+Two `kiln serve` on one data dir and database are two nodes whose requests go exactly where
+a test sends them; `--processes 2` is one node with two HTTP processes behind one port."""
+
+from __future__ import annotations
+
+import re
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from kiln.config import Settings
+from kiln.db import make_engine, make_sessionmaker
+from kiln.services import instance_settings
+from tests.e2e.conftest import ROOT_TOKEN, Server, start_server
+
+pytestmark = pytest.mark.e2e
+
+ROOT = {"Private-Token": ROOT_TOKEN}
+ROUNDS = 6  # per writer: a status update and a new project each
+
+
+@pytest.fixture(scope="module")
+def nodes(
+    tmp_path_factory: pytest.TempPathFactory, new_database_url: Callable[[], str | None]
+) -> Iterator[tuple[Server, Server]]:
+    base = tmp_path_factory.mktemp("nodes")
+    url = new_database_url()
+    first = start_server(base / "data", url, base / "logs", KILN_PROCESSES="1")
+    try:
+        second = start_server(base / "data", url, base / "logs", KILN_PROCESSES="1")
+    except BaseException:
+        first.stop()
+        raise
+    yield first, second
+    second.stop()
+    first.stop()
+
+
+def new_user(url: str) -> tuple[int, str]:
+    """A user with a personal access token of its own."""
+    name = f"u-{uuid.uuid4().hex[:8]}"
+    user = httpx.post(
+        f"{url}/api/v4/users",
+        headers=ROOT,
+        json={"username": name, "email": f"{name}@example.com", "name": name, "password": "x" * 12},
+    )
+    assert user.status_code == 201, user.text
+    token = httpx.post(
+        f"{url}/api/v4/users/{user.json()['id']}/personal_access_tokens",
+        headers=ROOT,
+        json={"name": "t", "scopes": ["api"]},
+    )
+    assert token.status_code == 201, token.text
+    return user.json()["id"], token.json()["token"]
+
+
+def test_a_revoked_token_is_refused_by_every_node_on_the_next_request(nodes):
+    a, b = nodes
+    _user, token = new_user(a.url)
+    me = {"Private-Token": token}
+    assert [httpx.get(f"{n.url}/api/v4/user", headers=me).status_code for n in (a, b, a, b)] == [200] * 4
+    token_id = httpx.get(f"{a.url}/api/v4/personal_access_tokens/self", headers=me).json()["id"]
+
+    revoked = httpx.delete(f"{b.url}/api/v4/personal_access_tokens/{token_id}", headers=ROOT)
+
+    assert revoked.status_code == 204
+    assert [httpx.get(f"{n.url}/api/v4/user", headers=me).status_code for n in (a, b)] == [401, 401]
+
+
+def test_a_removed_member_loses_access_on_every_node_on_the_next_request(nodes):
+    a, b = nodes
+    user, token = new_user(a.url)
+    me = {"Private-Token": token}
+    project = httpx.post(
+        f"{a.url}/api/v4/projects",
+        headers=ROOT,
+        json={"name": f"p-{uuid.uuid4().hex[:8]}", "visibility": "private"},
+    ).json()["id"]
+    added = httpx.post(
+        f"{b.url}/api/v4/projects/{project}/members", headers=ROOT, json={"user_id": user, "access_level": 30}
+    )
+    assert added.status_code == 201, added.text
+    seen = [httpx.get(f"{n.url}/api/v4/projects/{project}", headers=me).status_code for n in (a, b, a, b)]
+    assert seen == [200] * 4
+
+    removed = httpx.delete(f"{a.url}/api/v4/projects/{project}/members/{user}", headers=ROOT)
+
+    assert removed.status_code == 204
+    after = [httpx.get(f"{n.url}/api/v4/projects/{project}", headers=me) for n in (b, a)]
+    assert [(r.status_code, r.json()) for r in after] == [(404, {"message": "404 Project Not Found"})] * 2
+
+
+def test_a_changed_instance_setting_applies_on_every_node_on_the_next_request(nodes):
+    """No route changes application settings yet: the change is written as an admin tool on
+    a third node would, through the instance settings service."""
+    a, b = nodes
+
+    def new_project_visibility(server: Server) -> str:
+        r = httpx.post(
+            f"{server.url}/api/v4/projects", headers=ROOT, json={"name": f"p-{uuid.uuid4().hex[:8]}"}
+        )
+        assert r.status_code == 201, r.text
+        return str(r.json()["visibility"])
+
+    assert [new_project_visibility(n) for n in (a, b)] == ["private", "private"]
+    engine = make_engine(Settings(data_dir=a.data_dir, database_url=a.env.get("KILN_DATABASE_URL")))
+    try:
+        with make_sessionmaker(engine)() as db:
+            instance_settings.update(db, {"default_project_visibility": "internal"})
+
+        assert [new_project_visibility(n) for n in (a, b)] == ["internal", "internal"]
+    finally:
+        with make_sessionmaker(engine)() as db:
+            instance_settings.update(db, {"default_project_visibility": "private"})
+        engine.dispose()
+
+
+@pytest.fixture
+def two_processes(tmp_path: Path, new_database_url: Callable[[], str | None]) -> Iterator[Server]:
+    server = start_server(tmp_path / "data", new_database_url(), tmp_path / "logs", KILN_PROCESSES="2")
+    yield server
+    server.stop()
+
+
+def http_children(server: Server) -> list[int]:
+    """The serving processes under `kiln serve` (multiprocessing's helpers aside)."""
+    found = []
+    for children in Path(f"/proc/{server.process.pid}/task").glob("*/children"):
+        for pid in children.read_text().split():
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            if b"spawn_main" in cmdline:
+                found.append(int(pid))
+    return found
+
+
+def test_concurrent_writes_from_two_processes_all_succeed(two_processes):
+    server = two_processes
+    users = [new_user(server.url) for _ in range(4)]
+    answers: list[int] = []
+
+    def write(token: str, n: int) -> None:
+        # A new connection per request, so the kernel spreads them over both processes.
+        for i in range(ROUNDS):
+            with httpx.Client(headers={"Private-Token": token}) as c:
+                answers.append(
+                    c.put(f"{server.url}/api/v4/user/status", json={"message": f"{n}-{i}"}).status_code
+                )
+                answers.append(
+                    c.post(
+                        f"{server.url}/api/v4/projects", json={"name": f"w-{n}-{i}-{uuid.uuid4().hex[:6]}"}
+                    ).status_code
+                )
+
+    threads = [threading.Thread(target=write, args=(token, n)) for n, (_, token) in enumerate(users * 2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+
+    assert len(http_children(server)) == 2
+    assert sorted(set(answers)) == [200, 201]
+    assert len(answers) == 8 * ROUNDS * 2
+    assert not re.search(r"database is locked|Traceback", server.output())
