@@ -26,7 +26,7 @@ from tests.repositories import unsound_repositories
 
 ROOT_TOKEN = "kiln-e2e-root-token"
 ROOT_PASSWORD = "e2e-root-password-123"
-START_TIMEOUT = 30.0
+START_TIMEOUT = 60.0  # serve starts one HTTP process per CPU, each importing kiln: slow on a busy box
 
 
 def kiln_command() -> list[str]:
