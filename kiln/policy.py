@@ -323,15 +323,20 @@ def require(actor: Actor | None, action: Action, subject: object = None) -> None
         raise Forbidden()
 
 
+# Refusals GitLab answers with its bare 404 although the actor may see the subject (a failed
+# ability check followed by `not_found!`).
+_REFUSED_AS_NOT_FOUND = frozenset({Action.FORK_PROJECT})
+
+
 def authorize(actor: Actor | None, action: Action, subject: object, what: str) -> None:
     """The answer to `action` on a subject: 404 (`what` not found) when the actor may not even
     read the subject, so a hidden one is never confirmed; 403 when they may read it but not
-    do `action`."""
+    do `action` (a bare 404 for the few actions GitLab answers so)."""
     read = _READ_ACTION.get(type(subject), Action.READ_USER)
     if not may(actor, read, subject):
         raise NotFound(what)
     if action is not read and not may(actor, action, subject):
-        raise Forbidden()
+        raise NotFound() if action in _REFUSED_AS_NOT_FOUND else Forbidden()
 
 
 def require_visible(actor: Actor | None, action: Action, subject: object, what: str) -> None:

@@ -36,9 +36,7 @@ FORK_COPIES = (
 
 
 def fork_project(db: Session, actor: Actor, ident: str, p: ProjectFork, settings: Settings) -> ProjectRecord:
-    s = subjects.project(db, actor, ident)
-    if not policy.may(actor, Action.FORK_PROJECT, s):
-        raise NotFound()
+    s = subjects.project(db, actor, ident, Action.FORK_PROJECT)
     source = s.project
     target_ident = str(p.namespace_id) if p.namespace_id is not None else p.namespace_path or p.namespace
     with transaction(db):

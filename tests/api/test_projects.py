@@ -626,6 +626,13 @@ def test_fork_of_a_hidden_project_is_404(api, make):
     assert (r.status_code, r.json()) == (404, {"message": "404 Project Not Found"})
 
 
+def test_fork_of_a_project_whose_forking_is_disabled_is_a_bare_404(api, make):
+    src = make.project(visibility="public")
+    api("root").put(f"/projects/{src.id}", json={"forking_access_level": "disabled"})
+    r = api(make.user()).post(f"/projects/{src.id}/fork")
+    assert (r.status_code, r.json()) == (404, {"message": "404 Not Found"})
+
+
 def test_fork_into_a_namespace_without_rights_is_404(api, make):
     u = make.user()
     g = make.group(members={u: REPORTER}, visibility="public")
