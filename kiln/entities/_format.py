@@ -5,10 +5,11 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 
 
-def iso(value: datetime | None) -> str | None:
-    """UTC ISO 8601 with milliseconds and Z, as GitLab renders times."""
-    if value is None:
-        return None
+def iso(value: datetime | str | None) -> str | None:
+    """UTC ISO 8601 with milliseconds and Z, as GitLab renders times. Row records carry the
+    string already (formatted by the database: queries.reads.utc_iso)."""
+    if value is None or isinstance(value, str):
+        return value
     value = value.astimezone(UTC)
     return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
 

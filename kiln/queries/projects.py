@@ -41,7 +41,7 @@ from kiln.models import (
 from kiln.models.namespaces import KIND_GROUP, OWNER, PUBLIC
 from kiln.models.projects import DISABLED
 from kiln.queries import access
-from kiln.queries.reads import run
+from kiln.queries.reads import row_column, row_columns, run
 from kiln.queries.text import ESCAPE, contains, escape_like
 from kiln.schemas.projects import ProjectList
 
@@ -72,7 +72,9 @@ def _subject_statement(by_path: bool, signed_in: bool, orm: bool) -> Select[Any]
     otherwise row records."""
     project_id = _project_id(by_path)
     level: Any = _level_of(project_id) if signed_in else null()
-    selected: list[Any] = [Project, Namespace] if orm else [*_PROJECTS.c, *_NAMESPACES.c]
+    selected: list[Any] = (
+        [Project, Namespace] if orm else [*row_columns(_PROJECTS), *row_columns(_NAMESPACES)]
+    )
     return (
         select(*selected, level.label("level"))
         .join(Namespace, Namespace.id == Project.namespace_id)
@@ -388,9 +390,9 @@ def _view_statement(shape: str, signed_in: bool, statistics: bool) -> Select[Any
     "path" (one project named by a route, as in _subject_statement)."""
     stats = [(_STATS.c[name]) for name in _STAT_FIELDS] if statistics else []
     columns: list[Any] = [
-        *_PROJECTS.c,
-        *_NAMESPACES.c,
-        *(_OWNER.c[name] for name in OwnerRow._fields),
+        *row_columns(_PROJECTS),
+        *row_columns(_NAMESPACES),
+        *(row_column(_OWNER.c[name]) for name in OwnerRow._fields),
         *stats,
         _topics_column().label("topics"),
         exists(select(ProjectGroupLink.id).where(ProjectGroupLink.project_id == _PROJECTS.c.id)).label(

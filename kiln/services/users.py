@@ -103,7 +103,7 @@ def list_users(db: Session, viewer: Actor | None, q: UserList, page: Page) -> Us
         result = keyset_page(db, stmt, page, User.id, q.id_after, q.id_before, core=True)
     else:
         result = offset_page(db, stmt, page, core=True)
-    result.items = [finder.user_row(row) for row in result.items]
+    result.items = finder.rows_by_ids(db, [row[0] for row in result.items])
     listing = UserListing(page=result, admin_view=admin)
     if admin:
         ids = [u.id for u in result.items]
