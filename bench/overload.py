@@ -340,7 +340,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--measure", type=float, default=5.0, help="seconds of each closed-loop run (5)")
     parser.add_argument("--connections", type=int, default=16, help="closed-loop connections (16)")
     parser.add_argument(
-        "--flood-connections", type=int, default=64, help="connections of the open-loop flood (64)"
+        "--flood-connections", type=int, default=256, help="connections of the open-loop flood (256)"
     )
     parser.add_argument("--writers", type=int, default=16, help="concurrent writers (16)")
     parser.add_argument("--no-writers", action="store_true", help="skip the writers across processes")
