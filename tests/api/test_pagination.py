@@ -22,7 +22,12 @@ def links(r: Any) -> list[tuple[str, str]]:
 
 
 def x_headers(r: Any) -> dict[str, str]:
-    return {k.lower(): v for k, v in r.headers.items() if k.lower().startswith("x-")}
+    """The pagination headers (every X- header but the request id, which each answer has)."""
+    return {
+        k.lower(): v
+        for k, v in r.headers.items()
+        if k.lower().startswith("x-") and k.lower() != "x-request-id"
+    }
 
 
 def bulk_users(db: Any, n: int, prefix: str = "bulk") -> None:
