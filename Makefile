@@ -44,8 +44,8 @@ test-postgres: install-dev system-deps
 
 test: install-dev system-deps lint test-sqlite test-postgres
 
-bench: install-dev
-	$(BIN)/python -m bench
+bench: install-dev system-deps
+	$(BIN)/python -m bench --postgres
 
 clean:
 	rm -rf $(VENV) .kiln-data .pytest_cache .ruff_cache *.egg-info

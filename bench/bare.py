@@ -1,28 +1,36 @@
-"""The reference: a bare Litestar route that reads one user row and renders it with orjson.
+"""The references: bare Litestar routes doing the least work kiln's routes could do.
 
-Served by uvicorn exactly like `kiln serve` (uvloop, httptools, one process), so the gap
-between kiln and this route is what kiln's own layers cost. The database comes from
-BENCH_DATABASE_URL (the same file or server kiln uses)."""
+- `GET /users/{id}` reads one user row (SQLAlchemy Core) and renders it with orjson: the
+  ceiling for kiln's database-backed routes. The database is BENCH_DATABASE_URL (the same
+  file or PostgreSQL server kiln uses), through kiln's own engine settings (pool, prepared
+  statements on PostgreSQL), so both run their database the same way.
+- `GET /blob` resolves `main` in the repository at BENCH_REPO_PATH, finds BENCH_REPO_FILE
+  and base64s the blob with pygit2: the ceiling for the files API.
+
+Served by uvicorn exactly like `kiln serve` (uvloop, httptools, one process)."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 import warnings
 from typing import Any
 
 import orjson
+import pygit2
 from litestar import Litestar, Response, get
 from litestar.datastructures import State
-from sqlalchemy import Engine, MetaData, Table, create_engine, select
+from sqlalchemy import Engine, MetaData, Table, select
 from sqlalchemy.exc import SAWarning
 
+from kiln.config import Settings
+from kiln.db import make_engine
+
 DATABASE_URL_ENV = "BENCH_DATABASE_URL"
-
-
-def make_engine(url: str) -> Engine:
-    if url.startswith("sqlite"):
-        return create_engine(url, connect_args={"check_same_thread": False})
-    return create_engine(url, pool_size=10)
+REPO_ENV = "BENCH_REPO_PATH"
+FILE_ENV = "BENCH_REPO_FILE"
+NOT_FOUND = b'{"message":"404 Not Found"}'
 
 
 @get("/users/{user_id:int}")
@@ -34,26 +42,58 @@ async def read_user(user_id: int, state: State) -> Response[bytes]:
     with engine.connect() as conn:
         row = conn.execute(select(users).where(users.c.id == user_id)).first()
     if row is None:
-        return Response(b'{"message":"404 User Not Found"}', status_code=404, media_type="application/json")
+        return Response(NOT_FOUND, status_code=404, media_type="application/json")
     return Response(orjson.dumps(dict(zip(names, row, strict=True))), media_type="application/json")
 
 
+@get("/blob")
+async def read_blob(state: State) -> Response[bytes]:
+    """The files API's work without kiln: resolve main, find the path, base64 the blob."""
+    repo: pygit2.Repository = state.repo
+    path: str = state.file
+    commit = repo.revparse_single("refs/heads/main").peel(pygit2.Commit)
+    entry = commit.tree[path]
+    data = repo[entry.id].data
+    body = {
+        "file_name": entry.name,
+        "file_path": path,
+        "size": len(data),
+        "encoding": "base64",
+        "content_sha256": hashlib.sha256(data).hexdigest(),
+        "ref": "main",
+        "blob_id": str(entry.id),
+        "commit_id": str(commit.id),
+        "content": base64.b64encode(data).decode(),
+    }
+    return Response(orjson.dumps(body), media_type="application/json")
+
+
 def create_app() -> Litestar:
-    """uvicorn factory: reflect `users` once so each request only runs the select."""
-    engine = make_engine(os.environ[DATABASE_URL_ENV])
-    with warnings.catch_warnings():
-        # Expression indexes (lower(username)) cannot be reflected; the select does not need them.
-        warnings.simplefilter("ignore", SAWarning)
-        users = Table("users", MetaData(), autoload_with=engine)
-    # Plain str keys: orjson refuses the str subclass SQLAlchemy names columns with.
-    names = tuple(str(column.name) for column in users.columns)
+    """uvicorn factory: reflect `users` once so each request only runs the select; keep the
+    repository open. Either half may be left out (no database, no repository)."""
+    state: dict[str, Any] = {}
+    handlers: list[Any] = []
+    url = os.environ.get(DATABASE_URL_ENV)
+    if url:
+        engine = make_engine(Settings(database_url=url))
+        with warnings.catch_warnings():
+            # Expression indexes (lower(username)) cannot be reflected; the select does not need them.
+            warnings.simplefilter("ignore", SAWarning)
+            users = Table("users", MetaData(), autoload_with=engine)
+        # Plain str keys: orjson refuses the str subclass SQLAlchemy names columns with.
+        state.update(engine=engine, users=users, names=tuple(str(column.name) for column in users.columns))
+        handlers.append(read_user)
+    repo_path = os.environ.get(REPO_ENV)
+    if repo_path:
+        state.update(repo=pygit2.Repository(repo_path), file=os.environ[FILE_ENV])
+        handlers.append(read_blob)
 
     async def on_shutdown() -> None:
-        engine.dispose()
+        if "engine" in state:
+            state["engine"].dispose()
 
-    state: dict[str, Any] = {"engine": engine, "users": users, "names": names}
     return Litestar(
-        route_handlers=[read_user],
+        route_handlers=handlers,
         state=State(state),
         on_shutdown=[on_shutdown],
         openapi_config=None,

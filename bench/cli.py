@@ -1,12 +1,14 @@
-"""`python -m bench`: kiln's hot routes against a bare Litestar route, same data, same server.
+"""`python -m bench`: kiln's hot routes against bare Litestar routes, same data, same server.
 
-For each database backend: a fresh data directory, `kiln migrate`, bulk users and projects, then
-`kiln serve` and the bare app (bench.bare) as subprocesses on one CPU, and a load
-generator on another, measuring one target at a time."""
+For each database backend: a fresh data directory, `kiln migrate`, bulk users and projects and
+one repository, then `kiln serve` and the bare app (bench.bare) as subprocesses on one CPU,
+and a load generator on another, measuring one target at a time: closed loop (throughput
+against the reference, N connections), then open loop (a fixed rate, latency percentiles)."""
 
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import platform
@@ -23,12 +25,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
+from bench import bare as bench_bare
 from bench import dataset
-from bench.load import TIMEOUT_S, LoadGenerator, Measurement, Target, choose
+from bench.load import TIMEOUT_S, LoadGenerator, Measurement, OpenLoop, Target, choose
 from bench.processes import Managed, cpu_count, free_port, kiln_server
+from kiln.git.layout import repository_path
 from kiln.pagination import TOTAL_LIMIT
 
 REPO = Path(__file__).resolve().parent.parent
@@ -37,16 +42,31 @@ ROOT_TOKEN = "kiln-bench-root-token"
 ROOT_PASSWORD = "kiln-bench-root-password"
 # A personal access token of an ordinary bench user (no admin), for the visibility-filtered list.
 USER_TOKEN = "kiln-bench-user-token"
-AIM = 0.40
-KILN_TARGETS = (
-    "kiln_user",
-    "kiln_users",
-    "kiln_project",
-    "kiln_projects",
-    "kiln_projects_keyset",
-    "kiln_projects_user",
-)
 PER_PAGE = 20
+# Each kiln target's reference (run in the same bare app) and the ratio aimed at (issue
+# "reads": Done when); targets without an aim are diagnostics (--extra).
+REFERENCE = {
+    "kiln_user": "bare",
+    "kiln_project": "bare",
+    "kiln_projects_user": "bare",
+    "kiln_users": "bare",
+    "kiln_file": "bare_blob",
+    "kiln_projects": "bare",
+    "kiln_projects_keyset": "bare",
+}
+AIMS = {
+    "kiln_user": 0.6,
+    "kiln_project": 0.4,
+    "kiln_projects_user": 0.25,
+    "kiln_users": 0.3,
+    "kiln_file": 0.6,
+}
+EXTRA = ("kiln_projects", "kiln_projects_keyset")
+# Open loop: at this rate, p90 at most this and no errors.
+OPEN_RATE = 200.0
+OPEN_P90_MS = 50.0
+# The X-Request-Id of the requests whose access-log lines give the statement counts.
+COUNT_ID = "bench-count-{key}"
 
 
 @dataclass
@@ -56,20 +76,25 @@ class BackendResult:
     projects: int
     targets: list[Target]
     rounds: dict[str, list[Measurement]] = field(default_factory=dict)
+    open_loop: dict[str, Measurement] = field(default_factory=dict)
+    statements: dict[str, int | None] = field(default_factory=dict)
 
     def chosen(self, key: str) -> Measurement:
         """The median round by throughput, so one disturbed round does not decide."""
         runs = sorted(self.rounds[key], key=lambda m: m.rps)
         return runs[(len(runs) - 1) // 2]
 
+    def kiln_keys(self) -> list[str]:
+        return [t.key for t in self.targets if t.key in REFERENCE]
+
     def ratio(self, key: str) -> float:
-        bare = self.chosen("bare").rps
+        bare = self.chosen(REFERENCE[key]).rps
         return self.chosen(key).rps / bare if bare else 0.0
 
     def cpu_ratio(self, key: str) -> float:
         """Bare CPU per request over kiln's: the throughput ratio on a dedicated, saturated core."""
         kiln = self.chosen(key).cpu_ms_per_request
-        return self.chosen("bare").cpu_ms_per_request / kiln if kiln else 0.0
+        return self.chosen(REFERENCE[key]).cpu_ms_per_request / kiln if kiln else 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -81,13 +106,17 @@ class BackendResult:
                     "key": t.key,
                     "label": t.label,
                     "url": t.url,
+                    "reference": REFERENCE.get(t.key),
+                    "aim": AIMS.get(t.key),
+                    "statements": self.statements.get(t.key),
                     **self.chosen(t.key).as_dict(),
                     "rounds": [m.as_dict() for m in self.rounds[t.key]],
+                    "open_loop": self.open_loop[t.key].as_dict() if t.key in self.open_loop else None,
                 }
                 for t in self.targets
             ],
-            "ratios": {key: round(self.ratio(key), 3) for key in KILN_TARGETS},
-            "cpu_ratios": {key: round(self.cpu_ratio(key), 3) for key in KILN_TARGETS},
+            "ratios": {key: round(self.ratio(key), 3) for key in self.kiln_keys()},
+            "cpu_ratios": {key: round(self.cpu_ratio(key), 3) for key in self.kiln_keys()},
         }
 
 
@@ -95,13 +124,26 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--duration", type=float, default=10.0, help="measured seconds per target (10)")
     parser.add_argument("--warmup", type=float, default=2.0, help="unmeasured seconds before each (2)")
-    parser.add_argument("--connections", type=int, default=32, help="keep-alive connections (32)")
+    parser.add_argument("--connections", type=int, default=16, help="keep-alive connections (16)")
     parser.add_argument("--users", type=int, default=10_000, help="users besides root (10000)")
     parser.add_argument("--projects", type=int, default=10_000, help="projects (10000)")
     parser.add_argument(
         "--rounds", type=int, default=1, help="measure every target N times; report the median"
     )
     parser.add_argument("--postgres", action="store_true", help="also run against a throwaway PostgreSQL")
+    parser.add_argument(
+        "--only-postgres", action="store_true", help="run against a throwaway PostgreSQL only"
+    )
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=OPEN_RATE,
+        help=f"open loop: requests per second of each target ({OPEN_RATE:g}); 0 skips it",
+    )
+    parser.add_argument("--open-duration", type=float, default=10.0, help="open loop seconds per target (10)")
+    parser.add_argument(
+        "--extra", action="store_true", help="also root's project list, with and without keyset pagination"
+    )
     parser.add_argument("--loadgen", choices=("auto", "wrk", "python"), default="auto")
     parser.add_argument("--no-install", action="store_true", help="never apt-get install wrk")
     parser.add_argument("--no-pin", action="store_true", help="do not pin server and load generator to CPUs")
@@ -124,7 +166,14 @@ def main(argv: list[str] | None = None) -> int:
     generator = choose(args.loadgen, args.connections, load_cpu, install=not args.no_install)
     results: list[BackendResult] = []
     try:
-        for backend in ("sqlite", "postgresql") if args.postgres else ("sqlite",):
+        backends = (
+            ("postgresql",)
+            if args.only_postgres
+            else ("sqlite", "postgresql")
+            if args.postgres
+            else ("sqlite",)
+        )
+        for backend in backends:
             results.append(run_backend(backend, args, generator, server_cpu))
     except KeyboardInterrupt:
         print("\nbench: interrupted; servers stopped", file=sys.stderr)
@@ -149,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
             "rounds": args.rounds,
             "server_cpu": server_cpu,
             "loadgen_cpu": load_cpu,
-            "aim": AIM,
+            "aims": AIMS,
+            "open_loop": {"rate": args.rate, "duration_s": args.open_duration, "p90_aim_ms": OPEN_P90_MS},
         },
         "backends": [r.as_dict() for r in results],
     }
@@ -160,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     (args.results_dir / "latest.json").write_text(json.dumps(document, indent=2) + "\n")
     print(f"\nresults: {path}")
     errors = sum(m.failures for r in results for runs in r.rounds.values() for m in runs)
+    errors += sum(m.failures for r in results for m in r.open_loop.values())
     return 1 if errors else 0
 
 
@@ -173,6 +224,7 @@ def run_backend(
         else:
             stack.callback(shutil.rmtree, work, ignore_errors=True)
         data_dir = work / "data"
+        data_dir.mkdir(parents=True)
         kiln_port, bare_port = free_port(), free_port()
         env = {
             **os.environ,
@@ -185,7 +237,6 @@ def run_backend(
             url = start_postgres(stack)
             env["KILN_DATABASE_URL"] = url
         else:
-            data_dir.mkdir(parents=True)
             url = f"sqlite:///{(data_dir / 'kiln.db').resolve()}"
 
         step(f"[{backend}] kiln migrate")
@@ -198,6 +249,8 @@ def run_backend(
         project_id = dataset.middle_public_project_id(url)
         # The bare route's user doubles as the ordinary viewer: a bench user, not an admin.
         dataset.user_token(url, user_id, USER_TOKEN)
+        step(f"[{backend}] writing project {project_id}'s repository")
+        content = dataset.repository(data_dir, project_id)
 
         step(f"[{backend}] starting kiln and the bare app")
         kiln = kiln_server(bin_path("kiln"), kiln_port, env, work / "kiln.log", server_cpu)
@@ -226,50 +279,27 @@ def run_backend(
                 "--workers",
                 "1",
             ],
-            {**env, "BENCH_DATABASE_URL": url},
+            {
+                **env,
+                bench_bare.DATABASE_URL_ENV: url,
+                bench_bare.REPO_ENV: str(repository_path(data_dir / "repositories", project_id)),
+                bench_bare.FILE_ENV: dataset.REPO_FILE,
+            },
             work / "bare.log",
             server_cpu,
         )
         stack.callback(bare.stop)
 
-        token = {"Private-Token": ROOT_TOKEN}
-        api = f"http://127.0.0.1:{kiln_port}/api/v4"
-        listing = f"/projects?per_page={PER_PAGE}&order_by=id"
-        targets = [
-            Target("bare", f"bare GET /users/{user_id}", f"http://127.0.0.1:{bare_port}/users/{user_id}"),
-            Target("kiln_user", "kiln GET /api/v4/user", f"{api}/user", token),
-            Target(
-                "kiln_users",
-                f"kiln GET /api/v4/users?per_page={PER_PAGE}",
-                f"{api}/users?per_page={PER_PAGE}",
-                token,
-            ),
-            Target(
-                "kiln_project",
-                f"kiln GET /api/v4/projects/{project_id}",
-                f"{api}/projects/{project_id}",
-                token,
-            ),
-            Target("kiln_projects", f"kiln GET /api/v4{listing}", f"{api}{listing}", token),
-            Target(
-                "kiln_projects_keyset",
-                f"kiln GET /api/v4{listing}&pagination=keyset",
-                f"{api}{listing}&pagination=keyset",
-                token,
-            ),
-            Target(
-                "kiln_projects_user",
-                f"kiln GET /api/v4{listing} (user)",
-                f"{api}{listing}",
-                {"Private-Token": USER_TOKEN},
-            ),
-        ]
-        kiln.wait_ready(targets[1].url, token)
+        targets = bench_targets(kiln_port, bare_port, user_id, project_id, args.extra)
+        kiln.wait_ready(targets[1].url, targets[1].headers)
         bare.wait_ready(targets[0].url, {})
-        check_answers(targets, user_id, project_id, projects)
+        check_answers(targets, user_id, project_id, projects, content)
+        statements = count_statements(targets, kiln)
 
-        servers = {t.key: bare if t.key == "bare" else kiln for t in targets}
-        result = BackendResult(backend, users, projects, targets, {t.key: [] for t in targets})
+        servers = {t.key: kiln if t.key in REFERENCE else bare for t in targets}
+        result = BackendResult(
+            backend, users, projects, targets, {t.key: [] for t in targets}, statements=statements
+        )
         for number in range(1, args.rounds + 1):
             for target in targets:
                 round_note = f" (round {number}/{args.rounds})" if args.rounds > 1 else ""
@@ -278,20 +308,108 @@ def run_backend(
                 )
                 if args.warmup > 0:
                     generator.run(target, args.warmup)
-                # Both servers share one CPU: neither may still be working off an earlier run.
-                for busy in (kiln, bare):
-                    busy.wait_idle()
-                server = servers[target.key]
-                cpu_before = server.cpu_seconds()
-                measured = generator.run(target, args.duration)
-                server.wait_idle()
-                measured.server_cpu_s = round(server.cpu_seconds() - cpu_before, 3)
-                measured.unfinished = args.connections
-                result.rounds[target.key].append(measured)
+                result.rounds[target.key].append(
+                    measure(generator, target, servers[target.key], (kiln, bare), args.duration)
+                )
+                result.rounds[target.key][-1].unfinished = args.connections
+        if args.rate > 0:
+            open_loop = OpenLoop(args.rate, generator.cpu)
+            for target in targets:
+                step(f"[{backend}] {target.label}: open loop, {args.rate:g}/s for {args.open_duration:g}s")
+                result.open_loop[target.key] = measure(
+                    open_loop, target, servers[target.key], (kiln, bare), args.open_duration
+                )
         for server in (kiln, bare):
             if server.proc.poll() is not None:
                 raise RuntimeError(f"{server.name} died during the run:\n{server.tail()}")
         return result
+
+
+def measure(
+    generator: LoadGenerator,
+    target: Target,
+    server: Managed,
+    both: tuple[Managed, Managed],
+    duration: float,
+) -> Measurement:
+    """One measured run, with the server's CPU over it (until it is idle again)."""
+    # Both servers share one CPU: neither may still be working off an earlier run.
+    for busy in both:
+        busy.wait_idle()
+    cpu_before = server.cpu_seconds()
+    measured = generator.run(target, duration)
+    server.wait_idle()
+    measured.server_cpu_s = round(server.cpu_seconds() - cpu_before, 3)
+    return measured
+
+
+def bench_targets(kiln_port: int, bare_port: int, user_id: int, project_id: int, extra: bool) -> list[Target]:
+    """The references first (bare user row, bare blob), then kiln's routes."""
+    root = {"Private-Token": ROOT_TOKEN}
+    member = {"Private-Token": USER_TOKEN}
+    api = f"http://127.0.0.1:{kiln_port}/api/v4"
+    bare = f"http://127.0.0.1:{bare_port}"
+    file_path = quote(dataset.REPO_FILE, safe="")
+    listing = f"/projects?per_page={PER_PAGE}"
+    targets = [
+        Target("bare", f"bare GET /users/{user_id} (one row)", f"{bare}/users/{user_id}"),
+        Target("kiln_user", "kiln GET /user", f"{api}/user", root),
+        Target("kiln_project", f"kiln GET /projects/{project_id}", f"{api}/projects/{project_id}", root),
+        Target("kiln_projects_user", f"kiln GET {listing} (member)", f"{api}{listing}", member),
+        Target(
+            "kiln_users", f"kiln GET /users?per_page={PER_PAGE}", f"{api}/users?per_page={PER_PAGE}", root
+        ),
+    ]
+    if extra:
+        ordered = f"{listing}&order_by=id"
+        targets += [
+            Target("kiln_projects", f"kiln GET {ordered} (root)", f"{api}{ordered}", root),
+            Target(
+                "kiln_projects_keyset",
+                f"kiln GET {ordered}&pagination=keyset (root)",
+                f"{api}{ordered}&pagination=keyset",
+                root,
+            ),
+        ]
+    targets += [
+        Target("bare_blob", "bare GET /blob (pygit2)", f"{bare}/blob"),
+        Target(
+            "kiln_file",
+            f"kiln GET /projects/{project_id}/repository/files/…?ref=main",
+            f"{api}/projects/{project_id}/repository/files/{file_path}?ref=main",
+            root,
+        ),
+    ]
+    return targets
+
+
+def count_statements(targets: list[Target], kiln: Managed) -> dict[str, int | None]:
+    """Each kiln route's SQL statements per request, from kiln's access log: the third of
+    three requests (the first ones may fill caches), found by its X-Request-Id."""
+    for target in targets:
+        if target.key not in REFERENCE:
+            continue
+        for n in range(3):
+            headers = {**target.headers, "X-Request-Id": f"{COUNT_ID.format(key=target.key)}-{n}"}
+            httpx.get(target.url, headers=headers, timeout=10).raise_for_status()
+    time.sleep(0.5)
+    lines: dict[str, int | None] = {}
+    for line in kiln.tail(lines=100_000).splitlines():
+        start = line.find("{")
+        if start < 0 or "bench-count-" not in line:
+            continue
+        try:
+            entry = json.loads(line[start:])
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            lines[str(entry.get("request_id"))] = entry.get("statements")
+    # The references by construction: one row read, no database at all.
+    counts: dict[str, int | None] = {"bare": 1, "bare_blob": 0}
+    for target in targets:
+        if target.key in REFERENCE:
+            counts[target.key] = lines.get(f"{COUNT_ID.format(key=target.key)}-2")
+    return counts
 
 
 def start_postgres(stack: ExitStack) -> str:
@@ -314,24 +432,30 @@ def start_postgres(stack: ExitStack) -> str:
     return server.url("kiln_bench")
 
 
-def check_answers(targets: list[Target], user_id: int, project_id: int, projects: int) -> None:
+def check_answers(
+    targets: list[Target], user_id: int, project_id: int, projects: int, content: bytes
+) -> None:
     """Refuse to measure a route that answers wrongly: fast errors are not throughput."""
     for target in targets:
         response = httpx.get(target.url, headers=target.headers, timeout=10)
         if response.status_code != 200:
             raise RuntimeError(f"{target.label}: HTTP {response.status_code}: {response.text[:300]}")
-        if not answer_ok(target.key, response, user_id, project_id, projects):
+        if not answer_ok(target.key, response, user_id, project_id, projects, content):
             raise RuntimeError(
                 f"{target.label}: unexpected answer: {dict(response.headers)} {response.text[:300]}"
             )
 
 
-def answer_ok(key: str, response: httpx.Response, user_id: int, project_id: int, projects: int) -> bool:
+def answer_ok(
+    key: str, response: httpx.Response, user_id: int, project_id: int, projects: int, content: bytes
+) -> bool:
     body = response.json()
     headers = response.headers
     link = headers.get("Link", "")
     if key == "bare":
         return isinstance(body, dict) and body.get("id") == user_id
+    if key in ("bare_blob", "kiln_file"):
+        return isinstance(body, dict) and base64.b64decode(body.get("content", "")) == content
     if key == "kiln_user":
         return isinstance(body, dict) and body.get("username") == "root"
     if key == "kiln_users":
@@ -348,24 +472,24 @@ def answer_ok(key: str, response: httpx.Response, user_id: int, project_id: int,
     if key == "kiln_projects":
         # Admin view: every project.
         expected = str(projects) if projects <= TOTAL_LIMIT else None
-        return _project_page(body) and total == expected and 'rel="next"' in link
+        return _project_page(body, by_id=True) and total == expected and 'rel="next"' in link
     if key == "kiln_projects_keyset":
         # No total; the next page continues below the last id.
-        return _project_page(body) and "X-Total" not in headers and "id_before=" in link
+        return _project_page(body, by_id=True) and "X-Total" not in headers and "id_before=" in link
     if key == "kiln_projects_user":
         # An ordinary user sees fewer than root: others' private projects are hidden.
-        return _project_page(body) and (total is None or 0 < int(total) < projects)
+        return _project_page(body, by_id=False) and (total is None or 0 < int(total) < projects)
     raise KeyError(key)
 
 
-def _project_page(body: Any) -> bool:
-    """A full page of project entities in descending id order (order_by=id, sort desc)."""
+def _project_page(body: Any, *, by_id: bool) -> bool:
+    """A full page of distinct project entities, in descending id order when ordered by id."""
     if not isinstance(body, list) or len(body) != PER_PAGE:
         return False
     if not all(isinstance(p, dict) and isinstance(p.get("id"), int) and "namespace" in p for p in body):
         return False
     ids = [p["id"] for p in body]
-    return ids == sorted(ids, reverse=True) and len(set(ids)) == len(ids)
+    return len(set(ids)) == len(ids) and (not by_id or ids == sorted(ids, reverse=True))
 
 
 def print_report(
@@ -400,25 +524,50 @@ def print_report(
         print(f"{result.backend}: {result.users:,} users, {result.projects:,} projects")
         width = max(36, *(len(t.label) for t in result.targets))
         header = (
-            f"  {'target':<{width}} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'CPU ms/req':>10} {'errors':>6}"
-            f"  {'ratio':>5} {'CPU ratio':>9}"
+            f"  {'target':<{width}} {'req/s':>7} {'p50 ms':>7} {'p99 ms':>7} {'CPU ms/req':>10} {'err':>4}"
+            f" {'SQL':>4}  {'ratio':>5} {'CPU ratio':>9} {'aim':>5}"
         )
         print(header)
         print("  " + "-" * (len(header) - 2))
         for target in result.targets:
             m = result.chosen(target.key)
-            if target.key == "bare":
+            sql = result.statements.get(target.key)
+            if target.key not in REFERENCE:
                 versus = f"  {'(reference)':>15}"
             elif m.requests == 0:
                 versus = f"  {'-':>5} {'-':>9}  NO ANSWER"
             else:
                 ratio = result.ratio(target.key)
-                verdict = "ok" if ratio >= AIM else "BELOW AIM"
-                versus = f"  {ratio:>5.2f} {result.cpu_ratio(target.key):>9.2f}  {verdict}"
+                aim = AIMS.get(target.key)
+                verdict = "" if aim is None else "ok" if ratio >= aim else "BELOW AIM"
+                aimed = f"{aim:>5.2f}" if aim is not None else f"{'-':>5}"
+                versus = f"  {ratio:>5.2f} {result.cpu_ratio(target.key):>9.2f} {aimed}  {verdict}"
             print(
-                f"  {target.label:<{width}} {m.rps:>8,.0f} {m.p50_ms:>8.2f} {m.p99_ms:>8.2f}"
-                f" {m.cpu_ms_per_request:>10.3f} {m.failures:>6}{versus}"
+                f"  {target.label:<{width}} {m.rps:>7,.0f} {m.p50_ms:>7.2f} {m.p99_ms:>7.2f}"
+                f" {m.cpu_ms_per_request:>10.3f} {m.failures:>4} {'?' if sql is None else sql:>4}{versus}"
             )
+        if result.open_loop:
+            print()
+            print(f"  open loop, {args.rate:g} requests/s each, {args.open_duration:g}s:")
+            header = (
+                f"  {'target':<{width}} {'req/s':>7} {'p50 ms':>7} {'p90 ms':>7} {'p99 ms':>7} {'max ms':>8}"
+                f" {'err':>4} {'CPU %':>6}"
+            )
+            print(header)
+            print("  " + "-" * (len(header) - 2))
+            for target in result.targets:
+                m = result.open_loop[target.key]
+                cpu = 100 * m.server_cpu_s / m.duration_s if m.duration_s else 0.0
+                verdict = "ok" if m.p90_ms <= OPEN_P90_MS and not m.failures else "ABOVE AIM"
+                print(
+                    f"  {target.label:<{width}} {m.rps:>7,.0f} {m.p50_ms:>7.2f} {m.p90_ms:>7.2f} {m.p99_ms:>7.2f}"
+                    f" {m.max_ms:>8.1f} {m.failures:>4} {cpu:>6.0f}  {verdict}"
+                    + (
+                        f"  (generator late p99 {m.send_late_p99_ms:.1f} ms)"
+                        if m.send_late_p99_ms > 5
+                        else ""
+                    )
+                )
     print()
     timeouts = sum(m.timeouts for r in results for runs in r.rounds.values() for m in runs)
     if timeouts:
@@ -430,8 +579,14 @@ def print_report(
             "NO ANSWER: not one request finished within the run; the route is slower than"
             " connections x latency allows. Try fewer --connections or a longer --duration."
         )
-    print(f"aim: ratio = kiln req/s / bare req/s >= {AIM:.2f}")
-    print("CPU ratio = bare CPU ms/request / kiln CPU ms/request (server process, user + system)")
+    print("ratio = kiln req/s / its reference's req/s (the bare row route; the bare blob route for files)")
+    print("CPU ratio = reference CPU ms/request / kiln CPU ms/request (server process, user + system)")
+    print("SQL = statements per request (kiln's access log)")
+    if args.rate > 0:
+        print(
+            f"open loop aim: p90 <= {OPEN_P90_MS:g} ms, no errors; CPU % = server CPU over the run"
+            " (100 = its whole core)"
+        )
 
 
 def git_revision() -> str:

@@ -1,5 +1,6 @@
-"""The benchmark's database: kiln's schema and root via `kiln migrate`, then bulk users,
-groups and projects, and a personal access token for one ordinary user.
+"""The benchmark's data: kiln's schema and root via `kiln migrate`, then bulk users,
+groups and projects, a personal access token for one ordinary user, and one project's
+repository holding a file (written with pygit2 where kiln keeps repositories).
 
 Everything is inserted with Core executemany in batches (the ORM would spend minutes on
 10,000 rows) and topped up: running a step again on a filled database adds only what is
@@ -10,10 +11,12 @@ from __future__ import annotations
 import random
 import secrets
 import subprocess
+import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pygit2
 from sqlalchemy import (
     Connection,
     FromClause,
@@ -28,6 +31,7 @@ from sqlalchemy import (
 )
 
 from kiln.auth.tokens import digest
+from kiln.git.layout import repository_path
 from kiln.models.namespaces import (
     DEVELOPER,
     INTERNAL,
@@ -54,6 +58,11 @@ GROUP_SHARE = 4
 # The ordinary user's memberships: Developer of this many groups (so some private group
 # projects are visible to them through membership, as for a real user).
 USER_GROUPS = 3
+# The file the files API reads: 10 KB, added by the first of REPO_COMMITS commits on main
+# (each later one changes another file, so the file's last commit is not the tip).
+REPO_FILE = "data/blob-10k.txt"
+REPO_FILE_BYTES = 10 * 1024
+REPO_COMMITS = 20
 
 
 def migrate(kiln_bin: Path, env: Mapping[str, str], log: Path) -> None:
@@ -291,3 +300,32 @@ def middle_public_project_id(url: str) -> int:
 
 def _count(conn: Connection, table: FromClause) -> int:
     return int(conn.execute(select(func.count()).select_from(table)).scalar_one())
+
+
+def repository(data_dir: Path, project_id: int) -> bytes:
+    """The project's repository, where kiln looks for it: REPO_COMMITS commits on main, the
+    first adding REPO_FILE. Returns the file's content."""
+    path = repository_path(data_dir / "repositories", project_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    repo = pygit2.init_repository(str(path), bare=True, initial_head="refs/heads/main")
+    line = b"the quick brown fox jumps over the lazy dog\n"
+    content = (line * (REPO_FILE_BYTES // len(line) + 1))[:REPO_FILE_BYTES]
+    when = int(time.time()) - REPO_COMMITS
+    parents: list[pygit2.Oid] = []
+    tree: pygit2.Tree | None = None
+    for n in range(REPO_COMMITS):
+        index = pygit2.Index()
+        if tree is not None:
+            index.read_tree(tree)
+        if n == 0:
+            index.add(pygit2.IndexEntry(REPO_FILE, repo.create_blob(content), pygit2.enums.FileMode.BLOB))
+        index.add(
+            pygit2.IndexEntry("log.txt", repo.create_blob(f"{n}\n".encode()), pygit2.enums.FileMode.BLOB)
+        )
+        tree_id = index.write_tree(repo)
+        signature = pygit2.Signature("Bench", "bench@example.com", when + n, 0)
+        tip = repo.create_commit(None, signature, signature, f"Commit {n}\n", tree_id, parents)
+        parents = [tip]
+        tree = repo[tree_id].peel(pygit2.Tree)
+    repo.references.create("refs/heads/main", parents[0], force=True)
+    return content

@@ -60,10 +60,16 @@ class Measurement:
     # when it ended (one per connection), which that CPU also paid for.
     server_cpu_s: float = 0.0
     unfinished: int = 0
+    # Open loop only: the offered rate, connections the generator had to open, and how late
+    # it sent (p99): above a millisecond or two, the generator itself was short of CPU.
+    rate: float = 0.0
+    connections_opened: int = 0
+    send_late_p99_ms: float = 0.0
 
     @property
     def rps(self) -> float:
-        return self.requests / self.duration_s if self.duration_s else 0.0
+        """Answers with a 2xx/3xx status per second: a fast refusal (503) is not throughput."""
+        return (self.requests - self.non_2xx) / self.duration_s if self.duration_s else 0.0
 
     @property
     def failures(self) -> int:
@@ -157,6 +163,35 @@ class PythonLoad(LoadGenerator):
             target.url,
             "--connections",
             str(self.connections),
+            "--duration",
+            str(duration),
+        ]
+        for name, value in target.headers.items():
+            argv += ["--header", f"{name}: {value}"]
+        return argv
+
+
+class OpenLoop(LoadGenerator):
+    """A fixed rate of requests, each on schedule however late the answers (bench.loadgen)."""
+
+    name = "open loop"
+
+    def __init__(self, rate: float, cpu: int | None) -> None:
+        super().__init__(0, cpu)
+        self.rate = rate
+
+    def describe(self) -> str:
+        return f"bench.loadgen open loop, {self.rate:g} requests/s"
+
+    def command(self, target: Target, duration: float) -> list[str]:
+        argv = [
+            sys.executable,
+            "-m",
+            "bench.loadgen",
+            "--url",
+            target.url,
+            "--rate",
+            str(self.rate),
             "--duration",
             str(duration),
         ]

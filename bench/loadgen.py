@@ -1,7 +1,13 @@
-"""Fallback load generator when wrk is missing: N keep-alive HTTP/1.1 connections on asyncio.
+"""Load on asyncio, run as its own process (`python -m bench.loadgen --url ...`) so it never
+shares an interpreter with the harness; prints one `BENCH_JSON {...}` line like the wrk script.
 
-Run as its own process (`python -m bench.loadgen --url ...`) so it never shares an
-interpreter with the harness; prints one `BENCH_JSON {...}` line like the wrk script."""
+Closed loop (the fallback when wrk is missing): N keep-alive HTTP/1.1 connections, each
+sending its next request when the last is answered.
+
+Open loop (`--rate R`): a request leaves every 1/R seconds on schedule, however late the
+earlier answers are, on an idle keep-alive connection or a new one; its latency counts from
+its scheduled time, so a stalled server shows as latency instead of fewer requests (no
+coordinated omission)."""
 
 from __future__ import annotations
 
@@ -104,14 +110,94 @@ async def drive(url: str, headers: list[str], connections: int, duration: float)
     parts = urlsplit(url)
     host = parts.hostname or "127.0.0.1"
     port = parts.port or 80
-    target = parts.path + (f"?{parts.query}" if parts.query else "")
-    lines = [f"GET {target} HTTP/1.1", f"Host: {parts.netloc}", "Accept: */*", *headers]
-    request = ("\r\n".join(lines) + "\r\n\r\n").encode()
+    request = _request(url, headers)
     tally = Tally()
     started = time.perf_counter()
     deadline = started + duration
     await asyncio.gather(*(connection(host, port, request, deadline, tally) for _ in range(connections)))
+    return _summary(tally, time.perf_counter() - started)
+
+
+class Idle:
+    """Keep-alive connections not busy with a request."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host = host
+        self.port = port
+        self.free: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+        self.opened = 0
+
+    async def take(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        if self.free:
+            return self.free.pop()
+        self.opened += 1
+        return await asyncio.open_connection(self.host, self.port)
+
+    def close(self) -> None:
+        for _reader, writer in self.free:
+            writer.close()
+
+
+async def scheduled(idle: Idle, request: bytes, due: float, tally: Tally, late: list[float]) -> None:
+    delay = due - time.perf_counter()
+    if delay > 0:
+        await asyncio.sleep(delay)
+    late.append(max(0.0, time.perf_counter() - due))
+    writer: asyncio.StreamWriter | None = None
+    try:
+        reader, writer = await asyncio.wait_for(idle.take(), timeout=TIMEOUT_S)
+        writer.write(request)
+        remaining = max(0.001, due + TIMEOUT_S - time.perf_counter())
+        status, size, keep_alive = await asyncio.wait_for(read_response(reader), timeout=remaining)
+        tally.latencies.append(time.perf_counter() - due)
+        tally.bytes += size
+        if not 200 <= status < 400:
+            tally.non_2xx += 1
+        if keep_alive:
+            idle.free.append((reader, writer))
+        else:
+            writer.close()
+    except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ValueError) as exc:
+        if isinstance(exc, TimeoutError):
+            tally.timeouts += 1
+        else:
+            tally.errors += 1
+        if writer is not None:
+            writer.close()
+
+
+async def drive_open(url: str, headers: list[str], rate: float, duration: float) -> dict[str, float | int]:
+    parts = urlsplit(url)
+    host = parts.hostname or "127.0.0.1"
+    idle = Idle(host, parts.port or 80)
+    request = _request(url, headers)
+    tally = Tally()
+    late: list[float] = []
+    started = time.perf_counter() + 0.05
+    count = int(rate * duration)
+    tasks = [
+        asyncio.ensure_future(scheduled(idle, request, started + n / rate, tally, late)) for n in range(count)
+    ]
+    await asyncio.gather(*tasks)
     elapsed = time.perf_counter() - started
+    idle.close()
+    result = _summary(tally, elapsed)
+    ordered_late = sorted(late)
+    # How far behind schedule the generator itself sent: its own overload shows here.
+    result["send_late_p99_ms"] = round(percentile(ordered_late, 99) * 1000, 3)
+    result["connections_opened"] = idle.opened
+    result["rate"] = rate
+    return result
+
+
+def _request(url: str, headers: list[str]) -> bytes:
+    parts = urlsplit(url)
+    target = parts.path + (f"?{parts.query}" if parts.query else "")
+    lines = [f"GET {target} HTTP/1.1", f"Host: {parts.netloc}", "Accept: */*", *headers]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+def _summary(tally: Tally, elapsed: float) -> dict[str, float | int]:
     ordered = sorted(tally.latencies)
     ms = 1000.0
     return {
@@ -135,6 +221,7 @@ def main() -> None:
     parser.add_argument("--header", action="append", default=[], help="'Name: value', repeatable")
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--duration", type=float, default=10.0)
+    parser.add_argument("--rate", type=float, default=0.0, help="open loop: requests per second")
     args = parser.parse_args()
     try:
         import uvloop
@@ -142,7 +229,10 @@ def main() -> None:
         runner = asyncio.run
     else:
         runner = uvloop.run
-    result = runner(drive(args.url, args.header, args.connections, args.duration))
+    if args.rate > 0:
+        result = runner(drive_open(args.url, args.header, args.rate, args.duration))
+    else:
+        result = runner(drive(args.url, args.header, args.connections, args.duration))
     print(MARKER + json.dumps(result), flush=True)
 
 

@@ -3,7 +3,8 @@
 1. GET /api/v4/projects/:id/repository/files/:path?ref=main for a 10 KB file in a repository
    of 1,000 commits (the file is added by the first and never touched again, so its
    `last_commit_id` is found at the far end of the history), against a bare Litestar route
-   that reads the same blob with pygit2 and renders it the same way, minus last_commit_id.
+   that reads the same blob with pygit2 and renders it the same way, minus last_commit_id
+   (bench.bare's `/blob`).
 2. `git clone` of that repository through kiln's smart HTTP, against `git http-backend`
    behind a minimal CGI server (bench.repo --serve-backend), the floor for any git-over-HTTP
    server.
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import hashlib
 import json
 import os
 import shutil
@@ -33,11 +33,9 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 import httpx
-import orjson
 import pygit2
-from litestar import Litestar, Response, get
-from litestar.datastructures import State
 
+from bench import bare as bare_app
 from bench import dataset
 from bench.cli import REPO, RESULTS, ROOT_PASSWORD, ROOT_TOKEN, bin_path, git_revision, step
 from bench.load import LoadGenerator, Measurement, Target, choose
@@ -45,43 +43,6 @@ from bench.processes import CLOCK_TICKS, Managed, _tree, cpu_count, free_port, k
 from kiln.git.layout import repository_path, repository_relpath
 
 FILE = "data/blob-10k.txt"
-REPO_ENV = "BENCH_REPO_PATH"
-
-
-# ---------------------------------------------------------------------------- the bare route
-
-
-@get("/blob")
-async def read_blob(state: State) -> Response[bytes]:
-    """The files API's work without kiln: resolve main, find the path, base64 the blob."""
-    repo: pygit2.Repository = state.repo
-    commit = repo.revparse_single("refs/heads/main").peel(pygit2.Commit)
-    entry = commit.tree[FILE]
-    data = repo[entry.id].data
-    body = {
-        "file_name": entry.name,
-        "file_path": FILE,
-        "size": len(data),
-        "encoding": "base64",
-        "content_sha256": hashlib.sha256(data).hexdigest(),
-        "ref": "main",
-        "blob_id": str(entry.id),
-        "commit_id": str(commit.id),
-        "content": base64.b64encode(data).decode(),
-    }
-    return Response(orjson.dumps(body), media_type="application/json")
-
-
-def create_app() -> Litestar:
-    """uvicorn factory, like bench.bare: one repository handle kept open."""
-    repo = pygit2.Repository(os.environ[REPO_ENV])
-    return Litestar(
-        route_handlers=[read_blob],
-        state=State({"repo": repo}),
-        openapi_config=None,
-        logging_config=None,
-        debug=False,
-    )
 
 
 # ---------------------------------------------------------------------------- git http-backend
@@ -286,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
                 sys.executable,
                 "-m",
                 "uvicorn",
-                "bench.repo:create_app",
+                "bench.bare:create_app",
                 "--factory",
                 "--app-dir",
                 str(REPO),
@@ -303,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
                 "--workers",
                 "1",
             ],
-            {**env, REPO_ENV: str(repo_dir)},
+            {**env, bare_app.REPO_ENV: str(repo_dir), bare_app.FILE_ENV: FILE},
             work / "bare.log",
             server_cpu,
         )
