@@ -126,6 +126,9 @@ def _keep_prepared_statements(engine: Engine) -> None:
         if pgconn.transaction_status == pq.TransactionStatus.IDLE:
             return
         result = pgconn.exec_(b"ROLLBACK")
+        if pgconn.status == pq.ConnStatus.BAD:
+            # As psycopg's own: a lost connection is an OperationalError (kiln answers 503).
+            raise psycopg.OperationalError(pgconn.get_error_message(encoding="utf-8") or "connection lost")
         if result.status != pq.ExecStatus.COMMAND_OK:
             raise psycopg.errors.error_from_result(result, encoding=dbapi_connection.info.encoding)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from sqlalchemy import func, select
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, OperationalError
 
 from kiln.db import make_engine_unpooled
 from kiln.models import User
@@ -52,3 +52,23 @@ def test_a_connection_the_server_dropped_is_replaced(postgresql):
         except DBAPIError as exc:
             outcomes.append("pool discarded" if exc.connection_invalidated else str(exc))
     assert outcomes in (["answered", "answered"], ["pool discarded", "answered"])
+
+
+def test_a_read_whose_connection_the_server_dropped_ends_as_a_lost_connection(postgresql):
+    statement = select(func.count(User.id))
+    with postgresql.engine.connect() as conn:
+        conn.execute(statement).all()
+        pid = conn.exec_driver_sql("SELECT pg_backend_pid()").scalar_one()
+        admin = make_engine_unpooled(postgresql.engine.url.render_as_string(hide_password=False))
+        try:
+            with admin.connect() as other:
+                other.exec_driver_sql(f"SELECT pg_terminate_backend({int(pid)})")
+        finally:
+            admin.dispose()
+        # Ending the transaction finds the connection gone: an OperationalError (kiln answers
+        # 503) that discards the pool, not an error of another kind.
+        with pytest.raises(OperationalError) as lost:
+            conn.rollback()
+        assert lost.value.connection_invalidated
+    with postgresql.engine.connect() as conn:
+        assert conn.execute(statement).scalar_one() >= 0
