@@ -313,6 +313,11 @@ def may_use_visibility(actor: Actor | None, visibility: str, restricted: Contain
     return visibility not in restricted or is_admin(actor)
 
 
+def may_create_projects(user: UserRow | User) -> bool:
+    """The user view's can_create_project: a projects limit above 0, and not an external user."""
+    return bool(user.projects_limit > 0 and not user.external)
+
+
 def counts_toward_projects_limit(actor: Actor | None, namespace: Namespace) -> bool:
     """A user's projects_limit caps personal projects created by non-administrators."""
     return not namespace.is_group and not is_admin(actor)

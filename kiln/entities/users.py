@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Union
 
 from kiln.entities._format import day, iso
 from kiln.markdown import render_inline
+from kiln.policy import may_create_projects
 
 if TYPE_CHECKING:
     from kiln.models import User as UserModel
@@ -80,7 +81,7 @@ def user_self(user: User, base: str, identities: Sequence[IdentityRow]) -> dict[
                 for i in identities
             ],
             "can_create_group": user.can_create_group,
-            "can_create_project": user.projects_limit > 0 and not user.external,
+            "can_create_project": may_create_projects(user),
             "two_factor_enabled": user.two_factor_enabled,
             "external": user.external,
             "private_profile": user.private_profile,
