@@ -28,6 +28,7 @@ from sqlalchemy.sql.elements import BindParameter
 
 from kiln.models import Member, Namespace, Project, ProjectGroupLink
 from kiln.models.namespaces import OWNER
+from kiln.queries.reads import run
 
 # Built once: aliasing a table copies its columns, which cost more per request than the query.
 _MEMBER_NS = aliased(Namespace, name="member_ns")
@@ -208,3 +209,55 @@ def is_related_to_group(db: Session, user_id: int, group_id: int) -> bool:
     return (
         db.scalar(select(literal(True)).select_from(rows).where(rows.c.id == group_id).limit(1)) is not None
     )
+
+
+def group_level_column(ns: Any, user_id: Any, today: Any) -> Any:
+    """A scalar subquery correlated to the namespaces table `ns` (a Table): the user's level
+    on that group through a membership of it or of an ancestor (NULL when none)."""
+    member_ns = _MEMBER_NS
+    return (
+        select(func.max(Member.access_level))
+        .select_from(Member)
+        .join(member_ns, member_ns.id == Member.namespace_id)
+        .where(Member.user_id == user_id, active_membership(today), within(ns.c, member_ns))
+        .correlate(ns)
+        .scalar_subquery()
+    )
+
+
+def related_column(ns: Any, user_id: Any, today: Any) -> Any:
+    """EXISTS correlated to the namespaces table `ns`: the user belongs to a group or a
+    project inside it (what lets them see its name; see related_group_ids)."""
+    inner = _INNER_NS
+    via_groups = (
+        select(Member.id)
+        .join(inner, inner.id == Member.namespace_id)
+        .where(Member.user_id == user_id, active_membership(today), within(inner, ns.c))
+        .correlate(ns)
+    )
+    via_projects = (
+        select(Member.id)
+        .join(Project, Project.id == Member.project_id)
+        .join(inner, inner.id == Project.namespace_id)
+        .where(Member.user_id == user_id, active_membership(today), within(inner, ns.c))
+        .correlate(ns)
+    )
+    return or_(via_groups.exists(), via_projects.exists())
+
+
+@cache
+def _group_standing_statement() -> Select[Any]:
+    ns = Namespace.__table__
+    user_id, today = bindparam("user_id"), bindparam("today", type_=Date())
+    return select(
+        group_level_column(ns, user_id, today).label("level"),
+        related_column(ns, user_id, today).label("related"),
+    ).where(ns.c.id == bindparam("id"))
+
+
+def group_standing(db: Session, user_id: int, group_id: int) -> tuple[int | None, bool]:
+    """The user's level on a group and whether something inside it relates them to it, in
+    one statement (for a group whose row is already loaded)."""
+    params = {"user_id": user_id, "id": group_id, "today": date.today()}
+    row = run(db, _group_standing_statement(), params).first()
+    return (None, False) if row is None else (row[0], bool(row[1]))

@@ -1,20 +1,307 @@
-"""Records of groups as their views show them."""
+"""Group reads: the subject of a group route (the group and the caller's standing on it), the
+filters of every group list, and the view statement its records are built from. Reads select
+columns into NamespaceRow records (queries.projects); the ORM `Namespace` is for writes."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
+from functools import cache
+from typing import Any
+from urllib.parse import unquote
 
-from kiln.models import Namespace
+from sqlalchemy import (
+    JSON,
+    ColumnElement,
+    Date,
+    Select,
+    bindparam,
+    exists,
+    false,
+    func,
+    null,
+    or_,
+    select,
+    true,
+    type_coerce,
+)
+from sqlalchemy.orm import Session
+
+from kiln import policy
+from kiln.auth.actor import Actor
+from kiln.models import ApplicationSetting, GroupCustomAttribute, Namespace, Project, ProjectStatistics
+from kiln.models.namespaces import KIND_GROUP, OWNER, PUBLIC
+from kiln.queries import access
+from kiln.queries.projects import NamespaceRow
+from kiln.queries.reads import row_columns, run
+from kiln.queries.text import ESCAPE, contains
 from kiln.records import ProjectRecord
+from kiln.schemas.groups import GroupList
+
+_NAMESPACES = Namespace.__table__
+_N = len(_NAMESPACES.c)
+STAT_COLUMNS = (
+    "repository_size",
+    "wiki_size",
+    "lfs_objects_size",
+    "job_artifacts_size",
+    "pipeline_artifacts_size",
+    "packages_size",
+    "snippets_size",
+    "uploads_size",
+)
 
 
 @dataclass(slots=True)
 class GroupRecord:
-    """A group with what its views show, loaded in a constant number of queries."""
+    """A group with what its views show, loaded in a constant number of statements."""
 
-    group: Namespace
+    group: NamespaceRow
     default_branch_protection: int
     statistics: dict[str, int] | None = None
     custom_attributes: list[tuple[str, str]] | None = None
     projects: list[ProjectRecord] | None = None
     shared_projects: list[ProjectRecord] | None = None
+
+
+@dataclass(slots=True)
+class GroupViewRow:
+    """What the view statement read for one namespace, before the policy has looked at it."""
+
+    group: NamespaceRow
+    settings: dict[str, Any]
+    level: int | None = None
+    related: bool = False
+    statistics: dict[str, int] | None = None
+
+
+def ident_params(ident: str, user_id: int | None) -> dict[str, Any] | None:
+    """A namespace's numeric id or full path (case-insensitive; `%2F` decoded here) as the
+    parameters of a statement built on _where; None for what names nothing."""
+    ident = unquote(ident)
+    params: dict[str, Any] = {}
+    if ident.isdigit():
+        if len(ident) > 18:
+            return None
+        params["id"] = int(ident)
+    else:
+        params["path"] = ident.lower()
+    if user_id is not None:
+        params["user_id"], params["today"] = user_id, date.today()
+    return params
+
+
+def _where(shape: str) -> Any:
+    if shape == "page":
+        return _NAMESPACES.c.id.in_(bindparam("ids", expanding=True))
+    if shape == "path":
+        return func.lower(_NAMESPACES.c.full_path) == bindparam("path")
+    return _NAMESPACES.c.id == bindparam("id")
+
+
+def _standing() -> list[Any]:
+    user_id, today = bindparam("user_id"), bindparam("today", type_=Date())
+    return [
+        access.group_level_column(_NAMESPACES, user_id, today).label("level"),
+        access.related_column(_NAMESPACES, user_id, today).label("related"),
+    ]
+
+
+# ---------------------------------------------------------------------------- subjects
+
+
+@cache
+def _subject_statement(by_path: bool, signed_in: bool, orm: bool) -> Select[Any]:
+    """A namespace and the caller's standing on it in one round trip, built once per shape:
+    every group route starts here. `orm`: the model, for a route that changes it."""
+    standing = _standing() if signed_in else [null().label("level"), null().label("related")]
+    selected: list[Any] = [Namespace] if orm else row_columns(_NAMESPACES)
+    return select(*selected, *standing).where(_where("path" if by_path else "id"))
+
+
+def subject_row(
+    db: Session, ident: str, user_id: int | None, *, orm: bool = True
+) -> tuple[Any, int | None, bool] | None:
+    """The namespace by id or full path with `user_id`'s level on it and whether something
+    inside it relates them to it: the model with `orm`, else a NamespaceRow."""
+    params = ident_params(ident, user_id)
+    if params is None:
+        return None
+    stmt = _subject_statement("id" not in params, user_id is not None, orm)
+    if orm:
+        found = db.execute(stmt, params).first()
+        return None if found is None else (found[0], found[1], bool(found[2]))
+    row = run(db, stmt, params).first()
+    return None if row is None else (NamespaceRow._make(row[:_N]), row[_N], bool(row[_N + 1]))
+
+
+# ---------------------------------------------------------------------------- views
+
+
+def _settings_column() -> Any:
+    """The stored instance settings, read beside the rows (a group without its own default
+    branch protection shows the instance's)."""
+    stored = select(ApplicationSetting.values).order_by(ApplicationSetting.id).limit(1).scalar_subquery()
+    return type_coerce(stored, JSON).label("settings")
+
+
+def _statistics_join() -> Any:
+    """Sizes summed over the projects directly in each group of the page."""
+    sums = [func.coalesce(func.sum(ProjectStatistics.__table__.c[c]), 0).label(c) for c in STAT_COLUMNS]
+    return (
+        select(Project.namespace_id.label("namespace_id"), *sums)
+        .join(ProjectStatistics, ProjectStatistics.project_id == Project.id)
+        .where(Project.namespace_id.in_(bindparam("ids", expanding=True)))
+        .group_by(Project.namespace_id)
+        .subquery("group_statistics")
+    )
+
+
+@cache
+def _view_statement(shape: str, signed_in: bool, statistics: bool) -> Select[Any]:
+    """Built once per shape: "page" (`ids` expands to the page's group ids), "id" or "path"
+    (one namespace named by a route, with the caller's standing)."""
+    stmt = select(*row_columns(_NAMESPACES), _settings_column())
+    if signed_in:
+        stmt = stmt.add_columns(*_standing())
+    if statistics:
+        stats = _statistics_join()
+        stmt = stmt.outerjoin(stats, stats.c.namespace_id == _NAMESPACES.c.id).add_columns(
+            *(stats.c[c] for c in STAT_COLUMNS)
+        )
+    return stmt.where(_where(shape))
+
+
+def _view_row(row: Any, signed_in: bool, statistics: bool) -> GroupViewRow:
+    view = GroupViewRow(group=NamespaceRow._make(row[:_N]), settings=row[_N] or {})
+    at = _N + 1
+    if signed_in:
+        view.level, view.related = row[at], bool(row[at + 1])
+        at += 2
+    if statistics:
+        values = {c: int(v or 0) for c, v in zip(STAT_COLUMNS, row[at : at + len(STAT_COLUMNS)], strict=True)}
+        view.statistics = {"storage_size": sum(values.values()), **values}
+    return view
+
+
+def view_rows(db: Session, ids: list[int], *, statistics: bool = False) -> dict[int, GroupViewRow]:
+    """View rows of the groups `ids` (in no order), keyed by id."""
+    if not ids:
+        return {}
+    rows = run(db, _view_statement("page", False, statistics), {"ids": ids})
+    views = (_view_row(row, False, statistics) for row in rows)
+    return {view.group.id: view for view in views}
+
+
+def view_by_ident(db: Session, user_id: int | None, ident: str) -> GroupViewRow | None:
+    """The view row of the namespace a route names by id or full path, with the caller's
+    standing (nothing decided yet)."""
+    params = ident_params(ident, user_id)
+    if params is None:
+        return None
+    shape = "id" if "id" in params else "path"
+    row = run(db, _view_statement(shape, user_id is not None, False), params).first()
+    return None if row is None else _view_row(row, user_id is not None, False)
+
+
+@cache
+def _custom_attributes_statement() -> Select[Any]:
+    return (
+        select(GroupCustomAttribute.namespace_id, GroupCustomAttribute.key, GroupCustomAttribute.value)
+        .where(GroupCustomAttribute.namespace_id.in_(bindparam("ids", expanding=True)))
+        .order_by(GroupCustomAttribute.key)
+    )
+
+
+def custom_attributes_of(db: Session, group_ids: list[int]) -> dict[int, list[tuple[str, str]]]:
+    out: dict[int, list[tuple[str, str]]] = {gid: [] for gid in group_ids}
+    if group_ids:
+        for gid, key, value in run(db, _custom_attributes_statement(), {"ids": group_ids}):
+            out[gid].append((key, value))
+    return out
+
+
+# ---------------------------------------------------------------------------- lists
+
+
+def _member_group_ids(user_id: int, min_level: int | None = None) -> Select[Any]:
+    """Groups a membership reaches: the group itself and everything below it."""
+    levels = access.group_levels(user_id)
+    stmt = select(levels.c.namespace_id)
+    if min_level is not None:
+        stmt = stmt.where(levels.c.level >= min_level)
+    return stmt
+
+
+def _authorized(user_id: int) -> ColumnElement[bool]:
+    """Groups a user reaches by membership, and the ancestors of what they belong to."""
+    related = access.related_group_ids(user_id).subquery()
+    return or_(Namespace.id.in_(_member_group_ids(user_id)), Namespace.id.in_(select(related.c.id)))
+
+
+def _listed(actor: Actor | None, q: GroupList) -> ColumnElement[bool]:
+    """GitLab's GroupsFinder: owned / min_access_level narrow to memberships; otherwise
+    signed-in users see the groups they are related to, and with `all_available` (the
+    default for administrators, and always for anonymous callers) every group they may read."""
+    admin = policy.is_admin(actor)
+    all_available = q.all_available if q.all_available is not None else admin
+    if actor is None:
+        return false() if q.owned else Namespace.visibility == PUBLIC
+    if q.owned:
+        return Namespace.id.in_(_member_group_ids(actor.user.id, OWNER))
+    if q.min_access_level is not None:
+        return Namespace.id.in_(_member_group_ids(actor.user.id, q.min_access_level))
+    if admin and all_available:
+        return true()
+    if all_available:
+        return or_(Namespace.visibility.in_(policy.open_visibilities(actor)), _authorized(actor.user.id))
+    return _authorized(actor.user.id)
+
+
+def listing(
+    actor: Actor | None, q: GroupList, *, parent: NamespaceRow | None = None, descendants: bool = False
+) -> Select[Any]:
+    """Ids of the groups a list shows, filtered and ordered; the page's views come from
+    view_rows."""
+    stmt = select(Namespace.id).where(Namespace.kind == KIND_GROUP, _listed(actor, q))
+    if parent is not None and descendants:
+        stmt = stmt.where(access.within(Namespace, parent), Namespace.id != parent.id)
+    elif parent is not None:
+        stmt = stmt.where(Namespace.parent_id == parent.id)
+    elif q.top_level_only:
+        stmt = stmt.where(Namespace.parent_id.is_(None))
+    if q.skip_groups:
+        stmt = stmt.where(Namespace.id.not_in(q.skip_groups))
+    if q.visibility is not None:
+        stmt = stmt.where(Namespace.visibility == q.visibility)
+    if q.search:
+        term = contains(q.search)
+        matches = [
+            func.lower(Namespace.name).like(term, escape=ESCAPE),
+            func.lower(Namespace.path).like(term, escape=ESCAPE),
+        ]
+        if parent is None:
+            matches.append(func.lower(Namespace.full_path).like(term, escape=ESCAPE))
+        stmt = stmt.where(or_(*matches))
+    if q.archived:
+        stmt = stmt.where(false())  # groups are never archived here
+    if q.active is not None:
+        marked = Namespace.marked_for_deletion_on.is_not(None)
+        stmt = stmt.where(~marked if q.active else marked)
+    if q.marked_for_deletion_on is not None:
+        stmt = stmt.where(Namespace.marked_for_deletion_on == q.marked_for_deletion_on)
+    if policy.is_admin(actor):
+        for key, value in (q.custom_attributes or {}).items():
+            stmt = stmt.where(
+                exists(
+                    select(GroupCustomAttribute.id).where(
+                        GroupCustomAttribute.namespace_id == Namespace.id,
+                        GroupCustomAttribute.key == key,
+                        GroupCustomAttribute.value == value,
+                    )
+                )
+            )
+    order = "name" if q.order_by == "similarity" else q.order_by
+    column = getattr(Namespace, order)
+    primary = column.desc() if (q.sort or "asc") == "desc" else column.asc()
+    return stmt.order_by(primary) if order == "id" else stmt.order_by(primary, Namespace.id.asc())

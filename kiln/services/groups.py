@@ -11,30 +11,29 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, delete, exists, false, func, or_, select, true, update
+from sqlalchemy import Select, delete, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from kiln import jobs, policy, storage
 from kiln.auth.actor import Actor
 from kiln.db import transaction
-from kiln.errors import BadRequest, ValidationFailed
+from kiln.errors import BadRequest, NotFound, ValidationFailed
 from kiln.models import (
     GroupCustomAttribute,
     Member,
     Namespace,
     Project,
     ProjectGroupLink,
-    ProjectStatistics,
     Upload,
 )
-from kiln.models.namespaces import KIND_GROUP, OWNER, PUBLIC, VISIBILITY_LEVEL
+from kiln.models.namespaces import KIND_GROUP, OWNER, VISIBILITY_LEVEL
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action, GroupSubject
 from kiln.queries import access
+from kiln.queries import groups as finder
 from kiln.queries.groups import GroupRecord
 from kiln.queries.paging import offset_page
-from kiln.queries.text import ESCAPE, contains
 from kiln.schemas.groups import GroupCreate, GroupList, GroupProjects, GroupSettings, GroupUpdate
 from kiln.schemas.projects import ProjectList
 from kiln.services import instance_settings, project_lifecycle, subjects
@@ -88,16 +87,6 @@ RESERVED_TOP_LEVEL = frozenset(
 )
 # The instance's default_project_creation setting and the level name it stands for.
 _PROJECT_CREATION = {0: "noone", 1: "maintainer", 2: "developer", 4: "owner"}
-STAT_COLUMNS = (
-    "repository_size",
-    "wiki_size",
-    "lfs_objects_size",
-    "job_artifacts_size",
-    "pipeline_artifacts_size",
-    "packages_size",
-    "snippets_size",
-    "uploads_size",
-)
 
 
 @dataclass(slots=True)
@@ -106,204 +95,99 @@ class GroupListing:
     records: list[GroupRecord]
 
 
-# ---------------------------------------------------------------------------- visibility
-
-
-def _member_group_ids(user_id: int, min_level: int | None = None) -> Select[Any]:
-    """Groups a membership reaches: the group itself and everything below it."""
-    levels = access.group_levels(user_id)
-    stmt = select(levels.c.namespace_id)
-    if min_level is not None:
-        stmt = stmt.where(levels.c.level >= min_level)
-    return stmt
-
-
-def _authorized(user_id: int) -> ColumnElement[bool]:
-    """Groups a user reaches by membership, and the ancestors of what they belong to."""
-    related = access.related_group_ids(user_id).subquery()
-    return or_(Namespace.id.in_(_member_group_ids(user_id)), Namespace.id.in_(select(related.c.id)))
-
-
-def _listed(actor: Actor | None, q: GroupList) -> ColumnElement[bool]:
-    """GitLab's GroupsFinder: owned / min_access_level narrow to memberships; otherwise
-    signed-in users see the groups they are related to, and with `all_available` (the
-    default for administrators, and always for anonymous callers) every group they may read."""
-    admin = policy.is_admin(actor)
-    all_available = q.all_available if q.all_available is not None else admin
-    if actor is None:
-        return false() if q.owned else Namespace.visibility == PUBLIC
-    if q.owned:
-        return Namespace.id.in_(_member_group_ids(actor.user.id, OWNER))
-    if q.min_access_level is not None:
-        return Namespace.id.in_(_member_group_ids(actor.user.id, q.min_access_level))
-    if admin and all_available:
-        return true()
-    if all_available:
-        return or_(Namespace.visibility.in_(policy.open_visibilities(actor)), _authorized(actor.user.id))
-    return _authorized(actor.user.id)
-
-
-def _group_query(
-    actor: Actor | None, q: GroupList, *, parent: Namespace | None = None, descendants: bool = False
-) -> Select[Any]:
-    stmt = select(Namespace).where(Namespace.kind == KIND_GROUP, _listed(actor, q))
-    if parent is not None and descendants:
-        stmt = stmt.where(access.within(Namespace, parent), Namespace.id != parent.id)
-    elif parent is not None:
-        stmt = stmt.where(Namespace.parent_id == parent.id)
-    elif q.top_level_only:
-        stmt = stmt.where(Namespace.parent_id.is_(None))
-    if q.skip_groups:
-        stmt = stmt.where(Namespace.id.not_in(q.skip_groups))
-    if q.visibility is not None:
-        stmt = stmt.where(Namespace.visibility == q.visibility)
-    if q.search:
-        term = contains(q.search)
-        matches = [
-            func.lower(Namespace.name).like(term, escape=ESCAPE),
-            func.lower(Namespace.path).like(term, escape=ESCAPE),
-        ]
-        if parent is None:
-            matches.append(func.lower(Namespace.full_path).like(term, escape=ESCAPE))
-        stmt = stmt.where(or_(*matches))
-    if q.archived:
-        stmt = stmt.where(false())  # groups are never archived here
-    if q.active is not None:
-        marked = Namespace.marked_for_deletion_on.is_not(None)
-        stmt = stmt.where(~marked if q.active else marked)
-    if q.marked_for_deletion_on is not None:
-        stmt = stmt.where(Namespace.marked_for_deletion_on == q.marked_for_deletion_on)
-    if policy.is_admin(actor):
-        for key, value in (q.custom_attributes or {}).items():
-            stmt = stmt.where(
-                exists(
-                    select(GroupCustomAttribute.id).where(
-                        GroupCustomAttribute.namespace_id == Namespace.id,
-                        GroupCustomAttribute.key == key,
-                        GroupCustomAttribute.value == value,
-                    )
-                )
-            )
-    order = "name" if q.order_by == "similarity" else q.order_by
-    column = getattr(Namespace, order)
-    primary = column.desc() if (q.sort or "asc") == "desc" else column.asc()
-    return stmt.order_by(primary) if order == "id" else stmt.order_by(primary, Namespace.id.asc())
-
-
 # ---------------------------------------------------------------------------- records
 
 
-def _statistics(db: Session, group_ids: list[int]) -> dict[int, dict[str, int]]:
-    """Sizes summed over the projects directly in each group."""
-    columns = [func.coalesce(func.sum(getattr(ProjectStatistics, c)), 0) for c in STAT_COLUMNS]
-    rows = db.execute(
-        select(Project.namespace_id, *columns)
-        .join(ProjectStatistics, ProjectStatistics.project_id == Project.id)
-        .where(Project.namespace_id.in_(group_ids))
-        .group_by(Project.namespace_id)
+def _build(
+    actor: Actor | None, view: finder.GroupViewRow, attrs: dict[int, list[tuple[str, str]]] | None
+) -> GroupRecord:
+    g = view.group
+    protection = g.default_branch_protection
+    if protection is None:
+        protection = int(instance_settings.InstanceSettings(view.settings)["default_branch_protection"])
+    return GroupRecord(
+        group=g,
+        default_branch_protection=protection,
+        statistics=view.statistics,
+        custom_attributes=attrs.get(g.id, []) if attrs is not None else None,
     )
-    sums = {row[0]: [int(v) for v in row[1:]] for row in rows}
-    out = {}
-    for gid in group_ids:
-        values = dict(zip(STAT_COLUMNS, sums.get(gid, [0] * len(STAT_COLUMNS)), strict=True))
-        out[gid] = {"storage_size": sum(values.values()), **values}
-    return out
-
-
-def _custom_attributes(db: Session, group_ids: list[int]) -> dict[int, list[tuple[str, str]]]:
-    out: dict[int, list[tuple[str, str]]] = {gid: [] for gid in group_ids}
-    rows = db.execute(
-        select(GroupCustomAttribute.namespace_id, GroupCustomAttribute.key, GroupCustomAttribute.value)
-        .where(GroupCustomAttribute.namespace_id.in_(group_ids))
-        .order_by(GroupCustomAttribute.key)
-    )
-    for gid, key, value in rows:
-        out[gid].append((key, value))
-    return out
 
 
 def records(
     db: Session,
     actor: Actor | None,
-    groups: list[Namespace],
+    ids: list[int],
     *,
     statistics: bool = False,
     custom_attributes: bool = False,
 ) -> list[GroupRecord]:
-    if not groups:
+    """Records of the groups `ids`, in that order: one view statement for the page (with the
+    sizes when asked), one for custom attributes; both extras for administrators only."""
+    if not ids:
         return []
-    ids = [g.id for g in groups]
     admin = policy.is_admin(actor)
-    protection = int(instance_settings.current(db)["default_branch_protection"])
-    stats = _statistics(db, ids) if statistics and admin else None
-    attrs = _custom_attributes(db, ids) if custom_attributes and admin else None
-    return [
-        GroupRecord(
-            group=g,
-            default_branch_protection=g.default_branch_protection
-            if g.default_branch_protection is not None
-            else protection,
-            statistics=stats[g.id] if stats is not None else None,
-            custom_attributes=attrs[g.id] if attrs is not None else None,
-        )
-        for g in groups
-    ]
+    views = finder.view_rows(db, ids, statistics=statistics and admin)
+    attrs = finder.custom_attributes_of(db, ids) if custom_attributes and admin else None
+    return [_build(actor, views[gid], attrs) for gid in ids if gid in views]
 
 
-def _detail(
-    db: Session,
-    actor: Actor | None,
-    subject: GroupSubject,
-    *,
-    with_projects: bool,
-    custom_attributes: bool = False,
-) -> GroupRecord:
-    group = subject.group
-    rec = records(db, actor, [group], custom_attributes=custom_attributes)[0]
-    if with_projects:
-        page = Page(page=1, per_page=DETAIL_PROJECTS_LIMIT)
-        q = ProjectList()
-        own = project_service.list_projects(db, actor, q, page, namespace_ids=[group.id])
-        shared = project_service.list_projects(
-            db, actor, q, page, namespace_ids=[], shared_with_group=group.id
-        )
-        rec.projects, rec.shared_projects = own.records, shared.records
+def _with_projects(db: Session, actor: Actor | None, rec: GroupRecord) -> GroupRecord:
+    """GroupDetail's projects: the group's own and those shared with it."""
+    page = Page(page=1, per_page=DETAIL_PROJECTS_LIMIT)
+    q = ProjectList()
+    gid = rec.group.id
+    own = project_service.list_projects(db, actor, q, page, namespace_ids=[gid])
+    shared = project_service.list_projects(db, actor, q, page, namespace_ids=[], shared_with_group=gid)
+    rec.projects, rec.shared_projects = own.records, shared.records
     return rec
+
+
+def _detail(db: Session, actor: Actor | None, group_id: int) -> GroupRecord:
+    """A group just written, read again as GroupDetail shows it."""
+    return _with_projects(db, actor, records(db, actor, [group_id])[0])
 
 
 # ---------------------------------------------------------------------------- reads
 
 
 def list_groups(db: Session, actor: Actor | None, q: GroupList, page: Page) -> GroupListing:
-    return _listing(db, actor, q, page, _group_query(actor, q))
+    return _listing(db, actor, q, page, finder.listing(actor, q))
 
 
 def list_subgroups(
     db: Session, actor: Actor | None, ident: str, q: GroupList, page: Page, *, descendants: bool = False
 ) -> GroupListing:
-    parent = subjects.group(db, actor, ident).group
-    return _listing(db, actor, q, page, _group_query(actor, q, parent=parent, descendants=descendants))
+    parent = subjects.group(db, actor, ident, rows=True).group
+    return _listing(db, actor, q, page, finder.listing(actor, q, parent=parent, descendants=descendants))
 
 
 def _listing(db: Session, actor: Actor | None, q: GroupList, page: Page, stmt: Select[Any]) -> GroupListing:
-    result = offset_page(db, stmt, page)
-    recs = records(
-        db, actor, result.items, statistics=q.statistics, custom_attributes=q.with_custom_attributes
-    )
+    result = offset_page(db, stmt, page, core=True)
+    ids = [row.id for row in result.items]
+    recs = records(db, actor, ids, statistics=q.statistics, custom_attributes=q.with_custom_attributes)
     return GroupListing(page=result, records=recs)
 
 
 def get_group(
     db: Session, actor: Actor | None, ident: str, *, with_projects: bool, custom_attributes: bool
 ) -> GroupRecord:
-    subject = subjects.group(db, actor, ident)
-    return _detail(db, actor, subject, with_projects=with_projects, custom_attributes=custom_attributes)
+    """GET /groups/:id: the view statement finds the group by id or path with the caller's
+    standing, so the policy answers 404 before anything else is read."""
+    view = finder.view_by_ident(db, actor.id if actor is not None else None, ident)
+    if view is None or not view.group.is_group:
+        raise NotFound("Group")
+    subject = GroupSubject(group=view.group, level=view.level, related=view.related)
+    policy.authorize(actor, Action.READ_GROUP, subject, "Group")
+    admin = policy.is_admin(actor)
+    attrs = finder.custom_attributes_of(db, [view.group.id]) if custom_attributes and admin else None
+    rec = _build(actor, view, attrs)
+    return _with_projects(db, actor, rec) if with_projects else rec
 
 
 def list_projects(
     db: Session, actor: Actor | None, ident: str, q: GroupProjects, page: Page
 ) -> ProjectListing:
-    group = subjects.group(db, actor, ident).group
+    group = subjects.group(db, actor, ident, rows=True).group
     own = access.within(Namespace, group) if q.include_subgroups else Namespace.id == group.id
     if q.include_ancestor_groups:
         own = or_(own, Namespace.id.in_(group.ancestor_ids))
@@ -480,7 +364,7 @@ def create_group(db: Session, actor: Actor, p: GroupCreate) -> GroupRecord:
             )
         )
         db.flush()
-    return records(db, actor, [group])[0]
+    return records(db, actor, [group.id])[0]
 
 
 def update_group(db: Session, actor: Actor, ident: str, p: GroupUpdate) -> GroupRecord:
@@ -521,7 +405,7 @@ def update_group(db: Session, actor: Actor, ident: str, p: GroupUpdate) -> Group
                 db.flush()
         except IntegrityError:
             raise ValidationFailed({"path": ["has already been taken"]}) from None
-    return _detail(db, actor, subject, with_projects=True)
+    return _detail(db, actor, group.id)
 
 
 def _moved(db: Session, group: Namespace, old_full_path: str, old_full_name: str, old_traversal: str) -> None:
@@ -572,7 +456,7 @@ def transfer_group(db: Session, actor: Actor, ident: str, group_id: int | None) 
         group.updated_at = datetime.now(UTC)
         db.flush()
     db.refresh(group)
-    return _detail(db, actor, subject, with_projects=True)
+    return _detail(db, actor, group.id)
 
 
 def _height(db: Session, group: Namespace) -> int:
@@ -657,7 +541,7 @@ def restore_group(db: Session, actor: Actor, ident: str) -> GroupRecord:
             raise BadRequest("Group has not been marked for deletion", raw=True)
         group.marked_for_deletion_on = None
         db.flush()
-    return _detail(db, actor, subject, with_projects=True)
+    return _detail(db, actor, group.id)
 
 
 def destroy(db: Session, group: Namespace) -> None:

@@ -13,10 +13,9 @@ from kiln import policy
 from kiln.auth.actor import Actor
 from kiln.errors import NotFound
 from kiln.models import Namespace
-from kiln.models.namespaces import KIND_GROUP
 from kiln.policy import Action, GroupSubject, ProjectSubject
 from kiln.queries import access
-from kiln.queries import namespaces as namespace_finder
+from kiln.queries import groups as group_finder
 from kiln.queries import projects as project_finder
 
 
@@ -43,34 +42,46 @@ def project(
 
 def of_namespace(db: Session, actor: Actor | None, ns: Namespace) -> GroupSubject:
     """A namespace already loaded, as a subject: a group with the actor's level on it (and
-    whether something inside it relates them to it); a user's namespace with no level."""
+    whether something inside it relates them to it), in one statement; a user's namespace
+    with no level."""
     if actor is None or not ns.is_group:
         return GroupSubject(group=ns, level=None)
-    level = access.group_access(db, actor.user.id, [ns.id]).get(ns.id)
-    related = False
-    if level is None and not policy.is_admin(actor):
-        related = access.is_related_to_group(db, actor.user.id, ns.id)
+    level, related = access.group_standing(db, actor.user.id, ns.id)
     # has_membership_row is asked only by an access request, which looks it up itself.
     return GroupSubject(group=ns, level=level, related=related)
 
 
-def find_namespace(db: Session, actor: Actor | None, ident: str) -> GroupSubject | None:
-    """A user's namespace or a group by id or full path; nothing decided yet."""
-    ns = namespace_finder.by_ident(db, ident)
-    return None if ns is None else of_namespace(db, actor, ns)
-
-
-def find_group(db: Session, actor: Actor | None, ident: str) -> GroupSubject | None:
-    """The group by id or full path with the actor's standing on it; nothing decided yet."""
-    ns = namespace_finder.by_ident(db, ident)
-    if ns is None or ns.kind != KIND_GROUP:
+def _namespace_subject(db: Session, actor: Actor | None, ident: str, *, rows: bool) -> GroupSubject | None:
+    """The namespace by id or full path with the actor's standing, in one statement: the
+    model for a write, a NamespaceRow with `rows` (cheaper, for a route that only reads)."""
+    found = group_finder.subject_row(db, ident, actor.id if actor is not None else None, orm=not rows)
+    if found is None:
         return None
-    return of_namespace(db, actor, ns)
+    ns, level, related = found
+    if not ns.is_group:
+        return GroupSubject(group=ns, level=None)
+    return GroupSubject(group=ns, level=level, related=related)
 
 
-def group(db: Session, actor: Actor | None, ident: str, action: Action = Action.READ_GROUP) -> GroupSubject:
-    """The group by id or full path; 404 if absent or hidden, 403 if `action` is refused."""
-    s = find_group(db, actor, ident)
+def find_namespace(
+    db: Session, actor: Actor | None, ident: str, *, rows: bool = False
+) -> GroupSubject | None:
+    """A user's namespace or a group by id or full path; nothing decided yet."""
+    return _namespace_subject(db, actor, ident, rows=rows)
+
+
+def find_group(db: Session, actor: Actor | None, ident: str, *, rows: bool = False) -> GroupSubject | None:
+    """The group by id or full path with the actor's standing on it; nothing decided yet."""
+    s = _namespace_subject(db, actor, ident, rows=rows)
+    return s if s is not None and s.group.is_group else None
+
+
+def group(
+    db: Session, actor: Actor | None, ident: str, action: Action = Action.READ_GROUP, *, rows: bool = False
+) -> GroupSubject:
+    """The group by id or full path; 404 if absent or hidden, 403 if `action` is refused.
+    `rows`: a NamespaceRow for a route that only reads; otherwise the model a write changes."""
+    s = find_group(db, actor, ident, rows=rows)
     if s is None:
         raise NotFound("Group")
     policy.authorize(actor, action, s, "Group")

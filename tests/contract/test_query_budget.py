@@ -5,12 +5,27 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any
 
+import pygit2
 import pytest
-from sqlalchemy import event, insert, select
+from sqlalchemy import event, func, insert, select
 
-from kiln.models import Identity, Project, ProjectGroupLink, ProjectTopic, User, UserCustomAttribute
+from kiln.git.writes import FileAction, Person, commit_actions
+from kiln.models import (
+    GroupCustomAttribute,
+    Identity,
+    Member,
+    Project,
+    ProjectGroupLink,
+    ProjectStar,
+    ProjectTopic,
+    ProtectedBranch,
+    User,
+    UserCustomAttribute,
+)
+from kiln.services.repositories import store
 
 # The token with its user, the page's ids, their rows, the count, identities.
 BUDGET = 5
@@ -138,3 +153,265 @@ def test_a_non_admin_page_of_projects_costs_a_fixed_number(api, make, runtime):
     for _ in range(25):
         make.project(owner=owner, visibility="private")
     assert statements_for(runtime, lambda: api(owner).get("/projects?per_page=20&order_by=id")) == 4
+
+
+# ---------------------------------------------------------------------------- every list
+#
+# Each list is read twice, with few rows and with many (both more than a page, so both pages
+# count their total): the same number of statements either way.
+
+
+def constant(runtime: Any, call: Callable[[], Any], grow: Callable[[], None]) -> int:
+    few = statements_for(runtime, call)
+    grow()
+    many = statements_for(runtime, call)
+    assert few == many, f"{few} statements with few rows, {many} with many"
+    return many
+
+
+def add_plain_users(db: Any, n: int) -> list[int]:
+    start = db.scalar(select(func.count()).select_from(User))
+    rows = [
+        {"username": f"m{start + i}", "email": f"m{start + i}@example.com", "name": "M"} for i in range(n)
+    ]
+    ids = list(db.scalars(insert(User).returning(User.id), rows).all())
+    db.commit()
+    return ids
+
+
+def add_members(db: Any, n: int, *, creator: int, requested: bool = False, **source: int) -> None:
+    """Members (or access requesters) of a group or project, each added by `creator`."""
+    ids = add_plain_users(db, n)
+    now = datetime.now(UTC) if requested else None
+    db.execute(
+        insert(Member),
+        [
+            {"user_id": i, "access_level": 30, "created_by_id": creator, "requested_at": now, **source}
+            for i in ids
+        ],
+    )
+    db.commit()
+
+
+def add_groups(make: Any, owner: Any, n: int, *, parent: Any = None) -> None:
+    """Groups with a custom attribute and a project each, under `parent` when given."""
+    for _ in range(n):
+        g = make.group(owners=[owner], parent=parent, visibility="public")
+        make.db.execute(insert(GroupCustomAttribute), [{"namespace_id": g.id, "key": "k", "value": "v"}])
+        make.project(namespace=g, owner=owner, visibility="public")
+    make.db.commit()
+
+
+@pytest.mark.parametrize(
+    ("caller", "query"),
+    [
+        ("owner", "/groups?per_page=3"),
+        ("owner", "/groups?per_page=3&all_available=true"),
+        ("root", "/groups?per_page=3&statistics=true&with_custom_attributes=true"),
+        (None, "/groups?per_page=3"),
+    ],
+)
+def test_group_list_is_constant(api, make, runtime, caller, query):
+    owner = make.user()
+    add_groups(make, owner, 5)
+    client = api(owner if caller == "owner" else caller)
+    constant(runtime, lambda: client.get(query), lambda: add_groups(make, owner, 20))
+
+
+@pytest.mark.parametrize("route", ["subgroups", "descendant_groups"])
+def test_subgroup_lists_are_constant(api, make, runtime, route):
+    owner = make.user()
+    top = make.group(owners=[owner], visibility="public")
+    add_groups(make, owner, 5, parent=top)
+    caller = api(owner)
+    constant(
+        runtime,
+        lambda: caller.get(f"/groups/{top.id}/{route}?per_page=3"),
+        lambda: add_groups(make, owner, 20, parent=top),
+    )
+
+
+@pytest.mark.parametrize(
+    "query", ["per_page=3", "per_page=3&include_subgroups=true&with_shared=true&simple=true"]
+)
+def test_group_projects_are_constant(api, make, runtime, query):
+    owner = make.user()
+    group = make.group(owners=[owner])
+    add_projects(make, owner, group, 10)
+    caller = api(owner)
+    constant(
+        runtime,
+        lambda: caller.get(f"/groups/{group.id}/projects?{query}"),
+        lambda: add_projects(make, owner, group, 30),
+    )
+
+
+@pytest.mark.parametrize("caller", ["owner", "root"])
+def test_namespace_list_is_constant(api, make, runtime, caller):
+    owner = make.user()
+    add_groups(make, owner, 5)
+    client = api(owner if caller == "owner" else "root")
+    constant(runtime, lambda: client.get("/namespaces?per_page=3"), lambda: add_groups(make, owner, 20))
+
+
+@pytest.mark.parametrize("route", ["members", "members/all", "access_requests"])
+@pytest.mark.parametrize("kind", ["groups", "projects"])
+def test_member_lists_are_constant(api, make, runtime, db, kind, route):
+    owner = make.user()
+    parent = make.group(owners=[owner])
+    group = make.group(owners=[owner], parent=parent)
+    project = make.project(namespace=group, owner=owner)
+    source = {"namespace_id": group.id} if kind == "groups" else {"project_id": project.id}
+    ident = group.id if kind == "groups" else project.id
+    requested = route == "access_requests"
+
+    def grow(n: int) -> None:
+        add_members(db, n, creator=owner.id, requested=requested, **source)
+        if not requested:
+            add_members(db, n, creator=owner.id, namespace_id=parent.id)
+
+    grow(5)
+    caller = api(owner)
+    constant(runtime, lambda: caller.get(f"/{kind}/{ident}/{route}?per_page=3"), lambda: grow(20))
+
+
+def test_personal_access_token_list_is_constant(api, make, runtime):
+    user = make.user()
+    for _ in range(5):
+        make.token(user)
+    caller = api(user)
+
+    def grow() -> None:
+        for _ in range(20):
+            make.token(user)
+
+    constant(runtime, lambda: caller.get("/personal_access_tokens?per_page=3"), grow)
+
+
+def test_starrers_are_constant(api, make, runtime, db):
+    owner = make.user()
+    project = make.project(owner=owner, visibility="public")
+
+    def grow(n: int) -> None:
+        db.execute(
+            insert(ProjectStar), [{"project_id": project.id, "user_id": i} for i in add_plain_users(db, n)]
+        )
+        db.commit()
+
+    grow(5)
+    caller = api(owner)
+    constant(runtime, lambda: caller.get(f"/projects/{project.id}/starrers?per_page=3"), lambda: grow(20))
+
+
+@pytest.mark.parametrize("route", ["forks", "users"])
+def test_forks_and_user_projects_are_constant(api, make, runtime, route):
+    owner = make.user()
+    parent = make.project(owner=owner, visibility="public")
+
+    def grow(n: int) -> None:
+        for _ in range(n):
+            make.project(owner=owner, visibility="public", forked_from_id=parent.id)
+
+    grow(5)
+    path = f"/projects/{parent.id}/forks" if route == "forks" else f"/users/{owner.id}/projects"
+    caller = api(owner)
+    constant(runtime, lambda: caller.get(f"{path}?per_page=3"), lambda: grow(20))
+
+
+# ---------------------------------------------------------------------------- repository lists
+
+BOT = Person("Budget Bot", "bot@example.com")
+
+
+def repository_project(api: Any, owner: Any) -> dict[str, Any]:
+    r = api(owner).post("/projects", json={"name": "budget", "initialize_with_readme": True})
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def add_commits(settings: Any, project: dict[str, Any], n: int, *, refs: bool = True) -> None:
+    """`n` commits on main, each adding a file, with a branch, a tag and a protected branch
+    rule pointing at each (so per-ref or per-entry loads would show)."""
+    repo = store(settings).open(project["id"])
+    for i in range(n):
+        name = f"f{len(list(repo.head.peel(pygit2.Commit).tree))}-{i}"
+        commit, _ = commit_actions(
+            repo,
+            branch="main",
+            actions=[FileAction("create", f"{name}.txt", content=b"x\n")],
+            message=f"add {name}",
+            author=BOT,
+            committer=BOT,
+        )
+        if refs:
+            repo.references.create(f"refs/heads/{name}", commit.id)
+            repo.references.create(f"refs/tags/{name}", commit.id)
+
+
+@pytest.mark.parametrize(
+    "route",
+    [
+        "repository/branches?per_page=3",
+        "repository/tags?per_page=3",
+        "repository/commits?per_page=3",
+        "repository/tree?per_page=3",
+        "protected_branches?per_page=3",
+    ],
+)
+def test_repository_lists_are_constant(api, make, runtime, settings, db, route):
+    owner = make.user()
+    project = repository_project(api, owner)
+
+    def grow(n: int) -> None:
+        add_commits(settings, project, n)
+        names = [f"p{db.scalar(select(func.count()).select_from(ProtectedBranch))}-{i}" for i in range(n)]
+        db.execute(insert(ProtectedBranch), [{"project_id": project["id"], "name": name} for name in names])
+        db.commit()
+
+    grow(5)
+    caller = api(owner)
+    constant(runtime, lambda: caller.get(f"/projects/{project['id']}/{route}"), lambda: grow(20))
+
+
+# ---------------------------------------------------------------------------- hot single objects
+
+
+def test_a_group_costs_the_token_and_its_view(api, make, runtime):
+    """The view statement carries the caller's standing and the instance's settings."""
+    owner = make.user()
+    group = make.group(owners=[owner])
+    assert statements_for(runtime, lambda: api(owner).get(f"/groups/{group.id}?with_projects=false")) == 2
+
+
+def test_a_group_with_its_projects_adds_both_project_lists(api, make, runtime):
+    """The group's own projects (ids, views) and those shared with it (ids, views)."""
+    owner = make.user()
+    group = make.group(owners=[owner])
+    make.project(namespace=group, owner=owner)
+    shared = make.project(owner=owner)
+    make.db.execute(
+        insert(ProjectGroupLink), [{"project_id": shared.id, "group_id": group.id, "group_access": 30}]
+    )
+    make.db.commit()
+    assert statements_for(runtime, lambda: api(owner).get(f"/groups/{group.id}")) == 7
+
+
+def test_a_namespace_costs_the_token_and_its_view(api, make, runtime):
+    owner = make.user()
+    group = make.group(owners=[owner])
+    assert statements_for(runtime, lambda: api(owner).get(f"/namespaces/{group.id}")) == 5
+
+
+def test_a_member_costs_the_token_the_subject_and_the_member(api, make, runtime):
+    owner = make.user()
+    project = make.project(owner=owner)
+    other = make.user()
+    make.member(project, other, 30)
+    assert statements_for(runtime, lambda: api(owner).get(f"/projects/{project.id}/members/{other.id}")) == 4
+
+
+def test_a_file_costs_the_token_and_the_subject(api, make, runtime):
+    owner = make.user()
+    project = repository_project(api, owner)
+    path = f"/projects/{project['id']}/repository/files/README.md?ref=main"
+    assert statements_for(runtime, lambda: api(owner).get(path)) == 2
