@@ -292,6 +292,9 @@ def overload(args: argparse.Namespace, work: Path, server_cpu: int | None) -> di
             "refused": flood.latencies(503),
             "errors_500": sum(1 for s, _ in flood.results if s == 500),
             "flood_connections": args.flood_connections,
+            # Past the server's own refusal time, this is the generator (or a connection still
+            # waiting for its previous answer): large values mean the generator saturated.
+            "departure_late_p99_ms": round(percentile(sorted(flood.late), 99) * 1000, 1),
             "probe_statuses": probes.statuses(),
             "probe": probes.latencies(200),
             "job": {

@@ -93,7 +93,8 @@ class Admission:
     runs more than `max_lag` seconds behind with requests streaming in (each request it
     reads then has already waited about that long), new requests are refused, which lets
     it catch up: the requests it serves stay fast, and the refusals are cheap. What cannot
-    be taken on is refused at once. Everything here runs on the event loop: nothing blocks, and no lock is needed."""
+    be taken on is refused at once. Everything here runs on the event loop: nothing
+    blocks, and no lock is needed."""
 
     def __init__(self, limit: int, queue: int, timeout: float, max_lag: float, retry_after: int) -> None:
         self.limit = max(1, limit)
