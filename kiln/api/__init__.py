@@ -20,8 +20,8 @@ from kiln.api import (
     repository_branches,
     repository_compare,
     repository_tags,
-    repository_tree,
     sessions,
+    tree,
     uploads,
     users,
 )
@@ -85,7 +85,7 @@ API_ROUTES: list[HTTPRouteHandler] = [
     *repository_tags.ROUTES,
     *protected_branches.ROUTES,
     *files.ROUTES,
-    *repository_tree.ROUTES,
+    *tree.ROUTES,
     *commits.ROUTES,
     *repository_compare.ROUTES,
 ]
