@@ -5,6 +5,7 @@ from __future__ import annotations
 from litestar.handlers import HTTPRouteHandler
 
 from kiln.api import (
+    branches,
     commits,
     custom_attributes,
     files,
@@ -17,7 +18,6 @@ from kiln.api import (
     personal_access_tokens,
     projects,
     protected_branches,
-    repository_branches,
     repository_compare,
     repository_tags,
     sessions,
@@ -81,7 +81,7 @@ API_ROUTES: list[HTTPRouteHandler] = [
     *namespaces.ROUTES,
     *members.ROUTES,
     *custom_attributes.ROUTES,
-    *repository_branches.ROUTES,
+    *branches.ROUTES,
     *repository_tags.ROUTES,
     *protected_branches.ROUTES,
     *files.ROUTES,
