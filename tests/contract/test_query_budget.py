@@ -398,8 +398,13 @@ def test_a_group_with_its_projects_adds_both_project_lists(api, make, runtime):
 
 def test_a_namespace_costs_the_token_and_its_view(api, make, runtime):
     owner = make.user()
+    assert statements_for(runtime, lambda: api(owner).get(f"/namespaces/{owner.username}")) == 2
+
+
+def test_a_group_namespace_adds_the_counts_its_owner_sees(api, make, runtime):
+    owner = make.user()
     group = make.group(owners=[owner])
-    assert statements_for(runtime, lambda: api(owner).get(f"/namespaces/{group.id}")) == 5
+    assert statements_for(runtime, lambda: api(owner).get(f"/namespaces/{group.id}")) == 3
 
 
 def test_a_member_costs_the_token_the_subject_and_the_member(api, make, runtime):
