@@ -7,6 +7,7 @@ from litestar.handlers import HTTPRouteHandler
 from kiln.api import (
     branches,
     commits,
+    compare,
     custom_attributes,
     files,
     git_http,
@@ -18,7 +19,6 @@ from kiln.api import (
     personal_access_tokens,
     projects,
     protected_branches,
-    repository_compare,
     sessions,
     tags,
     tree,
@@ -87,7 +87,7 @@ API_ROUTES: list[HTTPRouteHandler] = [
     *files.ROUTES,
     *tree.ROUTES,
     *commits.ROUTES,
-    *repository_compare.ROUTES,
+    *compare.ROUTES,
 ]
 
 # Mounted at the root: web sign-in, OAuth, health, public files.
