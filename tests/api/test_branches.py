@@ -9,8 +9,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from email.utils import format_datetime
 from pathlib import Path
 
@@ -18,9 +17,9 @@ import pygit2
 import pytest
 from sqlalchemy import select
 
-from kiln.git.writes import FileAction, Person, commit_actions
 from kiln.models import Event, Project, ProtectedBranch
 from kiln.services import repositories
+from tests.factories.repositories import write_commit
 from tests.repositories import fsck_errors
 
 WEB = "http://kiln.test"
@@ -30,11 +29,11 @@ ZERO = "0" * 40
 # ----------------------------------------------------------------------------- helpers
 
 
-def new_project(api, owner, *, visibility="private", readme=True, **extra) -> dict:
-    body = {"name": f"p{time.monotonic_ns()}", "visibility": visibility, "initialize_with_readme": readme}
-    r = api(owner).post("/projects", json=body | extra)
-    assert r.status_code == 201, r.text
-    return r.json()
+def new_project(api, make, owner, *, visibility="private", readme=True, **fields) -> dict:
+    """A project with its repository (a README.md commit on the default branch unless
+    readme=False), written by the factories; its record as the API answers it."""
+    project = make.project_with_repository(owner=owner, visibility=visibility, readme=readme, **fields)
+    return api(owner).get(f"/projects/{project.id}").json()
 
 
 def add_member(db, make, project: dict, user, level: int) -> None:
@@ -50,33 +49,18 @@ def repo_path(settings, project: dict) -> Path:
 
 
 def commit_on(settings, project: dict, branch: str, path: str, start: str | None = None, when=None) -> str:
-    """A commit adding `path` on `branch` (created from `start`, default the default branch)."""
-    repo = repo_of(settings, project)
-    base = repo.revparse_single(start or project["default_branch"]).peel(pygit2.Commit)
-    person = Person("Ann Author", "ann@example.com")
-    author = person if when is None else _Fixed(person.name, person.email, when)
-    commit, _ = commit_actions(
-        repo,
+    """A commit adding `path` on `branch` (created from `start`, default the default branch);
+    `when` is (seconds, UTC offset in minutes)."""
+    moment = None if when is None else datetime.fromtimestamp(when[0], timezone(timedelta(minutes=when[1])))
+    return write_commit(
+        repo_of(settings, project),
+        {path: path},
         branch=branch,
-        actions=[FileAction("create", path, path.encode())],
+        start=start or project["default_branch"],
         message=f"Add {path}\n\nBody of {path}.\n",
-        author=author,
-        committer=author,
-        start=base,
+        author=("Ann Author", "ann@example.com"),
+        when=moment,
     )
-    return str(commit.id)
-
-
-@dataclass
-class _Fixed:
-    """A person whose commits carry a fixed time and UTC offset."""
-
-    name: str
-    email: str
-    when: tuple[int, int]
-
-    def signature(self, when=None) -> pygit2.Signature:
-        return pygit2.Signature(self.name, self.email, self.when[0], self.when[1])
 
 
 def tip(settings, project: dict, branch: str) -> str | None:
@@ -180,7 +164,7 @@ def new_commit_object(settings, project: dict, parent: str) -> str:
 
 def test_branch_view_has_every_field_of_gitlab_entity(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).get(branches_url(p, "main"))
     sha = tip(settings, p, "main")
     assert (r.status_code, r.json()) == (
@@ -201,7 +185,7 @@ def test_branch_view_has_every_field_of_gitlab_entity(api, make, settings):
 
 def test_commit_dates_are_rendered_in_utc(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     commit_on(settings, p, "dated", "a.txt", when=(1338205362, -420))
     r = api(u).get(branches_url(p, "dated"))
     commit = r.json()["commit"]
@@ -214,7 +198,7 @@ def test_commit_dates_are_rendered_in_utc(api, make, settings):
 
 def test_list_is_sorted_by_name(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     for name in ("zeta", "alpha", "feature/x"):
         commit_on(settings, p, name, f"{name.replace('/', '-')}.txt")
     r = api(u).get(branches_url(p))
@@ -223,7 +207,7 @@ def test_list_is_sorted_by_name(api, make, settings):
 
 def test_list_items_are_the_branch_view(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     listed = api(u).get(branches_url(p)).json()
     single = api(u).get(branches_url(p, "main")).json()
     assert listed == [single]
@@ -231,7 +215,7 @@ def test_list_items_are_the_branch_view(api, make, settings):
 
 def test_list_sorts_by_update_time(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     commit_on(settings, p, "old", "old.txt", when=(1_000_000_000, 0))
     commit_on(settings, p, "new", "new.txt", when=(2_000_000_000, 0))
     newest_first = [b["name"] for b in api(u).get(branches_url(p) + "?sort=updated_desc").json()]
@@ -242,14 +226,14 @@ def test_list_sorts_by_update_time(api, make, settings):
 
 def test_unknown_sort_is_400(api, make):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).get(branches_url(p) + "?sort=name_desc")
     assert (r.status_code, r.json()) == (400, {"error": "sort does not have a valid value"})
 
 
 def test_search_matches_a_part_a_prefix_or_a_suffix_ignoring_case(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     for name in ("feature-one", "hotfix-feature", "Release"):
         commit_on(settings, p, name, f"{name}.txt")
 
@@ -264,7 +248,7 @@ def test_search_matches_a_part_a_prefix_or_a_suffix_ignoring_case(api, make, set
 
 def test_list_is_paginated_with_headers(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     for i in range(4):
         commit_on(settings, p, f"b{i}", f"f{i}.txt")
     r = api(u).get(branches_url(p) + "?per_page=2&page=2")
@@ -275,7 +259,7 @@ def test_list_is_paginated_with_headers(api, make, settings):
 
 def test_branch_name_with_slash_is_one_encoded_segment(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     sha = commit_on(settings, p, "feature/x", "x.txt")
     r = api(u).get(f"/projects/{p['id']}/repository/branches/feature%2Fx")
     assert (r.status_code, r.json()["name"], r.json()["commit"]["id"]) == (200, "feature/x", sha)
@@ -284,7 +268,7 @@ def test_branch_name_with_slash_is_one_encoded_segment(api, make, settings):
 
 def test_dots_in_a_branch_name_are_not_a_format_suffix(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     for name in ("my.branch.name", "data.json"):
         commit_on(settings, p, name, f"{name}.txt")
         r = api(u).get(branches_url(p, name))
@@ -293,49 +277,49 @@ def test_dots_in_a_branch_name_are_not_a_format_suffix(api, make, settings):
 
 def test_project_path_works_as_id(api, make):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).get(f"/projects/{p['path_with_namespace'].replace('/', '%2F')}/repository/branches/main")
     assert (r.status_code, r.json()["name"]) == (200, "main")
 
 
 def test_head_on_an_existing_branch_is_204(api, make):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).head(branches_url(p, "main"))
     assert (r.status_code, r.content) == (204, b"")
 
 
 def test_head_on_a_missing_branch_is_404(api, make):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).head(branches_url(p, "nope"))
     assert (r.status_code, r.content) == (404, b"")
 
 
 def test_missing_branch_is_404_branch_not_found(api, make):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).get(branches_url(p, "nope"))
     assert (r.status_code, r.json()) == (404, {"message": "404 Branch Not Found"})
 
 
 def test_a_name_git_refuses_is_400(api, make):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).get(branches_url(p, "a..b"))
     assert (r.status_code, r.json()) == (400, {"message": "The branch refname is invalid"})
 
 
 def test_empty_project_lists_no_branches(api, make):
     u = make.user()
-    p = new_project(api, u, readme=False)
+    p = new_project(api, make, u, readme=False)
     r = api(u).get(branches_url(p))
     assert (r.status_code, r.json(), r.headers["X-Total"]) == (200, [], "0")
 
 
 def test_merged_is_true_for_a_branch_contained_in_the_default_branch(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     first = tip(settings, p, "main")
     commit_on(settings, p, "main", "later.txt")  # main moves on; `old` stays behind
     api(u).post(branches_url(p), json={"branch": "old", "ref": first})
@@ -346,21 +330,21 @@ def test_merged_is_true_for_a_branch_contained_in_the_default_branch(api, make, 
 
 def test_anonymous_reads_branches_of_a_public_project(api, make):
     u = make.user()
-    p = new_project(api, u, visibility="public")
+    p = new_project(api, make, u, visibility="public")
     r = api().get(branches_url(p, "main"))
     assert (r.status_code, r.json()["can_push"]) == (200, False)
 
 
 def test_private_project_is_404_to_non_members(api, make):
     u, outsider = make.user(), make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(outsider).get(branches_url(p))
     assert (r.status_code, r.json()) == (404, {"message": "404 Project Not Found"})
 
 
 def test_guest_of_a_private_project_may_not_read_branches(api, make, db):
     u, guest = make.user(), make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     add_member(db, make, p, guest, 10)
     r = api(guest).get(branches_url(p))
     assert (r.status_code, r.json()) == (403, {"message": "403 Forbidden"})
@@ -368,7 +352,7 @@ def test_guest_of_a_private_project_may_not_read_branches(api, make, db):
 
 def test_developer_sees_what_protection_allows_them(api, make, db, settings):
     u, dev = make.user(), make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     add_member(db, make, p, dev, 30)
     commit_on(settings, p, "topic", "t.txt")
     views = {b["name"]: b for b in api(dev).get(branches_url(p)).json()}
@@ -378,7 +362,7 @@ def test_developer_sees_what_protection_allows_them(api, make, db, settings):
 
 def test_developers_can_push_and_merge_follow_the_rule(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     commit_on(settings, p, "release/1", "r.txt")
     api(u).post(
         f"/projects/{p['id']}/protected_branches",
@@ -397,7 +381,7 @@ def test_developers_can_push_and_merge_follow_the_rule(api, make, settings):
 
 def test_create_answers_201_with_the_branch(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).post(branches_url(p), json={"branch": "feature/new", "ref": "main"})
     sha = tip(settings, p, "main")
     assert (r.status_code, r.json()) == (
@@ -419,7 +403,7 @@ def test_create_answers_201_with_the_branch(api, make, settings):
 
 def test_create_takes_form_and_query_parameters(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).post(branches_url(p) + "?branch=from-query&ref=main", json={})
     assert (r.status_code, tip(settings, p, "from-query")) == (201, tip(settings, p, "main"))
     r = api(u).post(branches_url(p), data={"branch": "from-form", "ref": "main"})
@@ -428,7 +412,7 @@ def test_create_takes_form_and_query_parameters(api, make, settings):
 
 def test_create_from_a_commit_sha_or_a_tag(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     first = tip(settings, p, "main")
     commit_on(settings, p, "main", "second.txt")
     api(u).post(f"/projects/{p['id']}/repository/tags", json={"tag_name": "v1", "ref": first, "message": "m"})
@@ -439,7 +423,7 @@ def test_create_from_a_commit_sha_or_a_tag(api, make, settings):
 
 def test_create_records_a_push_event(api, make, db, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     api(u).post(branches_url(p), json={"branch": "evented", "ref": "main"})
     event = last_event(db, p)
     assert (event.action, event.author_id) == ("pushed", u.id)
@@ -453,21 +437,21 @@ def test_create_records_a_push_event(api, make, db, settings):
 
 def test_create_without_branch_is_400(api, make):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).post(branches_url(p), json={"ref": "main"})
     assert (r.status_code, r.json()) == (400, {"error": "branch is missing"})
 
 
 def test_create_with_blank_ref_is_400(api, make):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).post(branches_url(p), json={"branch": "x", "ref": " "})
     assert (r.status_code, r.json()) == (400, {"error": "ref is empty"})
 
 
 def test_create_with_an_invalid_name_is_400(api, make):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     for name in ("a..b", "-dash", "HEAD", "refs/heads/x", "trailing/", "sp ace"):
         r = api(u).post(branches_url(p), json={"branch": name, "ref": "main"})
         assert (name, r.status_code, r.json()) == (name, 400, {"message": "Branch name is invalid"})
@@ -475,14 +459,14 @@ def test_create_with_an_invalid_name_is_400(api, make):
 
 def test_create_an_existing_branch_is_400(api, make):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).post(branches_url(p), json={"branch": "main", "ref": "main"})
     assert (r.status_code, r.json()) == (400, {"message": "Branch already exists"})
 
 
 def test_create_from_an_unknown_ref_is_400(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).post(branches_url(p), json={"branch": "x", "ref": "nowhere"})
     assert (r.status_code, r.json()) == (
         400,
@@ -493,7 +477,7 @@ def test_create_from_an_unknown_ref_is_400(api, make, settings):
 
 def test_create_a_40_hex_name_is_400(api, make):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).post(branches_url(p), json={"branch": "a" * 40, "ref": "main"})
     assert (r.status_code, r.json()) == (
         400,
@@ -503,7 +487,7 @@ def test_create_a_40_hex_name_is_400(api, make):
 
 def test_create_a_name_clashing_with_the_hierarchy_is_400(api, make):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).post(branches_url(p), json={"branch": "main/sub", "ref": "main"})
     assert (r.status_code, r.json()) == (
         400,
@@ -515,7 +499,7 @@ def test_create_a_name_clashing_with_the_hierarchy_is_400(api, make):
 
 def test_create_in_an_empty_repository_first_commits_a_readme_to_the_default_branch(api, make, settings):
     u = make.user()
-    p = new_project(api, u, readme=False)
+    p = new_project(api, make, u, readme=False)
     r = api(u).post(branches_url(p), json={"branch": "feature", "ref": "main"})
     assert r.status_code == 201
     repo = repo_of(settings, p)
@@ -532,7 +516,7 @@ def test_create_in_an_empty_repository_first_commits_a_readme_to_the_default_bra
 
 def test_reporter_may_not_create_branches(api, make, db):
     u, reporter = make.user(), make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     add_member(db, make, p, reporter, 20)
     r = api(reporter).post(branches_url(p), json={"branch": "x", "ref": "main"})
     assert (r.status_code, r.json()) == (403, {"message": "403 Forbidden"})
@@ -540,14 +524,14 @@ def test_reporter_may_not_create_branches(api, make, db):
 
 def test_anonymous_create_is_401(api, make):
     u = make.user()
-    p = new_project(api, u, visibility="public")
+    p = new_project(api, make, u, visibility="public")
     r = api().post(branches_url(p), json={"branch": "x", "ref": "main"})
     assert (r.status_code, r.json()) == (401, {"message": "401 Unauthorized"})
 
 
 def test_archived_project_refuses_new_branches(api, make):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     api(u).post(f"/projects/{p['id']}/archive")
     r = api(u).post(branches_url(p), json={"branch": "x", "ref": "main"})
     assert (r.status_code, r.json()) == (403, {"message": "403 Forbidden"})
@@ -555,7 +539,7 @@ def test_archived_project_refuses_new_branches(api, make):
 
 def test_developer_creates_an_unprotected_branch(api, make, db, settings):
     u, dev = make.user(), make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     add_member(db, make, p, dev, 30)
     r = api(dev).post(branches_url(p), json={"branch": "dev-work", "ref": "main"})
     assert (r.status_code, r.json()["can_push"]) == (201, True)
@@ -563,7 +547,7 @@ def test_developer_creates_an_unprotected_branch(api, make, db, settings):
 
 def test_developer_may_not_create_a_branch_only_maintainers_merge_into(api, make, db, settings):
     u, dev = make.user(), make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     add_member(db, make, p, dev, 30)
     api(u).post(f"/projects/{p['id']}/protected_branches", json={"name": "release/*"})
     r = api(dev).post(branches_url(p), json={"branch": "release/1", "ref": "main"})
@@ -576,7 +560,7 @@ def test_developer_may_not_create_a_branch_only_maintainers_merge_into(api, make
 
 def test_developer_who_may_merge_creates_a_protected_branch_from_a_protected_commit(api, make, db, settings):
     u, dev = make.user(), make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     add_member(db, make, p, dev, 30)
     api(u).post(
         f"/projects/{p['id']}/protected_branches", json={"name": "release/*", "merge_access_level": 30}
@@ -598,7 +582,7 @@ def test_developer_who_may_merge_creates_a_protected_branch_from_a_protected_com
 
 def test_delete_answers_204_and_removes_the_branch(api, make, db, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     sha = commit_on(settings, p, "gone", "g.txt")
     r = api(u).delete(branches_url(p, "gone"))
     assert (r.status_code, r.content) == (204, b"")
@@ -615,7 +599,7 @@ def test_delete_answers_204_and_removes_the_branch(api, make, db, settings):
 
 def test_delete_a_branch_with_slashes_and_dots(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     commit_on(settings, p, "feature/v1.2.json", "f.txt")
     r = api(u).delete(branches_url(p, "feature/v1.2.json"))
     assert (r.status_code, tip(settings, p, "feature/v1.2.json")) == (204, None)
@@ -623,14 +607,14 @@ def test_delete_a_branch_with_slashes_and_dots(api, make, settings):
 
 def test_delete_a_missing_branch_is_404(api, make):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).delete(branches_url(p, "nope"))
     assert (r.status_code, r.json()) == (404, {"message": "404 Branch Not Found"})
 
 
 def test_delete_the_default_branch_is_400(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     api(u).delete(f"/projects/{p['id']}/protected_branches/main")
     r = api(u).delete(branches_url(p, "main"))
     assert (r.status_code, r.json()) == (
@@ -642,7 +626,7 @@ def test_delete_the_default_branch_is_400(api, make, settings):
 
 def test_developer_may_not_delete_a_protected_branch(api, make, db, settings):
     u, dev = make.user(), make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     add_member(db, make, p, dev, 30)
     commit_on(settings, p, "stable", "s.txt")
     api(u).post(f"/projects/{p['id']}/protected_branches", json={"name": "stable", "push_access_level": 30})
@@ -659,7 +643,7 @@ def test_developer_may_not_delete_a_protected_branch(api, make, db, settings):
 
 def test_maintainer_deletes_a_protected_branch(api, make, db, settings):
     u, maintainer = make.user(), make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     add_member(db, make, p, maintainer, 40)
     commit_on(settings, p, "stable", "s.txt")
     api(u).post(f"/projects/{p['id']}/protected_branches", json={"name": "stable"})
@@ -669,7 +653,7 @@ def test_maintainer_deletes_a_protected_branch(api, make, db, settings):
 
 def test_reporter_may_not_delete_branches(api, make, db, settings):
     u, reporter = make.user(), make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     add_member(db, make, p, reporter, 20)
     commit_on(settings, p, "topic", "t.txt")
     r = api(reporter).delete(branches_url(p, "topic"))
@@ -678,7 +662,7 @@ def test_reporter_may_not_delete_branches(api, make, db, settings):
 
 def test_delete_refuses_when_the_branch_changed_after_if_unmodified_since(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     commit_on(settings, p, "dated", "d.txt", when=(2_000_000_000, 0))
     since = format_datetime(datetime(2020, 1, 1, tzinfo=UTC), usegmt=True)
     r = api(u).delete(branches_url(p, "dated"), headers={"If-Unmodified-Since": since})
@@ -688,7 +672,7 @@ def test_delete_refuses_when_the_branch_changed_after_if_unmodified_since(api, m
 
 def test_delete_merged_branches_keeps_default_protected_unmerged_and_identical(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     first = tip(settings, p, "main")
     commit_on(settings, p, "main", "later.txt")
     for name in ("merged-a", "merged/b", "kept-protected"):
@@ -705,7 +689,7 @@ def test_delete_merged_branches_keeps_default_protected_unmerged_and_identical(a
 
 def test_reporter_may_not_delete_merged_branches(api, make, db):
     u, reporter = make.user(), make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     add_member(db, make, p, reporter, 20)
     r = api(reporter).delete(f"/projects/{p['id']}/repository/merged_branches")
     assert (r.status_code, r.json()) == (403, {"message": "403 Forbidden"})
@@ -716,7 +700,7 @@ def test_reporter_may_not_delete_merged_branches(api, make, db):
 
 def test_delete_racing_a_push_fails_and_keeps_the_pushed_commit(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     seen = commit_on(settings, p, "contested", "c.txt")
     pushed = new_commit_object(settings, p, seen)
     with push_lands_while_waiting(repo_path(settings, p), "refs/heads/contested", pushed, seen):
@@ -728,7 +712,7 @@ def test_delete_racing_a_push_fails_and_keeps_the_pushed_commit(api, make, setti
 
 def test_create_racing_a_push_of_the_same_name_fails_and_keeps_the_push(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     pushed = new_commit_object(settings, p, tip(settings, p, "main"))
     with push_lands_while_waiting(repo_path(settings, p), "refs/heads/twin", pushed, None):
         r = api(u).post(branches_url(p), json={"branch": "twin", "ref": "main"})
@@ -739,7 +723,7 @@ def test_create_racing_a_push_of_the_same_name_fails_and_keeps_the_push(api, mak
 @pytest.mark.committing
 def test_concurrent_creates_of_one_name_make_one_branch(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     first = tip(settings, p, "main")
     second = commit_on(settings, p, "other", "o.txt")
     results: list[tuple[int, str]] = []
@@ -761,7 +745,7 @@ def test_concurrent_creates_of_one_name_make_one_branch(api, make, settings):
 
 def test_repository_stays_consistent_after_a_branch_scenario(api, make, settings, db):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     commit_on(settings, p, "work", "w.txt")
     api(u).post(branches_url(p), json={"branch": "copy/of.work", "ref": "work"})
     api(u).delete(branches_url(p, "work"))

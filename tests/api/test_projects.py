@@ -311,14 +311,14 @@ def _delete(api, user, project, path: str, *, branch: str = "main") -> None:
 
 def test_readme_url_names_the_readme_of_the_default_branch(api, make):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     assert p["readme_url"] == f"{p['web_url']}/-/blob/main/README.md"
     assert api(u).get(f"/projects/{p['id']}").json()["readme_url"] == p["readme_url"]
 
 
 def test_readme_url_is_null_without_a_readme(api, make):
     u = make.user()
-    p = new_project(api, u, readme=False)
+    p = new_project(api, make, u, readme=False)
     assert p["readme_url"] is None
     _write(api, u, p, "notes.md")
     assert api(u).get(f"/projects/{p['id']}").json()["readme_url"] is None
@@ -326,7 +326,7 @@ def test_readme_url_is_null_without_a_readme(api, make):
 
 def test_readme_url_prefers_a_rendered_readme_over_a_plain_one(api, make):
     u = make.user()
-    p = new_project(api, u, readme=False)
+    p = new_project(api, make, u, readme=False)
     _write(api, u, p, "README")
     assert api(u).get(f"/projects/{p['id']}").json()["readme_url"].endswith("/-/blob/main/README")
     _write(api, u, p, "readme.rst")
@@ -335,7 +335,7 @@ def test_readme_url_prefers_a_rendered_readme_over_a_plain_one(api, make):
 
 def test_readme_url_follows_the_readme_and_the_default_branch(api, make):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     api(u).post(f"/projects/{p['id']}/repository/branches", json={"branch": "bare", "ref": "main"})
     _delete(api, u, p, "README.md", branch="bare")
     assert api(u).get(f"/projects/{p['id']}").json()["readme_url"] == p["readme_url"]
@@ -349,7 +349,7 @@ def test_readme_url_follows_the_readme_and_the_default_branch(api, make):
 
 def test_readme_url_is_hidden_from_those_who_may_not_read_code(api, make, db):
     u, guest = make.user(), make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     make.member(db.get(Project, p["id"]), guest, GUEST)
     assert api(u).get(f"/projects/{p['id']}").json()["readme_url"] == p["readme_url"] is not None
     assert api(guest).get(f"/projects/{p['id']}").json()["readme_url"] is None
@@ -357,7 +357,7 @@ def test_readme_url_is_hidden_from_those_who_may_not_read_code(api, make, db):
 
 def test_a_fork_keeps_its_parents_readme_url(api, make):
     u = make.user()
-    p = new_project(api, u, visibility="public")
+    p = new_project(api, make, u, visibility="public")
     fork = api(make.user()).post(f"/projects/{p['id']}/fork").json()
     assert fork["readme_url"] == f"{fork['web_url']}/-/blob/main/README.md"
 

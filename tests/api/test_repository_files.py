@@ -15,10 +15,11 @@ import pytest
 from sqlalchemy import select
 
 from kiln.entities._format import iso
-from kiln.git.writes import STALE, FileAction, Person, commit_actions
+from kiln.git.writes import STALE, Person
 from kiln.models import Event, Project, ProtectedBranch
 from kiln.models.namespaces import DEVELOPER, GUEST, MAINTAINER, REPORTER
 from kiln.services.repositories import store
+from tests.factories.repositories import write_commit
 from tests.repositories import fsck_errors
 
 BOT = Person("Setup Bot", "bot@example.com")
@@ -29,12 +30,11 @@ BAD_PATH = {"error": "file_path should be a valid file path"}
 # ---------------------------------------------------------------------------- helpers
 
 
-def new_project(api, owner, *, readme: bool = True, **fields):
-    """A project created through the API, with its repository (README.md on main by default)."""
-    body = {"name": f"files-{os.urandom(4).hex()}", "initialize_with_readme": readme, **fields}
-    r = api(owner).post("/projects", json=body)
-    assert r.status_code == 201, r.text
-    return r.json()
+def new_project(api, make, owner, *, readme: bool = True, **fields):
+    """A project with its repository (README.md on main by default), written by the
+    factories; its record as the API answers it."""
+    project = make.project_with_repository(owner=owner, readme=readme, **fields)
+    return api(owner).get(f"/projects/{project.id}").json()
 
 
 def repo_path(settings, project) -> Path:
@@ -46,18 +46,10 @@ def repo_of(settings, project) -> pygit2.Repository:
 
 
 def commit_files(settings, project, files: dict[str, bytes], *, branch: str = "main", message: str = "setup"):
-    """Commit `files` (created or replaced) onto `branch` with kiln's own writer."""
-    repo = repo_of(settings, project)
-    tip = repo.references.get(f"refs/heads/{branch}")
-    tree = tip.peel(pygit2.Commit).tree if tip is not None else None
-    actions = []
-    for path, data in files.items():
-        exists = tree is not None and path in tree
-        actions.append(FileAction("update" if exists else "create", path, content=data))
-    commit, _ = commit_actions(
-        repo, branch=branch, actions=actions, message=message, author=BOT, committer=BOT
+    """Commit `files` (created or replaced) onto `branch`, written straight into the repository."""
+    return write_commit(
+        repo_of(settings, project), files, branch=branch, message=message, author=(BOT.name, BOT.email)
     )
-    return str(commit.id)
 
 
 def git(path: Path, *args: str | bytes, check: bool = True) -> subprocess.CompletedProcess[bytes]:
@@ -115,7 +107,7 @@ def write_body(**fields):
 
 def test_get_returns_the_file_record_with_base64_content(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     sha = commit_files(settings, p, {"docs/guide.md": b"# Guide\n"})
     blob_id = str(repo_of(settings, p).revparse_single(f"{sha}:docs/guide.md").id)
     r = api(u).get(files_url(p, "docs%2Fguide.md"), params={"ref": "main"})
@@ -138,7 +130,7 @@ def test_get_returns_the_file_record_with_base64_content(api, make, settings):
 
 def test_last_commit_id_is_the_last_commit_touching_the_path(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     first = commit_files(settings, p, {"a.txt": b"a"})
     head = commit_files(settings, p, {"b.txt": b"b"})
     body = api(u).get(files_url(p, "a.txt"), params={"ref": "main"}).json()
@@ -147,7 +139,7 @@ def test_last_commit_id_is_the_last_commit_touching_the_path(api, make, settings
 
 def test_last_commit_id_treats_the_path_literally(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     star = commit_files(settings, p, {"*.md": b"glob-looking name"})
     commit_files(settings, p, {"other.md": b"matched by the glob, not the literal name"})
     body = api(u).get(files_url(p, "%2A.md"), params={"ref": "main"}).json()
@@ -156,7 +148,7 @@ def test_last_commit_id_treats_the_path_literally(api, make, settings):
 
 def test_ref_may_be_a_tag_or_a_commit_sha_and_is_echoed(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     old = commit_files(settings, p, {"v.txt": b"one"})
     git(repo_path(settings, p), "tag", "v1", old)
     commit_files(settings, p, {"v.txt": b"two"})
@@ -167,7 +159,7 @@ def test_ref_may_be_a_tag_or_a_commit_sha_and_is_echoed(api, make, settings):
 
 def test_encoded_slashes_reach_nested_paths(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     commit_files(settings, p, {"docs/api/README.md": b"deep"})
     r = api(u).get(files_url(p, "docs%2Fapi%2FREADME.md"), params={"ref": "main"})
     assert (r.status_code, r.json()["file_path"], r.json()["file_name"]) == (
@@ -182,7 +174,7 @@ def test_encoded_slashes_reach_nested_paths(api, make, settings):
 )
 def test_a_name_with_dots_is_the_file_name_not_a_format_suffix(api, make, settings, name):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     commit_files(settings, p, {name: b"x"})
     r = api(u).get(files_url(p, name), params={"ref": "main"})
     assert (r.status_code, r.headers["content-type"], r.json()["file_name"]) == (
@@ -194,7 +186,7 @@ def test_a_name_with_dots_is_the_file_name_not_a_format_suffix(api, make, settin
 
 def test_names_with_spaces_and_unicode_are_found(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     commit_files(settings, p, {"dir with space/ünïcødé 名.txt": b"u"})
     r = api(u).get(
         files_url(p, "dir%20with%20space%2F%C3%BCn%C3%AFc%C3%B8d%C3%A9%20%E5%90%8D.txt"),
@@ -206,28 +198,28 @@ def test_names_with_spaces_and_unicode_are_found(api, make, settings):
 
 def test_get_without_ref_is_400(api, make):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).get(files_url(p, "README.md"))
     assert (r.status_code, r.json()) == (400, {"error": "ref is missing"})
 
 
 def test_get_with_blank_ref_is_400(api, make):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).get(files_url(p, "README.md"), params={"ref": ""})
     assert (r.status_code, r.json()) == (400, {"error": "ref is empty"})
 
 
 def test_missing_file_is_404_file_not_found(api, make):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).get(files_url(p, "nope.txt"), params={"ref": "main"})
     assert (r.status_code, r.json()) == (404, {"message": "404 File Not Found"})
 
 
 def test_a_directory_is_not_a_file(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     commit_files(settings, p, {"docs/a.md": b"a"})
     r = api(u).get(files_url(p, "docs"), params={"ref": "main"})
     assert (r.status_code, r.json()) == (404, {"message": "404 File Not Found"})
@@ -235,14 +227,14 @@ def test_a_directory_is_not_a_file(api, make, settings):
 
 def test_missing_ref_is_404_commit_not_found(api, make):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).get(files_url(p, "README.md"), params={"ref": "no-such-branch"})
     assert (r.status_code, r.json()) == (404, {"message": "404 Commit Not Found"})
 
 
 def test_empty_repository_has_no_commit(api, make):
     u = make.user()
-    p = new_project(api, u, readme=False)
+    p = new_project(api, make, u, readme=False)
     r = api(u).get(files_url(p, "README.md"), params={"ref": "main"})
     assert (r.status_code, r.json()) == (404, {"message": "404 Commit Not Found"})
 
@@ -252,7 +244,7 @@ def test_empty_repository_has_no_commit(api, make):
 
 def test_head_answers_metadata_headers_and_no_body(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     sha = commit_files(settings, p, {"bin/run.sh": b"#!/bin/sh\n"})
     full = api(u).get(files_url(p, "bin%2Frun.sh"), params={"ref": "main"}).json()
     r = api(u).head(files_url(p, "bin%2Frun.sh"), params={"ref": "main"})
@@ -275,7 +267,7 @@ def test_head_answers_metadata_headers_and_no_body(api, make, settings):
 @pytest.mark.parametrize("size", [0, 1, 2, 3, 10_000])
 def test_head_reports_the_length_get_sends(api, make, settings, size):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     commit_files(settings, p, {"f.bin": bytes(range(256)) * (size // 256) + b"x" * (size % 256)})
     got = api(u).get(files_url(p, "f.bin"), params={"ref": "main"})
     head = api(u).head(files_url(p, "f.bin"), params={"ref": "main"})
@@ -284,7 +276,7 @@ def test_head_reports_the_length_get_sends(api, make, settings, size):
 
 def test_get_carries_the_same_metadata_headers(api, make):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).get(files_url(p, "README.md"), params={"ref": "main"})
     assert (r.headers["x-service-file-path"], r.headers["x-service-blob-id"]) == (
         "README.md",
@@ -294,14 +286,14 @@ def test_get_carries_the_same_metadata_headers(api, make):
 
 def test_head_of_a_missing_file_is_404_without_body(api, make):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).head(files_url(p, "nope.txt"), params={"ref": "main"})
     assert (r.status_code, r.content) == (404, b"")
 
 
 def test_head_without_ref_is_400_without_body(api, make):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).head(files_url(p, "README.md"))
     assert (r.status_code, r.content) == (400, b"")
 
@@ -311,7 +303,7 @@ def test_head_without_ref_is_400_without_body(api, make):
 
 def test_raw_returns_the_bytes_as_plain_text(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     commit_files(settings, p, {"page.html": b"<script>alert(1)</script>\n"})
     r = api(u).get(files_url(p, "page.html", "/raw"), params={"ref": "main"})
     assert (r.status_code, r.content) == (200, b"<script>alert(1)</script>\n")
@@ -324,7 +316,7 @@ def test_raw_returns_the_bytes_as_plain_text(api, make, settings):
 
 def test_raw_binary_is_byte_exact_with_a_type_from_its_name(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256))
     commit_files(settings, p, {"img/logo.png": png})
     r = api(u).get(files_url(p, "img%2Flogo.png", "/raw"), params={"ref": "main"})
@@ -334,7 +326,7 @@ def test_raw_binary_is_byte_exact_with_a_type_from_its_name(api, make, settings)
 
 def test_raw_binary_without_a_known_type_is_octet_stream(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     commit_files(settings, p, {"blob.bin": b"\x00\x01\x02\xff"})
     r = api(u).get(files_url(p, "blob.bin", "/raw"), params={"ref": "main"})
     assert (r.content, r.headers["content-type"]) == (b"\x00\x01\x02\xff", "application/octet-stream")
@@ -342,7 +334,7 @@ def test_raw_binary_without_a_known_type_is_octet_stream(api, make, settings):
 
 def test_raw_without_ref_reads_the_default_branch(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     commit_files(settings, p, {"x.txt": b"on main"})
     commit_files(settings, p, {"x.txt": b"on other"}, branch="other")
     r = api(u).get(files_url(p, "x.txt", "/raw"))
@@ -351,14 +343,14 @@ def test_raw_without_ref_reads_the_default_branch(api, make, settings):
 
 def test_raw_ignores_lfs(api, make):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).get(files_url(p, "README.md", "/raw"), params={"ref": "main", "lfs": "true"})
     assert (r.status_code, r.content) == (200, f"# {p['name']}\n".encode())
 
 
 def test_head_raw_answers_headers_only(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     commit_files(settings, p, {"x.txt": b"12345"})
     r = api(u).head(files_url(p, "x.txt", "/raw"), params={"ref": "main"})
     assert (r.status_code, r.content, r.headers["x-service-size"]) == (200, b"", "5")
@@ -366,7 +358,7 @@ def test_head_raw_answers_headers_only(api, make, settings):
 
 def test_raw_missing_file_is_404(api, make):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).get(files_url(p, "nope", "/raw"), params={"ref": "main"})
     assert (r.status_code, r.json()) == (404, {"message": "404 File Not Found"})
 
@@ -374,7 +366,7 @@ def test_raw_missing_file_is_404(api, make):
 def test_a_50_mb_binary_file_round_trips(api, make, settings):
     """Base64 JSON in (about 67 MB of body), base64 JSON and a streamed raw body out."""
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     data = os.urandom(50 * 1024 * 1024)
     r = api(u).post(
         files_url(p, "big.bin"), json=write_body(content=base64.b64encode(data).decode(), encoding="base64")
@@ -407,7 +399,7 @@ BAD_PATHS = [
 @pytest.mark.parametrize("suffix", ["", "/raw", "/blame"])
 def test_reading_a_traversal_absolute_or_nul_path_is_400(api, make, path, suffix):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).get(files_url(p, path, suffix), params={"ref": "main"})
     assert (r.status_code, r.json()) == (400, BAD_PATH)
 
@@ -418,7 +410,7 @@ def test_writing_a_traversal_absolute_or_nul_path_is_400_and_writes_nothing(
     api, make, settings, path, method
 ):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     before = tip(settings, p)
     r = getattr(api(u), method)(files_url(p, path), params=write_body(content="x"))
     assert (r.status_code, r.json()) == (400, BAD_PATH)
@@ -428,7 +420,7 @@ def test_writing_a_traversal_absolute_or_nul_path_is_400_and_writes_nothing(
 @pytest.mark.parametrize("path", ["a%2F%2Fb", "a%2F.%2Fb", "a%2F", "a%2F.git%2Fconfig"])
 def test_a_path_with_an_empty_or_dot_part_is_refused_by_the_commit(api, make, settings, path):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     before = tip(settings, p)
     r = api(u).post(files_url(p, path), json=write_body(content="x"))
     assert r.status_code == 400
@@ -441,7 +433,7 @@ def test_a_path_with_an_empty_or_dot_part_is_refused_by_the_commit(api, make, se
 
 def blame_project(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     first = commit_files(settings, p, {"f.txt": b"one\ntwo\nthree\n"}, message="first\n\nbody")
     second = commit_files(settings, p, {"f.txt": b"one\nTWO\nthree\nfour\n"}, message="second")
     return u, p, first, second
@@ -531,7 +523,7 @@ def test_blame_range_values_are_validated(api, make, settings, query, error):
 
 def test_blame_of_a_file_with_a_non_utf8_line_replaces_the_bytes(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     sha = commit_files(settings, p, {"l.txt": b"caf\xe9\n"})
     r = api(u).get(files_url(p, "l.txt", "/blame"), params={"ref": "main"})
     assert [(g["commit"]["id"], g["lines"]) for g in r.json()] == [(sha, ["caf\ufffd"])]
@@ -545,7 +537,7 @@ def test_head_blame_answers_headers_only(api, make, settings):
 
 def test_blame_of_a_missing_file_is_404(api, make):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).get(files_url(p, "nope", "/blame"), params={"ref": "main"})
     assert (r.status_code, r.json()) == (404, {"message": "404 File Not Found"})
 
@@ -555,7 +547,7 @@ def test_blame_of_a_missing_file_is_404(api, make):
 
 def test_anonymous_reads_files_of_a_public_project(api, make):
     u = make.user()
-    p = new_project(api, u, visibility="public")
+    p = new_project(api, make, u, visibility="public")
     for suffix in ("", "/raw", "/blame"):
         r = api().get(files_url(p, "README.md", suffix), params={"ref": "main"})
         assert r.status_code == 200, suffix
@@ -563,14 +555,14 @@ def test_anonymous_reads_files_of_a_public_project(api, make):
 
 def test_anonymous_gets_404_for_a_private_project(api, make):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api().get(files_url(p, "README.md"), params={"ref": "main"})
     assert (r.status_code, r.json()) == (404, {"message": "404 Project Not Found"})
 
 
 def test_a_guest_of_a_private_project_may_not_read_code(api, make, db):
     u, guest = make.user(), make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     make.member(db.get(Project, p["id"]), guest, GUEST)
     r = api(guest).get(files_url(p, "README.md"), params={"ref": "main"})
     assert (r.status_code, r.json()) == (403, {"message": "403 Forbidden"})
@@ -578,7 +570,7 @@ def test_a_guest_of_a_private_project_may_not_read_code(api, make, db):
 
 def test_a_read_repository_token_reads_files(api, make, db):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     reader = make.user(scopes=["read_repository"])
     make.member(db.get(Project, p["id"]), reader, REPORTER)
     for suffix in ("", "/raw", "/blame"):
@@ -588,7 +580,7 @@ def test_a_read_repository_token_reads_files(api, make, db):
 
 def test_a_read_repository_token_may_not_write(api, make, db):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     reader = make.user(scopes=["read_repository"])
     make.member(db.get(Project, p["id"]), reader, MAINTAINER)
     r = api(reader).post(files_url(p, "new.txt"), json=write_body(content="x"))
@@ -600,7 +592,7 @@ def test_a_read_repository_token_may_not_write(api, make, db):
 
 def test_create_commits_the_file_and_answers_201(api, make, settings, db):
     u = make.user(name="Ada Lovelace", email="ada@example.com")
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     before = tip(settings, p)
     r = api(u).post(
         files_url(p, "docs%2Fnew.md"), json=write_body(content="hello\n", commit_message="Add new")
@@ -619,7 +611,7 @@ def test_create_commits_the_file_and_answers_201(api, make, settings, db):
 
 def test_create_records_a_push_event(api, make, settings, db):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     before = tip(settings, p)
     api(u).post(files_url(p, "e.txt"), json=write_body(content="x"))
     db.expire_all()
@@ -636,7 +628,7 @@ def test_create_records_a_push_event(api, make, settings, db):
 
 def test_author_name_and_email_set_the_author_and_the_caller_commits(api, make, settings):
     u = make.user(name="Caller", email="caller@example.com")
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     body = write_body(content="x", author_name="Someone Else", author_email="else@example.com")
     assert api(u).post(files_url(p, "a.txt"), json=body).status_code == 201
     c = repo_of(settings, p).revparse_single("refs/heads/main")
@@ -650,7 +642,7 @@ def test_author_name_and_email_set_the_author_and_the_caller_commits(api, make, 
 
 def test_create_accepts_a_form_body(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).post(files_url(p, "form.txt"), data=write_body(content="from a form"))
     assert (r.status_code, repo_of(settings, p).revparse_single("main:form.txt").data) == (
         201,
@@ -660,7 +652,7 @@ def test_create_accepts_a_form_body(api, make, settings):
 
 def test_create_with_base64_stores_the_decoded_bytes(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     data = bytes(range(256)) * 4
     body = write_body(content=base64.b64encode(data).decode(), encoding="base64")
     assert api(u).post(files_url(p, "all.bin"), json=body).status_code == 201
@@ -672,7 +664,7 @@ def test_create_with_base64_stores_the_decoded_bytes(api, make, settings):
 
 def test_line_wrapped_base64_is_accepted(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     encoded = base64.encodebytes(b"z" * 200).decode()  # newline every 76 characters
     assert (
         api(u).post(files_url(p, "w.txt"), json=write_body(content=encoded, encoding="base64")).status_code
@@ -684,7 +676,7 @@ def test_line_wrapped_base64_is_accepted(api, make, settings):
 @pytest.mark.parametrize("content", ["not base64!", "abcde", "YQ==YQ=="])
 def test_invalid_base64_is_400_and_writes_nothing(api, make, settings, content):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     before = tip(settings, p)
     r = api(u).post(files_url(p, "b.bin"), json=write_body(content=content, encoding="base64"))
     assert (r.status_code, r.json()) == (400, {"error": "content is invalid"})
@@ -693,7 +685,7 @@ def test_invalid_base64_is_400_and_writes_nothing(api, make, settings, content):
 
 def test_unknown_encoding_is_400(api, make):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).post(files_url(p, "b.bin"), json=write_body(content="x", encoding="hex"))
     assert (r.status_code, r.json()) == (400, {"error": "encoding does not have a valid value"})
 
@@ -710,14 +702,14 @@ def test_unknown_encoding_is_400(api, make):
 )
 def test_create_requires_branch_message_and_content(api, make, body, error):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).post(files_url(p, "x.txt"), json=body)
     assert (r.status_code, r.json()) == (400, {"error": error})
 
 
 def test_create_of_an_existing_file_is_400(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     before = tip(settings, p)
     r = api(u).post(files_url(p, "README.md"), json=write_body(content="again"))
     assert (r.status_code, r.json()) == (400, {"message": "A file with this name already exists"})
@@ -727,7 +719,7 @@ def test_create_of_an_existing_file_is_400(api, make, settings):
 
 def test_create_with_execute_filemode_makes_an_executable(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     api(u).post(files_url(p, "run.sh"), json=write_body(content="#!/bin/sh\n", execute_filemode=True))
     body = api(u).get(files_url(p, "run.sh"), params={"ref": "main"}).json()
     assert body["execute_filemode"] is True
@@ -736,7 +728,7 @@ def test_create_with_execute_filemode_makes_an_executable(api, make, settings):
 
 def test_create_on_a_new_branch_from_start_branch(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     main = tip(settings, p)
     r = api(u).post(
         files_url(p, "f.txt"), json=write_body(content="x", branch="feature", start_branch="main")
@@ -749,7 +741,7 @@ def test_create_on_a_new_branch_from_start_branch(api, make, settings):
 
 def test_a_missing_branch_without_start_branch_is_400(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).post(files_url(p, "f.txt"), json=write_body(content="x", branch="nowhere"))
     assert (r.status_code, r.json()) == (400, {"message": NOT_ON_BRANCH})
     assert tip(settings, p, "nowhere") is None
@@ -757,7 +749,7 @@ def test_a_missing_branch_without_start_branch_is_400(api, make, settings):
 
 def test_a_missing_start_branch_is_400(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).post(files_url(p, "f.txt"), json=write_body(content="x", branch="new", start_branch="nowhere"))
     assert (r.status_code, r.json()) == (400, {"message": NOT_ON_BRANCH})
     assert tip(settings, p, "new") is None
@@ -765,7 +757,7 @@ def test_a_missing_start_branch_is_400(api, make, settings):
 
 def test_start_branch_with_an_existing_target_branch_is_400(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     commit_files(settings, p, {"o.txt": b"o"}, branch="other")
     r = api(u).post(files_url(p, "f.txt"), json=write_body(content="x", branch="other", start_branch="main"))
     assert (r.status_code, r.json()) == (
@@ -776,7 +768,7 @@ def test_start_branch_with_an_existing_target_branch_is_400(api, make, settings)
 
 def test_an_invalid_new_branch_name_is_400(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).post(
         files_url(p, "f.txt"), json=write_body(content="x", branch="bad..name", start_branch="main")
     )
@@ -794,7 +786,7 @@ def test_an_invalid_new_branch_name_is_400(api, make, settings):
 
 def test_a_file_on_a_branch_of_an_empty_repository_creates_it_as_default(api, make, settings, db):
     u = make.user()
-    p = new_project(api, u, readme=False)
+    p = new_project(api, make, u, readme=False)
     r = api(u).post(files_url(p, "first.txt"), json=write_body(content="first", branch="trunk"))
     assert (r.status_code, r.json()) == (201, {"file_path": "first.txt", "branch": "trunk"})
     c = repo_of(settings, p).revparse_single("refs/heads/trunk")
@@ -809,7 +801,7 @@ def test_a_file_on_a_branch_of_an_empty_repository_creates_it_as_default(api, ma
 
 def test_a_file_on_the_default_branch_of_an_empty_repository(api, make, settings):
     u = make.user()
-    p = new_project(api, u, readme=False)
+    p = new_project(api, make, u, readme=False)
     r = api(u).post(files_url(p, "first.txt"), json=write_body(content="first"))
     assert (r.status_code, tip(settings, p) is not None) == (201, True)
     assert api(u).get(f"/projects/{p['id']}").json()["default_branch"] == "main"
@@ -818,7 +810,7 @@ def test_a_file_on_the_default_branch_of_an_empty_repository(api, make, settings
 
 def test_the_new_default_branch_of_an_empty_repository_is_protected(api, make, db):
     u = make.user()
-    p = new_project(api, u, readme=False)
+    p = new_project(api, make, u, readme=False)
     api(u).post(files_url(p, "first.txt"), json=write_body(content="first", branch="trunk"))
     db.expire_all()
     rules = db.scalars(select(ProtectedBranch).where(ProtectedBranch.project_id == p["id"])).all()
@@ -827,7 +819,7 @@ def test_the_new_default_branch_of_an_empty_repository_is_protected(api, make, d
 
 def test_a_first_write_to_the_named_default_branch_protects_it(api, make, db):
     u = make.user()
-    p = new_project(api, u, readme=False)
+    p = new_project(api, make, u, readme=False)
     api(u).post(files_url(p, "first.txt"), json=write_body(content="first"))
     db.expire_all()
     rules = db.scalars(select(ProtectedBranch).where(ProtectedBranch.project_id == p["id"])).all()
@@ -839,7 +831,7 @@ def test_a_first_write_to_the_named_default_branch_protects_it(api, make, db):
 
 def test_update_replaces_the_content(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     before = tip(settings, p)
     r = api(u).put(files_url(p, "README.md"), json=write_body(content="new text\n"))
     assert (r.status_code, r.json()) == (200, {"file_path": "README.md", "branch": "main"})
@@ -851,7 +843,7 @@ def test_update_replaces_the_content(api, make, settings):
 def test_update_takes_the_path_from_the_url_not_the_body(api, make, settings):
     # python-gitlab sends an already %-encoded `file_path` in the PUT body.
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     commit_files(settings, p, {"docs/a.md": b"a"})
     body = write_body(content="b", file_path="docs%2Fa.md")
     r = api(u).put(files_url(p, "docs%2Fa.md"), json=body)
@@ -861,7 +853,7 @@ def test_update_takes_the_path_from_the_url_not_the_body(api, make, settings):
 
 def test_update_of_a_missing_file_is_400(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     before = tip(settings, p)
     r = api(u).put(files_url(p, "nope.txt"), json=write_body(content="x"))
     assert (r.status_code, r.json()) == (400, {"message": "A file with this name doesn't exist"})
@@ -870,7 +862,7 @@ def test_update_of_a_missing_file_is_400(api, make, settings):
 
 def test_update_with_identical_content_is_400_and_commits_nothing(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     commit_files(settings, p, {"same.txt": b"same"})
     before = tip(settings, p)
     r = api(u).put(files_url(p, "same.txt"), json=write_body(content="same"))
@@ -882,7 +874,7 @@ def test_update_with_identical_content_is_400_and_commits_nothing(api, make, set
 
 def test_update_with_execute_filemode_changes_the_mode(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     commit_files(settings, p, {"run.sh": b"#!/bin/sh\n"})
     r = api(u).put(files_url(p, "run.sh"), json=write_body(content="#!/bin/sh\n", execute_filemode=True))
     assert r.status_code == 200
@@ -892,7 +884,7 @@ def test_update_with_execute_filemode_changes_the_mode(api, make, settings):
 
 def test_update_with_the_current_last_commit_id_succeeds(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     last = api(u).get(files_url(p, "README.md"), params={"ref": "main"}).json()["last_commit_id"]
     r = api(u).put(files_url(p, "README.md"), json=write_body(content="edited", last_commit_id=last))
     assert r.status_code == 200
@@ -900,7 +892,7 @@ def test_update_with_the_current_last_commit_id_succeeds(api, make, settings):
 
 def test_update_with_a_stale_last_commit_id_is_400(api, make, settings, tmp_path):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     last = api(u).get(files_url(p, "README.md"), params={"ref": "main"}).json()["last_commit_id"]
     pushed = push_with_git(settings, p, tmp_path, {b"README.md": b"changed by a push\n"})
     r = api(u).put(files_url(p, "README.md"), json=write_body(content="my edit", last_commit_id=last))
@@ -911,7 +903,7 @@ def test_update_with_a_stale_last_commit_id_is_400(api, make, settings, tmp_path
 
 def test_an_edit_after_a_push_builds_on_the_pushed_commit(api, make, settings, tmp_path):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     api(u).get(files_url(p, "README.md"), params={"ref": "main"})
     pushed = push_with_git(settings, p, tmp_path, {b"other.txt": b"pushed meanwhile\n"})
     r = api(u).put(files_url(p, "README.md"), json=write_body(content="my edit"))
@@ -923,7 +915,7 @@ def test_an_edit_after_a_push_builds_on_the_pushed_commit(api, make, settings, t
 
 def test_an_edit_racing_a_push_is_400_and_moves_nothing(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     before = tip(settings, p)
     # A push updating the branch holds git's lock on the ref while the edit tries to swap it.
     lock = repo_path(settings, p) / "refs" / "heads" / "main.lock"
@@ -944,7 +936,7 @@ def test_edits_racing_ref_updates_in_a_thread_lose_nothing(api, make, settings):
     # The thread moves the branch as a push does (`git update-ref` with the old value), outside
     # kiln's lock; whichever side loses a swap fails, and no successful commit is lost.
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     bare = repo_path(settings, p)
     pushed: list[str] = []
 
@@ -974,7 +966,7 @@ def test_edits_racing_ref_updates_in_a_thread_lose_nothing(api, make, settings):
 
 def test_delete_removes_the_file_and_answers_204(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     commit_files(settings, p, {"gone.txt": b"bye"})
     r = api(u).delete(files_url(p, "gone.txt"), params={"branch": "main", "commit_message": "remove"})
     assert (r.status_code, r.content) == (204, b"")
@@ -985,7 +977,7 @@ def test_delete_removes_the_file_and_answers_204(api, make, settings):
 
 def test_delete_accepts_a_json_body(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     commit_files(settings, p, {"gone.txt": b"bye"})
     r = api(u).delete(files_url(p, "gone.txt"), json=write_body())
     assert r.status_code == 204
@@ -993,7 +985,7 @@ def test_delete_accepts_a_json_body(api, make, settings):
 
 def test_delete_of_a_missing_file_is_400(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     before = tip(settings, p)
     r = api(u).delete(files_url(p, "nope.txt"), params=write_body())
     assert (r.status_code, r.json()) == (400, {"message": "A file with this name doesn't exist"})
@@ -1002,7 +994,7 @@ def test_delete_of_a_missing_file_is_400(api, make, settings):
 
 def test_delete_with_a_stale_last_commit_id_is_400(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     old = commit_files(settings, p, {"d.txt": b"1"})
     commit_files(settings, p, {"d.txt": b"2"})
     r = api(u).delete(files_url(p, "d.txt"), params=write_body(last_commit_id=old))
@@ -1014,7 +1006,7 @@ def test_delete_with_a_stale_last_commit_id_is_400(api, make, settings):
 
 def test_a_reporter_may_not_write(api, make, db):
     u, reporter = make.user(), make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     make.member(db.get(Project, p["id"]), reporter, REPORTER)
     r = api(reporter).post(files_url(p, "x.txt"), json=write_body(content="x"))
     assert (r.status_code, r.json()) == (403, {"message": "403 Forbidden"})
@@ -1022,7 +1014,7 @@ def test_a_reporter_may_not_write(api, make, db):
 
 def test_a_developer_may_not_write_to_a_protected_branch(api, make, settings, db):
     u, dev = make.user(), make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     make.member(db.get(Project, p["id"]), dev, DEVELOPER)
     before = tip(settings, p)
     r = api(dev).post(files_url(p, "x.txt"), json=write_body(content="x"))
@@ -1032,7 +1024,7 @@ def test_a_developer_may_not_write_to_a_protected_branch(api, make, settings, db
 
 def test_a_developer_writes_to_an_unprotected_branch(api, make, settings, db):
     u, dev = make.user(), make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     make.member(db.get(Project, p["id"]), dev, DEVELOPER)
     r = api(dev).post(
         files_url(p, "x.txt"), json=write_body(content="x", branch="topic", start_branch="main")
@@ -1042,7 +1034,7 @@ def test_a_developer_writes_to_an_unprotected_branch(api, make, settings, db):
 
 def test_anonymous_may_not_write(api, make):
     u = make.user()
-    p = new_project(api, u, visibility="public")
+    p = new_project(api, make, u, visibility="public")
     r = api().post(files_url(p, "x.txt"), json=write_body(content="x"))
     assert (r.status_code, r.json()) == (401, {"message": "401 Unauthorized"})
 
@@ -1052,7 +1044,7 @@ def test_anonymous_may_not_write(api, make):
 
 def test_a_non_utf8_file_name_pushed_with_git_is_listed_and_fetched(api, make, settings, tmp_path):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     push_with_git(settings, p, tmp_path, {b"caf\xe9.txt": b"latin-1 name\n", b"dir\xff/x.txt": b"in dir\n"})
     tree = api(u).get(f"/projects/{p['id']}/repository/tree", params={"recursive": "true"}).json()
     paths = {e["path"] for e in tree}
@@ -1081,7 +1073,7 @@ def test_a_file_name_header_is_percent_encoded_unless_plain_printable_ascii(
     api, make, settings, tmp_path, name, path_enc, header
 ):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     push_with_git(settings, p, tmp_path, {name: b"x\n"})
     r = api(u).head(files_url(p, path_enc), params={"ref": "main"})
     assert (r.status_code, r.headers["x-service-file-name"], r.headers["x-service-file-path"]) == (
@@ -1093,7 +1085,7 @@ def test_a_file_name_header_is_percent_encoded_unless_plain_printable_ascii(
 
 def test_a_non_utf8_file_is_updated_through_its_shown_name(api, make, settings, tmp_path):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     push_with_git(settings, p, tmp_path, {b"caf\xe9.txt": b"old\n"})
     last = api(u).get(files_url(p, "caf%C3%A9.txt"), params={"ref": "main"}).json()["last_commit_id"]
     r = api(u).put(files_url(p, "caf%C3%A9.txt"), json=write_body(content="new\n", last_commit_id=last))

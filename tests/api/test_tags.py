@@ -47,7 +47,7 @@ def annotated(settings, project: dict, name: str, sha: str, when: int) -> None:
 
 def test_create_a_lightweight_tag_answers_201_with_the_tag(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     sha = tip(settings, p, "main")
     r = api(u).post(tags_url(p), json={"tag_name": "v1.0.0", "ref": "main"})
     assert (r.status_code, r.json()) == (
@@ -67,7 +67,7 @@ def test_create_a_lightweight_tag_answers_201_with_the_tag(api, make, settings):
 
 def test_a_message_makes_an_annotated_tag_by_the_caller(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     sha = tip(settings, p, "main")
     before = int(datetime.now(UTC).timestamp())
     r = api(u).post(
@@ -98,14 +98,14 @@ def test_a_message_makes_an_annotated_tag_by_the_caller(api, make, settings):
 
 def test_a_blank_message_makes_a_lightweight_tag(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).post(tags_url(p), json={"tag_name": "v2", "ref": "main", "message": "   "})
     assert (r.status_code, r.json()["target"]) == (201, tip(settings, p, "main"))
 
 
 def test_create_records_a_tag_push_event(api, make, db, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).post(tags_url(p), json={"tag_name": "v1", "ref": "main", "message": "m"})
     event = last_event(db, p)
     assert (event.action, event.target_type, event.author_id) == ("pushed", "tag", u.id)
@@ -120,21 +120,21 @@ def test_create_records_a_tag_push_event(api, make, db, settings):
 
 def test_create_with_an_empty_ref_is_400_target_is_empty(api, make):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).post(tags_url(p), json={"tag_name": "v1", "ref": ""})
     assert (r.status_code, r.json()) == (400, {"message": "Target is empty"})
 
 
 def test_create_without_tag_name_is_400(api, make):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).post(tags_url(p), json={"ref": "main"})
     assert (r.status_code, r.json()) == (400, {"error": "tag_name is missing"})
 
 
 def test_create_with_an_invalid_name_is_400(api, make):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     for name in ("a..b", "bad name", "-x", "v1~"):
         r = api(u).post(tags_url(p), json={"tag_name": name, "ref": "main"})
         assert (name, r.status_code, r.json()) == (name, 400, {"message": "Tag name invalid"})
@@ -142,7 +142,7 @@ def test_create_with_an_invalid_name_is_400(api, make):
 
 def test_create_an_existing_tag_is_400(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     api(u).post(tags_url(p), json={"tag_name": "v1", "ref": "main"})
     commit_on(settings, p, "main", "more.txt")
     r = api(u).post(tags_url(p), json={"tag_name": "v1", "ref": "main"})
@@ -151,7 +151,7 @@ def test_create_an_existing_tag_is_400(api, make, settings):
 
 def test_create_from_an_unknown_ref_is_400(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).post(tags_url(p), json={"tag_name": "v1", "ref": "nowhere"})
     assert (r.status_code, r.json()) == (400, {"message": "Target nowhere is invalid"})
     assert tag_target(settings, p, "v1") is None
@@ -159,7 +159,7 @@ def test_create_from_an_unknown_ref_is_400(api, make, settings):
 
 def test_create_a_tag_named_like_an_object_id_is_400(api, make):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).post(tags_url(p), json={"tag_name": "b" * 40, "ref": "main"})
     assert (r.status_code, r.json()) == (
         400,
@@ -169,7 +169,7 @@ def test_create_a_tag_named_like_an_object_id_is_400(api, make):
 
 def test_create_a_tag_named_like_the_default_branch_is_400(api, make):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).post(tags_url(p), json={"tag_name": "main", "ref": "main"})
     assert (r.status_code, r.json()) == (
         400,
@@ -179,7 +179,7 @@ def test_create_a_tag_named_like_the_default_branch_is_400(api, make):
 
 def test_reporter_may_not_create_tags(api, make, db):
     u, reporter = make.user(), make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     add_member(db, make, p, reporter, 20)
     r = api(reporter).post(tags_url(p), json={"tag_name": "v1", "ref": "main"})
     assert (r.status_code, r.json()) == (403, {"message": "403 Forbidden"})
@@ -187,7 +187,7 @@ def test_reporter_may_not_create_tags(api, make, db):
 
 def test_developer_creates_tags(api, make, db):
     u, dev = make.user(), make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     add_member(db, make, p, dev, 30)
     r = api(dev).post(tags_url(p), json={"tag_name": "v1", "ref": "main"})
     assert (r.status_code, r.json()["name"]) == (201, "v1")
@@ -198,7 +198,7 @@ def test_developer_creates_tags(api, make, db):
 
 def test_get_a_tag_by_its_encoded_name(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     created = (
         api(u).post(tags_url(p), json={"tag_name": "rel/v1.2.json", "ref": "main", "message": "x"}).json()
     )
@@ -208,14 +208,14 @@ def test_get_a_tag_by_its_encoded_name(api, make, settings):
 
 def test_missing_tag_is_404_tag_not_found(api, make):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).get(tags_url(p, "nope"))
     assert (r.status_code, r.json()) == (404, {"message": "404 Tag Not Found"})
 
 
 def test_list_is_newest_first_by_default(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     sha = tip(settings, p, "main")
     annotated(settings, p, "middle", sha, 1_500_000_000)
     annotated(settings, p, "newest", sha, 2_000_000_000)
@@ -228,7 +228,7 @@ def test_list_is_newest_first_by_default(api, make, settings):
 
 def test_lightweight_tags_sort_by_their_commits_time(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     old = commit_on(settings, p, "old", "o.txt", when=(1_000_000_000, 0))
     new = commit_on(settings, p, "new", "n.txt", when=(2_000_000_000, 0))
     lightweight(settings, p, "on-new", new)
@@ -239,7 +239,7 @@ def test_lightweight_tags_sort_by_their_commits_time(api, make, settings):
 
 def test_order_by_name_and_by_version(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     sha = tip(settings, p, "main")
     for name in ("v1.10.0", "v1.9.0", "v1.2.0", "v2.0.0"):
         lightweight(settings, p, name, sha)
@@ -254,7 +254,7 @@ def test_order_by_name_and_by_version(api, make, settings):
 
 def test_unknown_order_or_sort_is_400(api, make):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).get(tags_url(p) + "?order_by=size")
     assert (r.status_code, r.json()) == (400, {"error": "order_by does not have a valid value"})
     r = api(u).get(tags_url(p) + "?sort=up")
@@ -263,7 +263,7 @@ def test_unknown_order_or_sort_is_400(api, make):
 
 def test_search_matches_a_part_a_prefix_or_a_suffix(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     sha = tip(settings, p, "main")
     for name in ("v1-rc", "rc-v2", "stable"):
         lightweight(settings, p, name, sha)
@@ -281,7 +281,7 @@ def test_search_matches_a_part_a_prefix_or_a_suffix(api, make, settings):
 
 def test_list_is_paginated_with_headers(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     for i in range(3):
         lightweight(settings, p, f"t{i}", tip(settings, p, "main"))
     r = api(u).get(tags_url(p) + "?order_by=name&sort=asc&per_page=2")
@@ -291,7 +291,7 @@ def test_list_is_paginated_with_headers(api, make, settings):
 
 def test_anonymous_reads_tags_of_a_public_project(api, make):
     u = make.user()
-    p = new_project(api, u, visibility="public")
+    p = new_project(api, make, u, visibility="public")
     api(u).post(tags_url(p), json={"tag_name": "v1", "ref": "main"})
     r = api().get(tags_url(p))
     assert (r.status_code, [t["name"] for t in r.json()]) == (200, ["v1"])
@@ -299,7 +299,7 @@ def test_anonymous_reads_tags_of_a_public_project(api, make):
 
 def test_guest_of_a_private_project_may_not_read_tags(api, make, db):
     u, guest = make.user(), make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     add_member(db, make, p, guest, 10)
     r = api(guest).get(tags_url(p))
     assert (r.status_code, r.json()) == (403, {"message": "403 Forbidden"})
@@ -307,7 +307,7 @@ def test_guest_of_a_private_project_may_not_read_tags(api, make, db):
 
 def test_private_project_tags_are_404_to_non_members(api, make):
     u, outsider = make.user(), make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(outsider).get(tags_url(p, "v1"))
     assert (r.status_code, r.json()) == (404, {"message": "404 Project Not Found"})
 
@@ -317,7 +317,7 @@ def test_private_project_tags_are_404_to_non_members(api, make):
 
 def test_delete_answers_204_and_removes_the_tag(api, make, db, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     target = api(u).post(tags_url(p), json={"tag_name": "v1", "ref": "main", "message": "m"}).json()["target"]
     r = api(u).delete(tags_url(p, "v1"))
     assert (r.status_code, r.content, tag_target(settings, p, "v1")) == (204, b"", None)
@@ -333,14 +333,14 @@ def test_delete_answers_204_and_removes_the_tag(api, make, db, settings):
 
 def test_delete_a_missing_tag_is_404(api, make):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     r = api(u).delete(tags_url(p, "nope"))
     assert (r.status_code, r.json()) == (404, {"message": "404 Tag Not Found"})
 
 
 def test_reporter_may_not_delete_tags(api, make, db, settings):
     u, reporter = make.user(), make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     add_member(db, make, p, reporter, 20)
     api(u).post(tags_url(p), json={"tag_name": "v1", "ref": "main"})
     r = api(reporter).delete(tags_url(p, "v1"))
@@ -350,7 +350,7 @@ def test_reporter_may_not_delete_tags(api, make, db, settings):
 
 def test_delete_refuses_a_tag_whose_commit_is_newer_than_if_unmodified_since(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     sha = commit_on(settings, p, "dated", "d.txt", when=(2_000_000_000, 0))
     lightweight(settings, p, "v1", sha)
     since = format_datetime(datetime(2020, 1, 1, tzinfo=UTC), usegmt=True)
@@ -360,7 +360,7 @@ def test_delete_refuses_a_tag_whose_commit_is_newer_than_if_unmodified_since(api
 
 def test_delete_racing_a_push_that_moves_the_tag_fails_and_keeps_it(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     seen = tip(settings, p, "main")
     lightweight(settings, p, "moving", seen)
     moved = new_commit_object(settings, p, seen)
@@ -373,7 +373,7 @@ def test_delete_racing_a_push_that_moves_the_tag_fails_and_keeps_it(api, make, s
 
 def test_create_racing_a_push_of_the_same_tag_fails_and_keeps_the_push(api, make, settings):
     u = make.user()
-    p = new_project(api, u)
+    p = new_project(api, make, u)
     pushed = new_commit_object(settings, p, tip(settings, p, "main"))
     with push_lands_while_waiting(repo_path(settings, p), "refs/tags/twin", pushed, None):
         r = api(u).post(tags_url(p), json={"tag_name": "twin", "ref": "main", "message": "mine"})

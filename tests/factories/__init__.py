@@ -7,12 +7,13 @@ from sqlalchemy.orm import Session
 
 from kiln.config import Settings
 from tests.factories.projects import ProjectFactory
+from tests.factories.repositories import RepositoryFactory
 from tests.factories.users import MadeUser, UserFactory
 
 __all__ = ["Factory", "MadeUser"]
 
 
-class Factory(ProjectFactory, UserFactory):
+class Factory(RepositoryFactory, ProjectFactory, UserFactory):
     def __init__(self, db: Session, settings: Settings) -> None:
         self.db = db
         self.settings = settings
