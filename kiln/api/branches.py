@@ -20,7 +20,7 @@ from kiln.entities.repository import branch as branch_view
 from kiln.entities.repository import project_web_url
 from kiln.errors import NotFound
 from kiln.preconditions import parse_http_date
-from kiln.schemas.repository import BranchCreate, BranchGet, BranchList, MergedBranchesDelete
+from kiln.schemas.branches import BranchCreate, BranchGet, BranchList, MergedBranchesDelete
 from kiln.services import branches as service
 
 Req = Request[Any, Any, Any]

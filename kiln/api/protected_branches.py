@@ -17,7 +17,7 @@ from kiln.api._render import no_content, render
 from kiln.api._routes import delete, get, patch, post
 from kiln.entities.repository import protected_branch
 from kiln.preconditions import parse_http_date
-from kiln.schemas.repository import (
+from kiln.schemas.protected_branches import (
     ProtectedBranchCreate,
     ProtectedBranchGet,
     ProtectedBranchList,

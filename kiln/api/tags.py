@@ -18,7 +18,7 @@ from kiln.api._routes import delete, get, post
 from kiln.entities.repository import project_web_url
 from kiln.entities.repository import tag as tag_view
 from kiln.preconditions import parse_http_date
-from kiln.schemas.repository import TagCreate, TagGet, TagList
+from kiln.schemas.tags import TagCreate, TagGet, TagList
 from kiln.services import tags as service
 
 Req = Request[Any, Any, Any]

@@ -28,7 +28,7 @@ from kiln.pagination import Page, PageResult
 from kiln.policy import Action
 from kiln.preconditions import require_unmodified_since
 from kiln.queries.paging import list_page
-from kiln.schemas.repository import BranchCreate, BranchList
+from kiln.schemas.branches import BranchCreate, BranchList
 from kiln.services import protected_branches as protection
 from kiln.services import repositories
 from kiln.services.repositories import RepoContext

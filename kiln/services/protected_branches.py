@@ -23,7 +23,7 @@ from kiln.policy import Action, ProjectSubject
 from kiln.preconditions import require_unmodified_since
 from kiln.queries.paging import offset_page
 from kiln.queries.text import ESCAPE, contains
-from kiln.schemas.repository import ProtectedBranchCreate, ProtectedBranchList, ProtectedBranchUpdate
+from kiln.schemas.protected_branches import ProtectedBranchCreate, ProtectedBranchList, ProtectedBranchUpdate
 from kiln.services import subjects
 
 # GitLab answers a missing rule through ActiveRecord's RecordNotFound, with a lower-case "found".

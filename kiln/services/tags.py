@@ -23,7 +23,7 @@ from kiln.pagination import Page, PageResult
 from kiln.policy import Action
 from kiln.preconditions import require_unmodified_since
 from kiln.queries.paging import list_page
-from kiln.schemas.repository import TagCreate, TagList
+from kiln.schemas.tags import TagCreate, TagList
 from kiln.services import repositories
 from kiln.services.branches import full_path, matches_search
 from kiln.services.repositories import RepoContext

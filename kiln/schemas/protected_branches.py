@@ -1,20 +1,13 @@
-"""Request contracts for branches, tags and protected branches (GitLab's lib/api/branches.rb,
-tags.rb and protected_branches.rb parameters)."""
+"""Request contracts for protected branches (GitLab's lib/api/protected_branches.rb
+parameters)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo
+from pydantic import BeforeValidator, Field
 
-from kiln.schemas._types import Flag, GrapeMessage, Int, PageParams, Params
-
-
-def _not_blank(value: str, info: ValidationInfo) -> str:
-    # Grape's allow_blank: false (whitespace alone is blank too).
-    if not value.strip():
-        raise GrapeMessage(f"{info.field_name} is empty")
-    return value
+from kiln.schemas._types import Flag, Int, PageParams, Params
 
 
 def _numeric(value: Any) -> Any:
@@ -23,53 +16,10 @@ def _numeric(value: Any) -> Any:
     return value
 
 
-NonBlank = Annotated[str, AfterValidator(_not_blank)]
 # Who may push or merge: no one, Developers + Maintainers, Maintainers, administrators.
 PushLevel = Annotated[Literal[0, 30, 40, 60], BeforeValidator(_numeric)]
 # Unprotecting always needs someone.
 UnprotectLevel = Annotated[Literal[30, 40, 60], BeforeValidator(_numeric)]
-
-
-class BranchList(PageParams):
-    id: str
-    # `^prefix`, `suffix$`, or a part of the name (case-insensitive).
-    search: str | None = None
-    sort: Literal["name_asc", "updated_asc", "updated_desc"] | None = None
-
-
-class BranchGet(Params):
-    id: str
-    branch: str
-
-
-class BranchCreate(Params):
-    id: str
-    branch: NonBlank
-    ref: NonBlank
-
-
-class MergedBranchesDelete(Params):
-    id: str
-
-
-class TagList(PageParams):
-    id: str
-    search: str | None = None
-    order_by: Literal["name", "updated", "version"] = "updated"
-    sort: Literal["asc", "desc"] = "desc"
-
-
-class TagGet(Params):
-    id: str
-    tag_name: str
-
-
-class TagCreate(Params):
-    id: str
-    tag_name: str
-    ref: str
-    # Given (and not blank once stripped): an annotated tag with this message.
-    message: str | None = None
 
 
 class AccessEntry(Params):
