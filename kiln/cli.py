@@ -117,7 +117,7 @@ def worker(
     ] = None,
 ) -> None:
     """Run migrations, then run queued jobs until SIGTERM or SIGINT (the jobs running then
-    are finished first)."""
+    get KILN_SHUTDOWN_TIMEOUT seconds to finish)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = load_settings()
     rt = Runtime.build(settings)
@@ -138,7 +138,8 @@ def worker(
     while not stop.wait(1.0):
         pass
     typer.echo("kiln: worker stopping after the running jobs", err=True)
-    pool.stop()
+    # A job still running at the deadline is left to its lease: it runs again elsewhere.
+    pool.stop(settings.shutdown_timeout)
     rt.engine.dispose()
     typer.echo("kiln: worker stopped", err=True)
 
