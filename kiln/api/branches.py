@@ -16,8 +16,8 @@ from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
 from kiln.api._render import no_content, render
 from kiln.api._routes import delete, get, post
-from kiln.entities.repository import branch as branch_view
-from kiln.entities.repository import project_web_url
+from kiln.entities.branches import branch as branch_view
+from kiln.entities.projects import project_web_url
 from kiln.errors import NotFound
 from kiln.preconditions import parse_http_date
 from kiln.schemas.branches import BranchCreate, BranchGet, BranchList, MergedBranchesDelete

@@ -15,7 +15,7 @@ from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
 from kiln.api._render import no_content, render
 from kiln.api._routes import delete, get, patch, post
-from kiln.entities.repository import protected_branch
+from kiln.entities.protected_branches import protected_branch
 from kiln.preconditions import parse_http_date
 from kiln.schemas.protected_branches import (
     ProtectedBranchCreate,

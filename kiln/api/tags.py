@@ -15,8 +15,8 @@ from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
 from kiln.api._render import no_content, render
 from kiln.api._routes import delete, get, post
-from kiln.entities.repository import project_web_url
-from kiln.entities.repository import tag as tag_view
+from kiln.entities.projects import project_web_url
+from kiln.entities.tags import tag as tag_view
 from kiln.preconditions import parse_http_date
 from kiln.schemas.tags import TagCreate, TagGet, TagList
 from kiln.services import tags as service

@@ -1,12 +1,13 @@
-"""Commit views built on the basic commit (kiln.entities.repository), composed like
-GitLab's entities: commit ⊂ with stats ⊂ detail; the refs holding a commit; comments."""
+"""Commit views composed like GitLab's entities: the basic commit (shared by every endpoint
+that shows one: branches, tags, compare) ⊂ with stats ⊂ detail; the refs holding a commit;
+comments. Commit times keep their own UTC offset, as git records them and GitLab renders them
+(`2012-05-28T04:42:42.000-07:00`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kiln.entities._format import iso
-from kiln.entities.repository import commit_basic
+from kiln.entities._format import git_time, iso
 from kiln.entities.users import user_basic
 
 if TYPE_CHECKING:
@@ -14,6 +15,45 @@ if TYPE_CHECKING:
 
     from kiln.git.history import Stats
     from kiln.models import CommitNote, User
+
+
+NO_MESSAGE = "No commit message"
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="replace")
+
+
+def commit_title(message: str) -> str:
+    """The first line, whole (GitLab's full_title)."""
+    if not message.strip():
+        return NO_MESSAGE
+    return message.replace("\r", "\n").split("\n", 1)[0]
+
+
+def commit_basic(commit: pygit2.Commit, web_base: str) -> dict[str, Any]:
+    """GitLab's Commit entity; `web_base` is the project's web URL."""
+    sha = str(commit.id)
+    message = _text(commit.raw_message)
+    author, committer = commit.author, commit.committer
+    committed = git_time(committer.time)
+    return {
+        "id": sha,
+        "short_id": sha[:8],
+        "created_at": committed,
+        "parent_ids": [str(p) for p in commit.parent_ids],
+        "title": commit_title(message),
+        "message": message,
+        "author_name": _text(author.raw_name),
+        "author_email": _text(author.raw_email),
+        "authored_date": git_time(author.time),
+        "committer_name": _text(committer.raw_name),
+        "committer_email": _text(committer.raw_email),
+        "committed_date": committed,
+        "trailers": {},
+        "extended_trailers": {},
+        "web_url": f"{web_base}/-/commit/{sha}",
+    }
 
 
 def commit_view(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kiln.entities.repository import commit_basic
+from kiln.entities.commits import commit_basic
 from kiln.git.diffs import Comparison, Contributor, FileDiff
 
 

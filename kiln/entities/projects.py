@@ -29,6 +29,10 @@ def namespace_web_url(ns: Namespace, base: str) -> str:
     return f"{base}/groups/{ns.full_path}" if ns.is_group else f"{base}/{ns.full_path}"
 
 
+def project_web_url(full_path: str, base: str) -> str:
+    return f"{base}/{full_path}"
+
+
 def namespace_basic(ns: Namespace, base: str) -> dict[str, Any]:
     return {
         "id": ns.id,

@@ -50,7 +50,7 @@ REMOVE_FAILED = "Failed to remove branch"
 
 @dataclass(slots=True)
 class BranchRecord:
-    """A branch with what its view shows (entities.repository.BranchFacts)."""
+    """A branch with what its view shows (entities.branches.BranchFacts)."""
 
     name: str
     commit: pygit2.Commit
