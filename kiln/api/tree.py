@@ -15,8 +15,8 @@ from kiln.api._params import params
 from kiln.api._render import render
 from kiln.api._routes import get
 from kiln.api.files import NO_CACHE, READ_SCOPES
-from kiln.entities.files import blob, tree_entry
-from kiln.schemas.files import BlobGet, TreeList
+from kiln.entities.tree import blob, tree_entry
+from kiln.schemas.tree import BlobGet, TreeList
 from kiln.services import tree as service
 
 Req = Request[Any, Any, Any]

@@ -1,4 +1,4 @@
-"""Views of repository files, blame ranges, tree entries and blobs."""
+"""Views of repository files and blame ranges."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from urllib.parse import quote
 import pygit2
 
 from kiln.entities._format import git_time
-from kiln.git.files import TreeItem
 
 if TYPE_CHECKING:
     from kiln.queries.files import BlameRange, FileRecord
@@ -100,22 +99,3 @@ def blame_ranges(ranges: list[BlameRange]) -> list[dict[str, Any]]:
             views[sha] = blame_commit(r.commit)
         out.append({"commit": views[sha], "lines": r.lines})
     return out
-
-
-def tree_entry(item: TreeItem) -> dict[str, Any]:
-    return {
-        "id": item.id,
-        "name": item.name,
-        "type": item.type,
-        "path": item.path,
-        "mode": f"{item.mode:06o}",
-    }
-
-
-def blob(obj: pygit2.Blob) -> dict[str, Any]:
-    return {
-        "size": obj.size,
-        "encoding": "base64",
-        "content": base64.b64encode(obj.data).decode("ascii"),
-        "sha": str(obj.id),
-    }

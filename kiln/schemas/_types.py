@@ -128,6 +128,8 @@ def _blank_is_none(value: Any) -> Any:
 Int = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
 # An optional integer where an empty string means "not given".
 OptionalInt = Annotated[Int | None, BeforeValidator(_blank_is_none)]
+# An optional string where an empty string means "not given".
+OptionalStr = Annotated[str | None, BeforeValidator(_blank_is_none)]
 
 
 class PageParams(Params):

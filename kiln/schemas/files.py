@@ -1,14 +1,14 @@
-"""Request contracts for repository files, the tree and blobs (spec part 1 "Repository
-files"). `file_path` arrives from the URL, already decoded (`docs%2FREADME.md`)."""
+"""Request contracts for repository files (spec part 1 "Repository files"). `file_path`
+arrives from the URL, already decoded (`docs%2FREADME.md`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BeforeValidator
+from pydantic import AfterValidator
 
-from kiln.schemas._types import Flag, GrapeMessage, PageParams, Params
+from kiln.schemas._types import Flag, GrapeMessage, OptionalStr, Params
 
 FILE_PATH_INVALID = "file_path should be a valid file path"
 
@@ -56,10 +56,6 @@ Branch = Annotated[str, AfterValidator(_not_blank("branch"))]
 CommitMessage = Annotated[str, AfterValidator(_not_blank("commit_message"))]
 
 
-def _blank_is_none(value: object) -> object:
-    return None if value == "" else value
-
-
 class FileGet(Params):
     id: str
     file_path: FilePath
@@ -87,27 +83,13 @@ class FileDelete(Params):
     file_path: FilePath
     branch: Branch
     commit_message: CommitMessage
-    start_branch: Annotated[str | None, BeforeValidator(_blank_is_none)] = None
+    start_branch: OptionalStr = None
     author_email: str | None = None
     author_name: str | None = None
-    last_commit_id: Annotated[str | None, BeforeValidator(_blank_is_none)] = None
+    last_commit_id: OptionalStr = None
 
 
 class FileWrite(FileDelete):
     content: str
     encoding: Literal["text", "base64"] = "text"
     execute_filemode: Flag | None = None
-
-
-class TreeList(PageParams):
-    id: str
-    ref: Annotated[str | None, BeforeValidator(_blank_is_none)] = None
-    path: str | None = None
-    recursive: Flag = False
-    pagination: Literal["legacy", "keyset", "none"] | None = None
-    page_token: str | None = None
-
-
-class BlobGet(Params):
-    id: str
-    sha: str

@@ -16,7 +16,7 @@ from kiln.git.refs import resolve_commit
 from kiln.pagination import Page, PageResult
 from kiln.queries.files import Content
 from kiln.queries.paging import list_page
-from kiln.schemas.files import TreeList
+from kiln.schemas.tree import TreeList
 from kiln.services import repositories
 
 NONE_NEEDS_RECURSIVE = 'pagination cannot be "none" unless "recursive" is true'
