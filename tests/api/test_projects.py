@@ -12,7 +12,7 @@ from kiln.models import Job, Member, Project, ProjectGroupLink, ProjectStar
 from kiln.models.namespaces import DEVELOPER, GUEST, MAINTAINER, OWNER, REPORTER
 from kiln.services import instance_settings
 from kiln.services.project_lifecycle import DESTROY_ADJOURNED, REMOVE_FILES
-from tests.api.test_repository_files import files_url, new_project, write_body
+from tests.api.test_files import files_url, new_project, write_body
 
 # ------------------------------------------------------------------ create
 
