@@ -34,11 +34,11 @@ REVERT_FAILED = (
 # ------------------------------------------------------------------ helpers
 
 
-def new_project(api: Any, owner: Any, *, readme: bool = True, **fields: Any) -> dict[str, Any]:
-    body = {"name": f"repo{next(_names)}", "initialize_with_readme": readme, **fields}
-    r = api(owner).post("/projects", json=body)
-    assert r.status_code == 201, r.text
-    return r.json()
+def new_project(api: Any, make: Any, owner: Any, *, readme: bool = True, **fields: Any) -> dict[str, Any]:
+    """A project with its repository (README.md on main unless readme=False), written by the
+    factories; its record as the API answers it."""
+    project = make.project_with_repository(owner=owner, readme=readme, **fields)
+    return api(owner).get(f"/projects/{project.id}").json()
 
 
 def commits_url(pid: int) -> str:
@@ -132,10 +132,10 @@ def owner(make: Any) -> Any:
 
 
 @pytest.fixture
-def graph(api: Any, owner: Any, settings: Any) -> dict[str, Any]:
+def graph(api: Any, make: Any, owner: Any, settings: Any) -> dict[str, Any]:
     """A project whose `merged` branch is A → B1 → B2 → M with side branch A → C1 merged in M,
     every commit one second apart on 2020-01-01."""
-    p = new_project(api, owner, readme=False)
+    p = new_project(api, make, owner, readme=False)
     pid = p["id"]
     a = raw_commit(settings, pid, parents=[], when=at(1, 1), message="A", files={"a.txt": "a\n"})
     b1 = raw_commit(settings, pid, parents=[a], when=at(1, 2), message="B1", files={"b.txt": "1\n"})
@@ -156,16 +156,16 @@ def graph(api: Any, owner: Any, settings: Any) -> dict[str, Any]:
 # ------------------------------------------------------------------ list
 
 
-def test_list_shows_the_default_branch_newest_first(api, owner, settings):
-    p = new_project(api, owner)
+def test_list_shows_the_default_branch_newest_first(api, make, owner, settings):
+    p = new_project(api, make, owner)
     first = tip(settings, p["id"])
     second = commit(api, owner, p["id"], [create("a.txt")], message="second")["id"]
     commit(api, owner, p["id"], [create("b.txt")], branch="other", start_branch="main")
     assert ids(api(owner).get(commits_url(p["id"]))) == [second, first]
 
 
-def test_list_renders_the_commit_entity(api, owner, settings):
-    p = new_project(api, owner)
+def test_list_renders_the_commit_entity(api, make, owner, settings):
+    p = new_project(api, make, owner)
     parent = tip(settings, p["id"])
     sha = raw_commit(
         settings,
@@ -223,8 +223,8 @@ def test_list_ref_name_three_dot_range_is_the_symmetric_difference(api, graph, o
     assert ids(r) == [graph["C1"], graph["B1"]]
 
 
-def test_list_since_and_until_are_inclusive(api, owner, settings):
-    p = new_project(api, owner, readme=False)
+def test_list_since_and_until_are_inclusive(api, make, owner, settings):
+    p = new_project(api, make, owner, readme=False)
     pid = p["id"]
     d1 = raw_commit(settings, pid, parents=[], when=at(1), message="d1")
     d2 = raw_commit(settings, pid, parents=[d1], when=at(2), message="d2")
@@ -236,14 +236,14 @@ def test_list_since_and_until_are_inclusive(api, owner, settings):
     assert ids(r) == [d3, d2]
 
 
-def test_list_since_that_is_not_a_date_is_400(api, owner):
-    p = new_project(api, owner)
+def test_list_since_that_is_not_a_date_is_400(api, make, owner):
+    p = new_project(api, make, owner)
     r = api(owner).get(commits_url(p["id"]), params={"since": "yesterday-ish"})
     assert (r.status_code, r.json()) == (400, {"error": "since is invalid"})
 
 
-def test_list_path_limits_history_to_commits_touching_it(api, owner, settings):
-    p = new_project(api, owner)
+def test_list_path_limits_history_to_commits_touching_it(api, make, owner, settings):
+    p = new_project(api, make, owner)
     pid = p["id"]
     a1 = commit(api, owner, pid, [create("docs/a.md", "1\n")])["id"]
     commit(api, owner, pid, [create("b.md", "1\n")])
@@ -252,8 +252,8 @@ def test_list_path_limits_history_to_commits_touching_it(api, owner, settings):
     assert ids(api(owner).get(commits_url(pid), params={"path": "docs"})) == [a2, a1]
 
 
-def test_list_totals_follow_the_branch_as_it_moves(api, owner):
-    p = new_project(api, owner)
+def test_list_totals_follow_the_branch_as_it_moves(api, make, owner):
+    p = new_project(api, make, owner)
     pid = p["id"]
     commit(api, owner, pid, [create("a.md", "1\n")])
     commit(api, owner, pid, [create("b.md")])
@@ -284,8 +284,8 @@ def test_list_order_default_is_by_date_and_topo_keeps_lines_of_history_together(
     assert ids(topo) == [graph["M"], graph["C1"], graph["B2"], graph["B1"], graph["A"]]
 
 
-def test_list_order_other_than_default_or_topo_is_400(api, owner):
-    p = new_project(api, owner)
+def test_list_order_other_than_default_or_topo_is_400(api, make, owner):
+    p = new_project(api, make, owner)
     r = api(owner).get(commits_url(p["id"]), params={"order": "date"})
     assert (r.status_code, r.json()) == (400, {"error": "order does not have a valid value"})
 
@@ -295,8 +295,8 @@ def test_list_author_filters_by_author(api, graph, owner):
     assert ids(r) == [graph["C1"]]
 
 
-def test_list_with_stats_adds_stats_to_each_commit(api, owner):
-    p = new_project(api, owner)
+def test_list_with_stats_adds_stats_to_each_commit(api, make, owner):
+    p = new_project(api, make, owner)
     commit(api, owner, p["id"], [create("a.txt", "1\n2\n3\n")])
     commit(api, owner, p["id"], [update("a.txt", "1\nTWO\n3\n4\n")])
     r = api(owner).get(commits_url(p["id"]), params={"with_stats": "true", "per_page": 2})
@@ -310,8 +310,8 @@ def test_list_with_stats_adds_stats_to_each_commit(api, owner):
     assert "stats" not in plain.json()[0]
 
 
-def test_list_trailers_parses_git_trailers_on_request(api, owner):
-    p = new_project(api, owner)
+def test_list_trailers_parses_git_trailers_on_request(api, make, owner):
+    p = new_project(api, make, owner)
     message = "Fix it\n\nBody.\n\nSigned-off-by: A <a@example.com>\nReviewed-by: C\nSigned-off-by: B <b@example.com>"
     commit(api, owner, p["id"], [create("t.txt")], message=message)
     parsed = api(owner).get(commits_url(p["id"]), params={"trailers": "true", "per_page": 1}).json()[0]
@@ -348,9 +348,9 @@ def test_list_is_paginated_with_links(api, graph, owner):
     )
 
 
-def test_list_over_the_total_limit_has_no_total_even_from_its_last_page(api, owner, monkeypatch):
+def test_list_over_the_total_limit_has_no_total_even_from_its_last_page(api, make, owner, monkeypatch):
     monkeypatch.setattr("kiln.services.commits.TOTAL_LIMIT", 3)
-    p = new_project(api, owner)
+    p = new_project(api, make, owner)
     for n in range(6):
         commit(api, owner, p["id"], [create(f"f{n}.txt")])
     last = api(owner).get(commits_url(p["id"]), params={"per_page": 2, "page": 4})
@@ -361,9 +361,9 @@ def test_list_over_the_total_limit_has_no_total_even_from_its_last_page(api, own
     ] * 2
 
 
-def test_list_of_a_path_pages_past_the_total_limit(api, owner, monkeypatch):
+def test_list_of_a_path_pages_past_the_total_limit(api, make, owner, monkeypatch):
     monkeypatch.setattr("kiln.services.commits.TOTAL_LIMIT", 3)
-    p = new_project(api, owner)
+    p = new_project(api, make, owner)
     made = [commit(api, owner, p["id"], [create(f"d/f{n}.txt")])["id"] for n in range(6)]
     for extra in ({}, {"all": "true"}):
         r = api(owner).get(commits_url(p["id"]), params={"path": "d", "per_page": 2, "page": 2, **extra})
@@ -372,14 +372,14 @@ def test_list_of_a_path_pages_past_the_total_limit(api, owner, monkeypatch):
         assert (ids(r), r.headers["X-Next-Page"]) == (made[1::-1], "")
 
 
-def test_list_unknown_ref_name_is_an_empty_list(api, owner):
-    p = new_project(api, owner)
+def test_list_unknown_ref_name_is_an_empty_list(api, make, owner):
+    p = new_project(api, make, owner)
     r = api(owner).get(commits_url(p["id"]), params={"ref_name": "no-such-branch"})
     assert (r.status_code, r.json()) == (200, [])
 
 
-def test_list_of_an_empty_repository_is_an_empty_list(api, owner):
-    p = new_project(api, owner, readme=False)
+def test_list_of_an_empty_repository_is_an_empty_list(api, make, owner):
+    p = new_project(api, make, owner, readme=False)
     r = api(owner).get(commits_url(p["id"]))
     assert (r.status_code, r.json()) == (200, [])
 
@@ -391,27 +391,27 @@ def test_list_of_a_project_without_repository_is_404(api, make):
     assert (r.status_code, r.json()) == (404, {"message": "404 Repository Not Found"})
 
 
-def test_list_ref_name_that_is_an_option_is_400(api, owner):
-    p = new_project(api, owner)
+def test_list_ref_name_that_is_an_option_is_400(api, make, owner):
+    p = new_project(api, make, owner)
     r = api(owner).get(commits_url(p["id"]), params={"ref_name": "--output=/tmp/x"})
     assert (r.status_code, r.json()) == (400, {"message": "ref_name is invalid"})
 
 
-def test_reads_of_a_public_project_need_no_authentication(api, owner):
-    p = new_project(api, owner, visibility="public")
+def test_reads_of_a_public_project_need_no_authentication(api, make, owner):
+    p = new_project(api, make, owner, visibility="public")
     r = api().get(commits_url(p["id"]))
     assert (r.status_code, len(r.json())) == (200, 1)
 
 
 def test_reads_of_a_private_project_are_404_to_outsiders(api, owner, make):
-    p = new_project(api, owner)
+    p = new_project(api, make, owner)
     assert api().get(commits_url(p["id"])).json() == {"message": "404 Project Not Found"}
     r = api(make.user()).get(commits_url(p["id"]))
     assert (r.status_code, r.json()) == (404, {"message": "404 Project Not Found"})
 
 
 def test_reads_are_403_to_guests_of_a_private_project(api, owner, make, db):
-    p = new_project(api, owner)
+    p = new_project(api, make, owner)
     guest = make.user()
     make.member(db.get(Project, p["id"]), guest, GUEST)
     r = api(guest).get(commits_url(p["id"]))
@@ -421,8 +421,8 @@ def test_reads_are_403_to_guests_of_a_private_project(api, owner, make, db):
 # ------------------------------------------------------------------ single commit
 
 
-def test_get_commit_by_sha_answers_the_detail_with_stats(api, owner):
-    p = new_project(api, owner)
+def test_get_commit_by_sha_answers_the_detail_with_stats(api, make, owner):
+    p = new_project(api, make, owner)
     created = commit(api, owner, p["id"], [create("a.txt", "1\n2\n")], message="Add a")
     r = api(owner).get(f"{commits_url(p['id'])}/{created['id']}")
     assert r.status_code == 200
@@ -437,8 +437,8 @@ def test_get_commit_by_sha_answers_the_detail_with_stats(api, owner):
     )
 
 
-def test_get_commit_takes_a_branch_tag_or_short_sha(api, owner, settings):
-    p = new_project(api, owner)
+def test_get_commit_takes_a_branch_tag_or_short_sha(api, make, owner, settings):
+    p = new_project(api, make, owner)
     sha = commit(api, owner, p["id"], [create("a.txt")], branch="feature/x", start_branch="main")["id"]
     repo_of(settings, p["id"]).references.create("refs/tags/v1.0", pygit2.Oid(hex=sha))
     base = commits_url(p["id"])
@@ -447,15 +447,15 @@ def test_get_commit_takes_a_branch_tag_or_short_sha(api, owner, settings):
         assert (r.status_code, r.json()["id"]) == (200, sha), name
 
 
-def test_get_commit_stats_false_leaves_stats_out(api, owner, settings):
-    p = new_project(api, owner)
+def test_get_commit_stats_false_leaves_stats_out(api, make, owner, settings):
+    p = new_project(api, make, owner)
     r = api(owner).get(f"{commits_url(p['id'])}/main", params={"stats": "false"})
     assert r.status_code == 200
     assert list(r.json()) == [*COMMIT_KEYS, "status", "project_id", "last_pipeline"]
 
 
-def test_get_unknown_commit_is_404(api, owner):
-    p = new_project(api, owner)
+def test_get_unknown_commit_is_404(api, make, owner):
+    p = new_project(api, make, owner)
     for sha in ("0" * 40, "no-such-ref"):
         r = api(owner).get(f"{commits_url(p['id'])}/{sha}")
         assert (r.status_code, r.json()) == (404, {"message": "404 Commit Not Found"})
@@ -502,8 +502,8 @@ def test_refs_are_paginated(api, graph, owner):
 # ------------------------------------------------------------------ diff
 
 
-def test_diff_lists_changed_files_with_modes_and_flags(api, owner):
-    p = new_project(api, owner)
+def test_diff_lists_changed_files_with_modes_and_flags(api, make, owner):
+    p = new_project(api, make, owner)
     pid = p["id"]
     commit(api, owner, pid, [create("old.txt", "same\ncontent\nhere\n"), create("gone.txt", "bye\n")])
     c = commit(
@@ -572,8 +572,8 @@ def test_diff_lists_changed_files_with_modes_and_flags(api, owner):
     assert (len(r.json()), r.headers["X-Total"]) == (4, "4")
 
 
-def test_diff_of_a_root_commit_adds_every_file(api, owner, settings):
-    p = new_project(api, owner)
+def test_diff_of_a_root_commit_adds_every_file(api, make, owner, settings):
+    p = new_project(api, make, owner)
     root = tip(settings, p["id"])
     r = api(owner).get(f"{commits_url(p['id'])}/{root}/diff")
     assert r.status_code == 200
@@ -586,23 +586,23 @@ def test_diff_of_a_root_commit_adds_every_file(api, owner, settings):
     )
 
 
-def test_diff_unidiff_adds_file_headers(api, owner):
-    p = new_project(api, owner)
+def test_diff_unidiff_adds_file_headers(api, make, owner):
+    p = new_project(api, make, owner)
     c = commit(api, owner, p["id"], [create("a.txt", "1\n")])
     r = api(owner).get(f"{commits_url(p['id'])}/{c['id']}/diff", params={"unidiff": "true"})
     assert r.json()[0]["diff"] == "--- /dev/null\n+++ b/a.txt\n@@ -0,0 +1 @@\n+1\n"
 
 
-def test_diff_is_paginated(api, owner):
-    p = new_project(api, owner)
+def test_diff_is_paginated(api, make, owner):
+    p = new_project(api, make, owner)
     c = commit(api, owner, p["id"], [create(f"f{n}.txt") for n in range(3)])
     r = api(owner).get(f"{commits_url(p['id'])}/{c['id']}/diff", params={"per_page": 2})
     assert [d["new_path"] for d in r.json()] == ["f0.txt", "f1.txt"]
     assert (r.headers["X-Total"], r.headers["X-Next-Page"]) == ("3", "2")
 
 
-def test_diff_of_unknown_commit_is_404(api, owner):
-    p = new_project(api, owner)
+def test_diff_of_unknown_commit_is_404(api, make, owner):
+    p = new_project(api, make, owner)
     r = api(owner).get(f"{commits_url(p['id'])}/{'f' * 40}/diff")
     assert (r.status_code, r.json()) == (404, {"message": "404 Commit Not Found"})
 
@@ -610,8 +610,8 @@ def test_diff_of_unknown_commit_is_404(api, owner):
 # ------------------------------------------------------------------ create
 
 
-def test_create_applies_all_five_actions_in_one_commit(api, owner, settings):
-    p = new_project(api, owner)
+def test_create_applies_all_five_actions_in_one_commit(api, make, owner, settings):
+    p = new_project(api, make, owner)
     pid = p["id"]
     commit(
         api,
@@ -642,8 +642,8 @@ def test_create_applies_all_five_actions_in_one_commit(api, owner, settings):
     fsck_clean(settings, pid)
 
 
-def test_create_answers_201_with_the_commit_detail_and_stats(api, owner, settings):
-    p = new_project(api, owner)
+def test_create_answers_201_with_the_commit_detail_and_stats(api, make, owner, settings):
+    p = new_project(api, make, owner)
     r = api(owner).post(
         commits_url(p["id"]),
         json={"branch": "main", "commit_message": "Add\n\nbody", "actions": [create("a.txt", "1\n2\n")]},
@@ -669,14 +669,14 @@ def test_create_answers_201_with_the_commit_detail_and_stats(api, owner, setting
     )
 
 
-def test_create_stats_false_leaves_stats_out(api, owner):
-    p = new_project(api, owner)
+def test_create_stats_false_leaves_stats_out(api, make, owner):
+    p = new_project(api, make, owner)
     body = commit(api, owner, p["id"], [create("a.txt")], stats=False)
     assert list(body) == [*COMMIT_KEYS, "status", "project_id", "last_pipeline"]
 
 
-def test_create_accepts_form_encoded_actions(api, owner, settings):
-    p = new_project(api, owner)
+def test_create_accepts_form_encoded_actions(api, make, owner, settings):
+    p = new_project(api, make, owner)
     form = [
         ("branch", "main"),
         ("commit_message", "form"),
@@ -698,16 +698,16 @@ def test_create_accepts_form_encoded_actions(api, owner, settings):
     assert (files["one.txt"][1], files["two.txt"][1]) == (b"1\n", b"2\n")
 
 
-def test_create_base64_content_is_decoded(api, owner, settings):
-    p = new_project(api, owner)
+def test_create_base64_content_is_decoded(api, make, owner, settings):
+    p = new_project(api, make, owner)
     data = bytes(range(256))
     action = {**create("bin.dat"), "content": base64.b64encode(data).decode(), "encoding": "base64"}
     commit(api, owner, p["id"], [action])
     assert tree_of(settings, p["id"])["bin.dat"][1] == data
 
 
-def test_create_author_name_and_email_set_the_author_not_the_committer(api, owner):
-    p = new_project(api, owner)
+def test_create_author_name_and_email_set_the_author_not_the_committer(api, make, owner):
+    p = new_project(api, make, owner)
     c = commit(
         api, owner, p["id"], [create("a.txt")], author_name="Jane Doe", author_email="jane@example.com"
     )
@@ -719,16 +719,16 @@ def test_create_author_name_and_email_set_the_author_not_the_committer(api, owne
     )
 
 
-def test_create_keeps_the_commit_message_byte_for_byte(api, owner, settings):
-    p = new_project(api, owner)
+def test_create_keeps_the_commit_message_byte_for_byte(api, make, owner, settings):
+    p = new_project(api, make, owner)
     message = "  Subject with spaces  \n\n\tindented body\r\nlast line without newline"
     c = commit(api, owner, p["id"], [create("a.txt")], message=message)
     assert c["message"] == message
     assert repo_of(settings, p["id"])[c["id"]].peel(pygit2.Commit).raw_message == message.encode()
 
 
-def test_create_missing_file_path_is_400(api, owner):
-    p = new_project(api, owner)
+def test_create_missing_file_path_is_400(api, make, owner):
+    p = new_project(api, make, owner)
     r = api(owner).post(
         commits_url(p["id"]),
         json={"branch": "main", "commit_message": "m", "actions": [{"action": "create"}]},
@@ -736,8 +736,8 @@ def test_create_missing_file_path_is_400(api, owner):
     assert (r.status_code, r.json()) == (400, {"error": "actions[0][file_path] is missing"})
 
 
-def test_create_unknown_action_is_400(api, owner):
-    p = new_project(api, owner)
+def test_create_unknown_action_is_400(api, make, owner):
+    p = new_project(api, make, owner)
     r = api(owner).post(
         commits_url(p["id"]),
         json={
@@ -749,8 +749,8 @@ def test_create_unknown_action_is_400(api, owner):
     assert (r.status_code, r.json()) == (400, {"error": "actions[1][action] does not have a valid value"})
 
 
-def test_create_action_fields_required_by_action_are_checked(api, owner):
-    p = new_project(api, owner)
+def test_create_action_fields_required_by_action_are_checked(api, make, owner):
+    p = new_project(api, make, owner)
     actions = [
         {"action": "move", "file_path": "b"},
         {"action": "update", "file_path": "c"},
@@ -770,8 +770,8 @@ def test_create_action_fields_required_by_action_are_checked(api, owner):
     )
 
 
-def test_create_without_required_fields_is_400(api, owner):
-    p = new_project(api, owner)
+def test_create_without_required_fields_is_400(api, make, owner):
+    p = new_project(api, make, owner)
     r = api(owner).post(commits_url(p["id"]), json={})
     assert (r.status_code, r.json()) == (
         400,
@@ -779,8 +779,8 @@ def test_create_without_required_fields_is_400(api, owner):
     )
 
 
-def test_create_start_branch_and_start_sha_are_mutually_exclusive(api, owner, settings):
-    p = new_project(api, owner)
+def test_create_start_branch_and_start_sha_are_mutually_exclusive(api, make, owner, settings):
+    p = new_project(api, make, owner)
     r = api(owner).post(
         commits_url(p["id"]),
         json={
@@ -794,8 +794,8 @@ def test_create_start_branch_and_start_sha_are_mutually_exclusive(api, owner, se
     assert (r.status_code, r.json()) == (400, {"error": "start_branch, start_sha are mutually exclusive"})
 
 
-def test_create_on_a_missing_branch_without_start_is_400(api, owner, settings):
-    p = new_project(api, owner)
+def test_create_on_a_missing_branch_without_start_is_400(api, make, owner, settings):
+    p = new_project(api, make, owner)
     r = api(owner).post(
         commits_url(p["id"]), json={"branch": "nope", "commit_message": "m", "actions": [create("a")]}
     )
@@ -806,8 +806,8 @@ def test_create_on_a_missing_branch_without_start_is_400(api, owner, settings):
     assert "refs/heads/nope" not in repo_of(settings, p["id"]).references
 
 
-def test_create_with_start_branch_creates_the_branch_from_it(api, owner, settings):
-    p = new_project(api, owner)
+def test_create_with_start_branch_creates_the_branch_from_it(api, make, owner, settings):
+    p = new_project(api, make, owner)
     base = tip(settings, p["id"])
     c = commit(api, owner, p["id"], [create("f.txt")], branch="feature", start_branch="main")
     assert (c["parent_ids"], tip(settings, p["id"], "feature"), tip(settings, p["id"])) == (
@@ -818,8 +818,8 @@ def test_create_with_start_branch_creates_the_branch_from_it(api, owner, setting
     fsck_clean(settings, p["id"])
 
 
-def test_create_with_start_sha_creates_the_branch_from_that_commit(api, owner, settings):
-    p = new_project(api, owner)
+def test_create_with_start_sha_creates_the_branch_from_that_commit(api, make, owner, settings):
+    p = new_project(api, make, owner)
     root = tip(settings, p["id"])
     commit(api, owner, p["id"], [create("later.txt")])
     c = commit(api, owner, p["id"], [create("f.txt")], branch="from-root", start_sha=root)
@@ -827,8 +827,8 @@ def test_create_with_start_sha_creates_the_branch_from_that_commit(api, owner, s
     assert set(tree_of(settings, p["id"], "from-root")) == {"README.md", "f.txt"}
 
 
-def test_create_start_sha_unknown_or_malformed_is_400(api, owner):
-    p = new_project(api, owner)
+def test_create_start_sha_unknown_or_malformed_is_400(api, make, owner):
+    p = new_project(api, make, owner)
     url = commits_url(p["id"])
     body = {"branch": "x", "commit_message": "m", "actions": [create("a")]}
     r = api(owner).post(url, json={**body, "start_sha": "a" * 40})
@@ -837,8 +837,8 @@ def test_create_start_sha_unknown_or_malformed_is_400(api, owner):
     assert (r.status_code, r.json()) == (400, {"message": "Invalid start_sha 'main'"})
 
 
-def test_create_new_branch_that_already_exists_is_400_without_force(api, owner, settings):
-    p = new_project(api, owner)
+def test_create_new_branch_that_already_exists_is_400_without_force(api, make, owner, settings):
+    p = new_project(api, make, owner)
     commit(api, owner, p["id"], [create("f.txt")], branch="feature", start_branch="main")
     before = tip(settings, p["id"], "feature")
     r = api(owner).post(
@@ -854,8 +854,8 @@ def test_create_new_branch_that_already_exists_is_400_without_force(api, owner, 
     assert tip(settings, p["id"], "feature") == before
 
 
-def test_create_force_rebuilds_the_branch_on_the_start(api, owner, settings):
-    p = new_project(api, owner)
+def test_create_force_rebuilds_the_branch_on_the_start(api, make, owner, settings):
+    p = new_project(api, make, owner)
     base = tip(settings, p["id"])
     commit(api, owner, p["id"], [create("old.txt")], branch="feature", start_branch="main")
     c = commit(api, owner, p["id"], [create("new.txt")], branch="feature", start_branch="main", force=True)
@@ -864,8 +864,8 @@ def test_create_force_rebuilds_the_branch_on_the_start(api, owner, settings):
     fsck_clean(settings, p["id"])
 
 
-def test_create_invalid_new_branch_name_is_400(api, owner):
-    p = new_project(api, owner)
+def test_create_invalid_new_branch_name_is_400(api, make, owner):
+    p = new_project(api, make, owner)
     r = api(owner).post(
         commits_url(p["id"]),
         json={"branch": "bad..name", "start_branch": "main", "commit_message": "m", "actions": [create("a")]},
@@ -878,8 +878,8 @@ def test_create_invalid_new_branch_name_is_400(api, owner):
     )
 
 
-def test_create_existing_file_and_missing_file_are_400(api, owner):
-    p = new_project(api, owner)
+def test_create_existing_file_and_missing_file_are_400(api, make, owner):
+    p = new_project(api, make, owner)
     url = commits_url(p["id"])
     r = api(owner).post(url, json={"branch": "main", "commit_message": "m", "actions": [create("README.md")]})
     assert (r.status_code, r.json()) == (400, {"message": "A file with this name already exists"})
@@ -889,8 +889,8 @@ def test_create_existing_file_and_missing_file_are_400(api, owner):
     assert (r.status_code, r.json()) == (400, {"message": "A file with this name doesn't exist"})
 
 
-def test_create_with_a_stale_last_commit_id_is_400(api, owner, settings):
-    p = new_project(api, owner)
+def test_create_with_a_stale_last_commit_id_is_400(api, make, owner, settings):
+    p = new_project(api, make, owner)
     first = commit(api, owner, p["id"], [create("a.txt", "1\n")])["id"]
     commit(api, owner, p["id"], [update("a.txt", "2\n")])
     r = api(owner).post(
@@ -907,8 +907,8 @@ def test_create_with_a_stale_last_commit_id_is_400(api, owner, settings):
     )
 
 
-def test_create_racing_another_update_of_the_branch_is_400(api, owner, settings):
-    p = new_project(api, owner)
+def test_create_racing_another_update_of_the_branch_is_400(api, make, owner, settings):
+    p = new_project(api, make, owner)
     before = tip(settings, p["id"])
     # A push in progress holds git's lock on the branch.
     lock = store(settings).path(p["id"]) / "refs" / "heads" / "main.lock"
@@ -927,8 +927,8 @@ def test_create_racing_another_update_of_the_branch_is_400(api, owner, settings)
     fsck_clean(settings, p["id"])
 
 
-def test_create_on_an_empty_repository_creates_the_branch_and_makes_it_default(api, owner, settings):
-    p = new_project(api, owner, readme=False)
+def test_create_on_an_empty_repository_creates_the_branch_and_makes_it_default(api, make, owner, settings):
+    p = new_project(api, make, owner, readme=False)
     c = commit(api, owner, p["id"], [create("a.txt")], branch="trunk")
     assert c["parent_ids"] == []
     assert api(owner).get(f"/projects/{p['id']}").json()["default_branch"] == "trunk"
@@ -938,12 +938,12 @@ def test_create_on_an_empty_repository_creates_the_branch_and_makes_it_default(a
     fsck_clean(settings, p["id"])
 
 
-def test_create_records_a_push_event(api, owner, db, settings):
+def test_create_records_a_push_event(api, make, owner, db, settings):
     from sqlalchemy import select
 
     from kiln.models import Event
 
-    p = new_project(api, owner)
+    p = new_project(api, make, owner)
     before = tip(settings, p["id"])
     c = commit(api, owner, p["id"], [create("a.txt")])
     event = db.scalars(select(Event).where(Event.project_id == p["id"]).order_by(Event.id.desc())).first()
@@ -957,7 +957,7 @@ def test_create_records_a_push_event(api, owner, db, settings):
 
 
 def test_create_needs_push_access_to_the_branch(api, owner, make, db, settings):
-    p = new_project(api, owner)
+    p = new_project(api, make, owner)
     project = db.get(Project, p["id"])
     reporter, developer = make.user(), make.user()
     make.member(project, reporter, REPORTER)
@@ -972,16 +972,16 @@ def test_create_needs_push_access_to_the_branch(api, owner, make, db, settings):
     assert r.status_code == 201
 
 
-def test_create_needs_authentication(api, owner):
-    p = new_project(api, owner, visibility="public")
+def test_create_needs_authentication(api, make, owner):
+    p = new_project(api, make, owner, visibility="public")
     r = api().post(
         commits_url(p["id"]), json={"branch": "main", "commit_message": "m", "actions": [create("a")]}
     )
     assert (r.status_code, r.json()) == (401, {"message": "401 Unauthorized"})
 
 
-def _fork(api: Any, owner: Any, forker: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    source = new_project(api, owner, visibility="public")
+def _fork(api: Any, make: Any, owner: Any, forker: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    source = new_project(api, make, owner, visibility="public")
     r = api(forker).post(f"/projects/{source['id']}/fork", json={})
     assert r.status_code == 201, r.text
     return source, r.json()
@@ -989,7 +989,7 @@ def _fork(api: Any, owner: Any, forker: Any) -> tuple[dict[str, Any], dict[str, 
 
 def test_create_start_project_takes_the_start_from_the_fork_source(api, owner, make, settings):
     forker = make.user()
-    source, fork = _fork(api, owner, forker)
+    source, fork = _fork(api, make, owner, forker)
     upstream = commit(api, owner, source["id"], [create("upstream.txt", "up\n")])["id"]
     assert "upstream.txt" not in tree_of(settings, fork["id"])
     c = commit(
@@ -1008,7 +1008,7 @@ def test_create_start_project_takes_the_start_from_the_fork_source(api, owner, m
 
 def test_create_start_project_with_start_sha_and_a_path_ident(api, owner, make, settings):
     forker = make.user()
-    source, fork = _fork(api, owner, forker)
+    source, fork = _fork(api, make, owner, forker)
     upstream = commit(api, owner, source["id"], [create("u.txt")])["id"]
     commit(api, owner, source["id"], [create("later.txt")])
     c = commit(
@@ -1025,8 +1025,8 @@ def test_create_start_project_with_start_sha_and_a_path_ident(api, owner, make, 
 
 
 def test_create_start_project_outside_the_fork_network_is_403(api, owner, make):
-    other = new_project(api, owner, visibility="public")
-    mine = new_project(api, owner)
+    other = new_project(api, make, owner, visibility="public")
+    mine = new_project(api, make, owner)
     r = api(owner).post(
         commits_url(mine["id"]),
         json={
@@ -1048,14 +1048,14 @@ def test_create_start_project_outside_the_fork_network_is_403(api, owner, make):
 # ------------------------------------------------------------------ comments
 
 
-def _commented(api: Any, owner: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    p = new_project(api, owner)
+def _commented(api: Any, make: Any, owner: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    p = new_project(api, make, owner)
     c = commit(api, owner, p["id"], [create("a.txt", "one\ntwo\n")], branch="topic", start_branch="main")
     return p, c
 
 
-def test_comment_on_a_line_needs_full_sha_valid_path_and_line_and_type_new(api, owner):
-    p, c = _commented(api, owner)
+def test_comment_on_a_line_needs_full_sha_valid_path_and_line_and_type_new(api, make, owner):
+    p, c = _commented(api, make, owner)
     r = api(owner).post(
         f"{commits_url(p['id'])}/{c['id']}/comments",
         json={"note": "Nice line", "path": "a.txt", "line": 2, "line_type": "new"},
@@ -1077,8 +1077,8 @@ def test_comment_on_a_line_needs_full_sha_valid_path_and_line_and_type_new(api, 
     assert (body["author"]["created_at"][-1], body["created_at"][-1]) == ("Z", "Z")
 
 
-def test_comment_on_a_line_takes_the_full_sha_in_capitals_too(api, owner):
-    p, c = _commented(api, owner)
+def test_comment_on_a_line_takes_the_full_sha_in_capitals_too(api, make, owner):
+    p, c = _commented(api, make, owner)
     r = api(owner).post(
         f"{commits_url(p['id'])}/{c['id'].upper()}/comments",
         json={"note": "n", "path": "a.txt", "line": 2, "line_type": "new"},
@@ -1086,8 +1086,8 @@ def test_comment_on_a_line_takes_the_full_sha_in_capitals_too(api, owner):
     assert (r.status_code, r.json()["path"], r.json()["line"]) == (201, "a.txt", 2)
 
 
-def test_comment_line_type_defaults_to_new(api, owner):
-    p, c = _commented(api, owner)
+def test_comment_line_type_defaults_to_new(api, make, owner):
+    p, c = _commented(api, make, owner)
     r = api(owner).post(
         f"{commits_url(p['id'])}/{c['id']}/comments", json={"note": "n", "path": "a.txt", "line": 1}
     )
@@ -1109,8 +1109,8 @@ def test_comment_line_type_defaults_to_new(api, owner):
         ("full", {"path": "a.txt", "line": 2, "line_type": "old"}),  # not a new line
     ],
 )
-def test_comment_that_cannot_be_placed_on_a_line_is_a_commit_comment(api, owner, sha, fields):
-    p, c = _commented(api, owner)
+def test_comment_that_cannot_be_placed_on_a_line_is_a_commit_comment(api, make, owner, sha, fields):
+    p, c = _commented(api, make, owner)
     ref = {"full": c["id"], "short": c["id"][:10]}.get(sha, sha)
     r = api(owner).post(f"{commits_url(p['id'])}/{ref}/comments", json={"note": "general", **fields})
     assert r.status_code == 201
@@ -1124,14 +1124,14 @@ def test_comment_that_cannot_be_placed_on_a_line_is_a_commit_comment(api, owner,
     assert [n["note"] for n in listed] == ["general"]
 
 
-def test_comment_path_without_line_is_400(api, owner):
-    p, c = _commented(api, owner)
+def test_comment_path_without_line_is_400(api, make, owner):
+    p, c = _commented(api, make, owner)
     r = api(owner).post(f"{commits_url(p['id'])}/{c['id']}/comments", json={"note": "n", "path": "a.txt"})
     assert (r.status_code, r.json()) == (400, {"error": "line is missing"})
 
 
-def test_comment_without_note_is_400(api, owner):
-    p, c = _commented(api, owner)
+def test_comment_without_note_is_400(api, make, owner):
+    p, c = _commented(api, make, owner)
     url = f"{commits_url(p['id'])}/{c['id']}/comments"
     r = api(owner).post(url, json={})
     assert (r.status_code, r.json()) == (400, {"error": "note is missing"})
@@ -1140,7 +1140,7 @@ def test_comment_without_note_is_400(api, owner):
 
 
 def test_comments_are_listed_oldest_first_and_paginated(api, owner, make, db):
-    p, c = _commented(api, owner)
+    p, c = _commented(api, make, owner)
     other = make.user()
     make.member(db.get(Project, p["id"]), other, REPORTER)
     url = f"{commits_url(p['id'])}/{c['id']}/comments"
@@ -1158,8 +1158,8 @@ def test_comments_are_listed_oldest_first_and_paginated(api, owner, make, db):
     ]
 
 
-def test_comment_on_unknown_commit_is_404(api, owner):
-    p = new_project(api, owner)
+def test_comment_on_unknown_commit_is_404(api, make, owner):
+    p = new_project(api, make, owner)
     r = api(owner).post(f"{commits_url(p['id'])}/{'a' * 40}/comments", json={"note": "n"})
     assert (r.status_code, r.json()) == (404, {"message": "404 Commit Not Found"})
 
@@ -1167,9 +1167,9 @@ def test_comment_on_unknown_commit_is_404(api, owner):
 # ------------------------------------------------------------------ cherry-pick
 
 
-def _picked(api: Any, owner: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+def _picked(api: Any, make: Any, owner: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """A project whose `feature` branch has one commit (by Jane Doe) that main lacks."""
-    p = new_project(api, owner)
+    p = new_project(api, make, owner)
     c = commit(
         api,
         owner,
@@ -1185,7 +1185,7 @@ def _picked(api: Any, owner: Any) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def test_cherry_pick_applies_the_change_and_names_the_picked_commit(api, owner, make, db, settings):
-    p, c = _picked(api, owner)
+    p, c = _picked(api, make, owner)
     maintainer = make.user(name="Mai Ntainer")
     make.member(db.get(Project, p["id"]), maintainer, MAINTAINER)
     before = tip(settings, p["id"])
@@ -1206,8 +1206,8 @@ def test_cherry_pick_applies_the_change_and_names_the_picked_commit(api, owner, 
     fsck_clean(settings, p["id"])
 
 
-def test_cherry_pick_message_strips_trailing_newlines_before_the_note(api, owner, settings):
-    p = new_project(api, owner)
+def test_cherry_pick_message_strips_trailing_newlines_before_the_note(api, make, owner, settings):
+    p = new_project(api, make, owner)
     sha = raw_commit(
         settings,
         p["id"],
@@ -1221,16 +1221,16 @@ def test_cherry_pick_message_strips_trailing_newlines_before_the_note(api, owner
     assert (r.status_code, r.json()["message"]) == (201, f"Add x\n\n(cherry picked from commit {sha})")
 
 
-def test_cherry_pick_with_a_message_uses_it(api, owner):
-    p, c = _picked(api, owner)
+def test_cherry_pick_with_a_message_uses_it(api, make, owner):
+    p, c = _picked(api, make, owner)
     r = api(owner).post(
         f"{commits_url(p['id'])}/{c['id']}/cherry_pick", json={"branch": "main", "message": "Custom"}
     )
     assert (r.status_code, r.json()["message"]) == (201, "Custom")
 
 
-def test_cherry_pick_twice_is_400_empty(api, owner, settings):
-    p, c = _picked(api, owner)
+def test_cherry_pick_twice_is_400_empty(api, make, owner, settings):
+    p, c = _picked(api, make, owner)
     url = f"{commits_url(p['id'])}/{c['id']}/cherry_pick"
     assert api(owner).post(url, json={"branch": "main"}).status_code == 201
     before = tip(settings, p["id"])
@@ -1239,8 +1239,8 @@ def test_cherry_pick_twice_is_400_empty(api, owner, settings):
     assert tip(settings, p["id"]) == before
 
 
-def test_cherry_pick_that_conflicts_is_400_conflict(api, owner, settings):
-    p = new_project(api, owner)
+def test_cherry_pick_that_conflicts_is_400_conflict(api, make, owner, settings):
+    p = new_project(api, make, owner)
     commit(api, owner, p["id"], [create("f.txt", "base\n")])
     commit(api, owner, p["id"], [update("f.txt", "other\n")], branch="other", start_branch="main")
     change = commit(api, owner, p["id"], [update("f.txt", "main\n")])
@@ -1251,8 +1251,8 @@ def test_cherry_pick_that_conflicts_is_400_conflict(api, owner, settings):
     fsck_clean(settings, p["id"])
 
 
-def test_cherry_pick_dry_run_changes_nothing(api, owner, settings):
-    p, c = _picked(api, owner)
+def test_cherry_pick_dry_run_changes_nothing(api, make, owner, settings):
+    p, c = _picked(api, make, owner)
     before = tip(settings, p["id"])
     url = f"{commits_url(p['id'])}/{c['id']}/cherry_pick"
     r = api(owner).post(url, json={"branch": "main", "dry_run": True})
@@ -1264,20 +1264,20 @@ def test_cherry_pick_dry_run_changes_nothing(api, owner, settings):
     )
 
 
-def test_cherry_pick_onto_unknown_branch_is_404(api, owner):
-    p, c = _picked(api, owner)
+def test_cherry_pick_onto_unknown_branch_is_404(api, make, owner):
+    p, c = _picked(api, make, owner)
     r = api(owner).post(f"{commits_url(p['id'])}/{c['id']}/cherry_pick", json={"branch": "nope"})
     assert (r.status_code, r.json()) == (404, {"message": "404 Branch Not Found"})
 
 
-def test_cherry_pick_of_unknown_commit_is_404(api, owner):
-    p = new_project(api, owner)
+def test_cherry_pick_of_unknown_commit_is_404(api, make, owner):
+    p = new_project(api, make, owner)
     r = api(owner).post(f"{commits_url(p['id'])}/{'1' * 40}/cherry_pick", json={"branch": "main"})
     assert (r.status_code, r.json()) == (404, {"message": "404 Commit Not Found"})
 
 
-def test_cherry_pick_needs_a_branch(api, owner):
-    p, c = _picked(api, owner)
+def test_cherry_pick_needs_a_branch(api, make, owner):
+    p, c = _picked(api, make, owner)
     url = f"{commits_url(p['id'])}/{c['id']}/cherry_pick"
     assert api(owner).post(url, json={}).json() == {"error": "branch is missing"}
     r = api(owner).post(url, json={"branch": ""})
@@ -1285,7 +1285,7 @@ def test_cherry_pick_needs_a_branch(api, owner):
 
 
 def test_cherry_pick_needs_push_access_to_the_branch(api, owner, make, db):
-    p, c = _picked(api, owner)
+    p, c = _picked(api, make, owner)
     developer = make.user()
     make.member(db.get(Project, p["id"]), developer, DEVELOPER)
     r = api(developer).post(f"{commits_url(p['id'])}/{c['id']}/cherry_pick", json={"branch": "main"})
@@ -1296,7 +1296,7 @@ def test_cherry_pick_needs_push_access_to_the_branch(api, owner, make, db):
 
 
 def test_revert_undoes_the_change_with_the_revert_message(api, owner, make, db, settings):
-    p = new_project(api, owner)
+    p = new_project(api, make, owner)
     c = commit(api, owner, p["id"], [create("x.txt", "x\n")], message="  Add x  \n\nBody\n")
     reverter = make.user(name="Re Verter")
     make.member(db.get(Project, p["id"]), reverter, MAINTAINER)
@@ -1314,8 +1314,8 @@ def test_revert_undoes_the_change_with_the_revert_message(api, owner, make, db, 
     fsck_clean(settings, p["id"])
 
 
-def test_revert_twice_is_400_empty(api, owner, settings):
-    p = new_project(api, owner)
+def test_revert_twice_is_400_empty(api, make, owner, settings):
+    p = new_project(api, make, owner)
     c = commit(api, owner, p["id"], [create("x.txt")])
     url = f"{commits_url(p['id'])}/{c['id']}/revert"
     assert api(owner).post(url, json={"branch": "main"}).status_code == 201
@@ -1325,8 +1325,8 @@ def test_revert_twice_is_400_empty(api, owner, settings):
     assert tip(settings, p["id"]) == before
 
 
-def test_revert_that_conflicts_is_400_conflict(api, owner, settings):
-    p = new_project(api, owner)
+def test_revert_that_conflicts_is_400_conflict(api, make, owner, settings):
+    p = new_project(api, make, owner)
     commit(api, owner, p["id"], [create("f.txt", "1\n")])
     change = commit(api, owner, p["id"], [update("f.txt", "2\n")])
     commit(api, owner, p["id"], [update("f.txt", "3\n")])
@@ -1335,8 +1335,8 @@ def test_revert_that_conflicts_is_400_conflict(api, owner, settings):
     fsck_clean(settings, p["id"])
 
 
-def test_revert_dry_run_changes_nothing(api, owner, settings):
-    p = new_project(api, owner)
+def test_revert_dry_run_changes_nothing(api, make, owner, settings):
+    p = new_project(api, make, owner)
     c = commit(api, owner, p["id"], [create("x.txt")])
     r = api(owner).post(
         f"{commits_url(p['id'])}/{c['id']}/revert", json={"branch": "main", "dry_run": "true"}
@@ -1344,8 +1344,8 @@ def test_revert_dry_run_changes_nothing(api, owner, settings):
     assert (r.status_code, r.json(), tip(settings, p["id"])) == (200, {"dry_run": "success"}, c["id"])
 
 
-def test_revert_onto_invalid_branch_name_is_400(api, owner):
-    p = new_project(api, owner)
+def test_revert_onto_invalid_branch_name_is_400(api, make, owner):
+    p = new_project(api, make, owner)
     r = api(owner).post(f"{commits_url(p['id'])}/main/revert", json={"branch": "a..b"})
     assert (r.status_code, r.json()) == (400, {"message": "The branch refname is invalid"})
 
@@ -1364,7 +1364,7 @@ def test_sequence_counts_the_commits_of_its_history(api, graph, owner):
 def test_comment_list_costs_the_same_for_few_and_many_authors(api, owner, make, db, runtime):
     from sqlalchemy import event
 
-    p, c = _commented(api, owner)
+    p, c = _commented(api, make, owner)
     url = f"{commits_url(p['id'])}/{c['id']}/comments"
 
     def statements() -> int:
