@@ -65,6 +65,8 @@ class Tally:
     """(status, seconds from scheduled departure to the full answer) per request."""
 
     results: list[tuple[int | str, float]] = field(default_factory=list)
+    # The same, counted from when the request was actually sent: the server's part alone.
+    answered: list[tuple[int | str, float]] = field(default_factory=list)
     # How late each request left: the server's slowness (its connection was busy) or the
     # generator's.
     late: list[float] = field(default_factory=list)
@@ -72,8 +74,8 @@ class Tally:
     def statuses(self) -> dict[str, int]:
         return {str(k): v for k, v in sorted(Counter(str(s) for s, _ in self.results).items())}
 
-    def latencies(self, status: int) -> dict[str, float]:
-        ordered = sorted(t for s, t in self.results if s == status)
+    def latencies(self, status: int, *, from_send: bool = False) -> dict[str, float]:
+        ordered = sorted(t for s, t in (self.answered if from_send else self.results) if s == status)
         if not ordered:
             return {"count": 0}
         return {
@@ -138,11 +140,14 @@ def raw_put_json(path: str, headers: Mapping[str, str], body: dict[str, Any]) ->
 
 
 async def timed(conns: Connections, raw: bytes, departs: float, tally: Tally) -> None:
+    sent = time.perf_counter()
     try:
         status: int | str = await conns.request(raw)
     except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ValueError) as exc:
         status = type(exc).__name__
-    tally.results.append((status, time.perf_counter() - departs))
+    now = time.perf_counter()
+    tally.results.append((status, now - departs))
+    tally.answered.append((status, now - sent))
 
 
 async def closed_loop(conns: Connections, raw: bytes, connections: int, duration: float) -> Tally:
@@ -290,6 +295,8 @@ def overload(args: argparse.Namespace, work: Path, server_cpu: int | None) -> di
             "served_rps": round(sum(1 for s, _ in flood.results if s == 200) / args.duration, 1),
             "served": flood.latencies(200),
             "refused": flood.latencies(503),
+            "served_from_send": flood.latencies(200, from_send=True),
+            "refused_from_send": flood.latencies(503, from_send=True),
             "errors_500": sum(1 for s, _ in flood.results if s == 500),
             "flood_connections": args.flood_connections,
             # Past the server's own refusal time, this is the generator (or a connection still

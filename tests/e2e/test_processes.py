@@ -7,6 +7,7 @@ a test sends them; `--processes 2` is one node with two HTTP processes behind on
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import uuid
@@ -139,6 +140,14 @@ def http_children(server: Server) -> list[int]:
             if b"spawn_main" in cmdline:
                 found.append(int(pid))
     return found
+
+
+def test_serve_starts_one_http_process_per_usable_cpu_by_default(kiln_server):
+    cpus = len(os.sched_getaffinity(0))
+
+    assert f"with {cpus} process(es)" in kiln_server.output()
+    # One process serves in-process; several are children of the one that runs the jobs.
+    assert len(http_children(kiln_server)) == (cpus if cpus > 1 else 0)
 
 
 def test_concurrent_writes_from_two_processes_all_succeed(two_processes):
