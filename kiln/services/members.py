@@ -14,34 +14,27 @@ from typing import Any, Literal
 
 from sqlalchemy import (
     ColumnElement,
-    CompoundSelect,
-    Date,
-    Select,
-    case,
-    cast,
     delete,
     func,
-    literal_column,
-    null,
     or_,
     select,
-    union_all,
 )
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy.orm import Session
 
 from kiln import policy
 from kiln.auth.actor import Actor
 from kiln.db import transaction
 from kiln.errors import Conflict, Forbidden, NotFound, ValidationFailed
-from kiln.models import Member, Namespace, Project, ProjectGroupLink, User
+from kiln.models import Member, Namespace, Project, User
 from kiln.models.namespaces import DEVELOPER, OWNER
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action, GroupSubject, ProjectSubject
 from kiln.queries import access
+from kiln.queries import members as finder
 from kiln.queries.members import MemberRecord
 from kiln.queries.paging import offset_page
-from kiln.queries.text import ESCAPE, contains
+from kiln.queries.users import rows_by_ids
 from kiln.schemas.members import (
     AccessRequestApprove,
     MemberAllList,
@@ -58,8 +51,6 @@ MEMBER_NOT_FOUND = "404 Not found"
 PAST_EXPIRY = "cannot be a date in the past"
 # How many users one POST may add (GitLab's Members::CreateService limit).
 BULK_LIMIT = 100
-# Which row of a user shows in /members/all when levels tie: the project's own, then a group's.
-_DIRECT, _INHERITED, _SHARED = 0, 1, 2
 
 
 @dataclass(slots=True, frozen=True)
@@ -117,13 +108,19 @@ class BulkResult:
 
 
 def load_source(
-    db: Session, actor: Actor | None, kind: Kind, ident: str, action: Action = Action.READ_MEMBERS
+    db: Session,
+    actor: Actor | None,
+    kind: Kind,
+    ident: str,
+    action: Action = Action.READ_MEMBERS,
+    *,
+    rows: bool = False,
 ) -> Source:
-    """The group or project by id or full path: 404 when absent or hidden, 403 for `action`."""
+    """The group or project by id or full path: 404 when absent or hidden, 403 for `action`.
+    `rows`: row records for a route that only reads; otherwise the models a write changes."""
     if kind == "groups":
-        subject = subjects.group(db, actor, ident, action)
-        return Source(kind, subject)
-    return Source(kind, subjects.project(db, actor, ident, action))
+        return Source(kind, subjects.group(db, actor, ident, action, rows=rows))
+    return Source(kind, subjects.project(db, actor, ident, action, rows=rows))
 
 
 def _today() -> date:
@@ -133,175 +130,54 @@ def _today() -> date:
 # ---------------------------------------------------------------------------- reading
 
 
-def _member_columns(level: Any, rank: int) -> list[Any]:
-    return [
-        Member.id.label("member_id"),
-        Member.user_id.label("user_id"),
-        level.label("level"),
-        Member.created_at.label("created_at"),
-        Member.expires_at.label("expires_at"),
-        Member.created_by_id.label("created_by_id"),
-        literal_column(str(rank)).label("rank"),
-    ]
-
-
-def _candidates(source: Source, *, deep: bool) -> CompoundSelect:
-    """Every (row, level) through which a user is a member; several per user when `deep`."""
-    today = _today()
-    parts: list[Any] = [
-        select(*_member_columns(Member.access_level, _DIRECT)).where(
-            source.rows(), access.active_membership(today)
-        )
-    ]
+def _params(source: Source, *, deep: bool) -> dict[str, Any]:
+    """A project inherits from its group and the group's ancestors; a group from its ancestors."""
+    chain: list[int] | None = None
+    if deep:
+        chain = source.namespace.ancestor_ids if source.namespace.is_group else []
+        if source.project is None:
+            chain = chain[:-1]
     project = source.project
-    if project is not None:
-        # The holder of a personal namespace is its projects' Owner; sorted before real rows.
-        parts.append(
-            select(
-                literal_column("0").label("member_id"),
-                Namespace.owner_id.label("user_id"),
-                literal_column(str(OWNER)).label("level"),
-                Project.created_at.label("created_at"),
-                cast(null(), Date).label("expires_at"),
-                Project.creator_id.label("created_by_id"),
-                literal_column(str(_DIRECT)).label("rank"),
-            )
-            .select_from(Project)
-            .join(Namespace, Namespace.id == Project.namespace_id)
-            .where(Project.id == project.id, Namespace.owner_id.is_not(None))
-        )
-    if not deep:
-        return union_all(*parts)
-    # A project inherits from its group and the group's ancestors; a group from its ancestors.
-    chain = source.namespace.ancestor_ids if source.namespace.is_group else []
-    if project is None:
-        chain = chain[:-1]
-    if chain:
-        parts.append(
-            select(*_member_columns(Member.access_level, _INHERITED)).where(
-                Member.namespace_id.in_(chain), access.active_membership(today)
-            )
-        )
-    if project is not None:
-        # Members of a group the project is shared with (or of its ancestors), capped at the share.
-        member_ns = aliased(Namespace)
-        shared_ns = aliased(Namespace)
-        capped = case(
-            (Member.access_level < ProjectGroupLink.group_access, Member.access_level),
-            else_=ProjectGroupLink.group_access,
-        )
-        parts.append(
-            select(*_member_columns(capped, _SHARED))
-            .select_from(Member)
-            .join(member_ns, member_ns.id == Member.namespace_id)
-            .join(shared_ns, access.within(shared_ns, member_ns))
-            .join(ProjectGroupLink, ProjectGroupLink.group_id == shared_ns.id)
-            .where(
-                ProjectGroupLink.project_id == project.id,
-                or_(ProjectGroupLink.expires_at.is_(None), ProjectGroupLink.expires_at > today),
-                access.active_membership(today),
-            )
-        )
-    return union_all(*parts)
-
-
-def _one_per_user(source: Source, *, deep: bool) -> Any:
-    """One row per user: the highest level wins, then the project's own row, then the oldest."""
-    rows = _candidates(source, deep=deep).subquery("reach")
-    rank = (
-        func.row_number()
-        .over(partition_by=rows.c.user_id, order_by=(rows.c.level.desc(), rows.c.rank, rows.c.member_id))
-        .label("position")
+    return finder.source_params(
+        project_id=project.id if project is not None else None,
+        namespace_id=source.namespace.id if project is None else None,
+        chain=chain,
     )
-    return select(rows, rank).subquery("members_of_source")
-
-
-def _listing(
-    source: Source,
-    *,
-    deep: bool,
-    query: str | None = None,
-    user_ids: list[int] | None = None,
-    skip_users: list[int] | None = None,
-) -> Select[Any]:
-    m = _one_per_user(source, deep=deep)
-    stmt = select(
-        m.c.member_id, m.c.user_id, m.c.level, m.c.created_at, m.c.expires_at, m.c.created_by_id
-    ).where(m.c.position == 1)
-    if query:
-        term = contains(query)
-        stmt = stmt.join(User, User.id == m.c.user_id).where(
-            or_(
-                func.lower(User.name).like(term, escape=ESCAPE),
-                func.lower(User.username).like(term, escape=ESCAPE),
-                func.lower(User.public_email) == query.lower(),
-            )
-        )
-    if user_ids:
-        stmt = stmt.where(m.c.user_id.in_(user_ids))
-    if skip_users:
-        stmt = stmt.where(m.c.user_id.not_in(skip_users))
-    # GitLab pages members in the order their rows were created.
-    return stmt.order_by(m.c.member_id.asc(), m.c.user_id.asc())
-
-
-def _records(db: Session, rows: list[Any]) -> list[MemberRecord]:
-    """Rows of (member_id, user_id, level, created_at, expires_at, created_by_id[, requested_at])
-    with their users, loaded in one query."""
-    ids = {r.user_id for r in rows} | {r.created_by_id for r in rows if r.created_by_id is not None}
-    users = {u.id: u for u in db.scalars(select(User).where(User.id.in_(ids)))} if ids else {}
-    out = []
-    for r in rows:
-        user = users.get(r.user_id)
-        if user is None:
-            continue
-        out.append(
-            MemberRecord(
-                user=user,
-                access_level=r.level,
-                created_at=r.created_at,
-                expires_at=r.expires_at,
-                created_by=users.get(r.created_by_id) if r.created_by_id is not None else None,
-                requested_at=getattr(r, "requested_at", None),
-            )
-        )
-    return out
 
 
 def list_members(
     db: Session, actor: Actor, kind: Kind, q: MemberList | MemberAllList, page: Page, *, deep: bool
 ) -> MemberListing:
-    source = load_source(db, actor, kind, q.id)
-    stmt = _listing(
-        source,
+    """The page's member rows, then their users (and who added them) in one statement."""
+    source = load_source(db, actor, kind, q.id, rows=True)
+    stmt = finder.listing(
+        on_project=source.project is not None,
         deep=deep,
         query=q.query,
         user_ids=q.user_ids,
         skip_users=q.skip_users if isinstance(q, MemberList) else None,
     )
-    result = offset_page(db, stmt, page, scalars=False)
-    return MemberListing(page=result, records=_records(db, result.items))
+    result = offset_page(db, stmt.params(_params(source, deep=deep)), page, core=True)
+    return MemberListing(page=result, records=finder.records(db, result.items))
 
 
 def get_member(
     db: Session, actor: Actor, kind: Kind, ident: str, user_id: int, *, deep: bool
 ) -> MemberRecord:
-    source = load_source(db, actor, kind, ident)
-    return _member_of(db, source, user_id, deep=deep)
-
-
-def _member_of(db: Session, source: Source, user_id: int, *, deep: bool = False) -> MemberRecord:
-    row = db.execute(_listing(source, deep=deep, user_ids=[user_id]).limit(1)).first()
-    records = _records(db, [row]) if row is not None else []
-    if not records:
+    """The subject, then the member with their user and who added them: two statements."""
+    source = load_source(db, actor, kind, ident, rows=True)
+    found = finder.one(
+        db, _params(source, deep=deep), user_id, on_project=source.project is not None, deep=deep
+    )
+    if found is None:
         raise NotFound(message=MEMBER_NOT_FOUND)
-    return records[0]
+    return found
 
 
 def _record_of(db: Session, row: Member) -> MemberRecord:
     """A row just written, as its view shows it (even when its expiry already passed)."""
-    ids = {row.user_id} | ({row.created_by_id} if row.created_by_id is not None else set())
-    users = {u.id: u for u in db.scalars(select(User).where(User.id.in_(ids)))}
+    ids = [row.user_id] + ([row.created_by_id] if row.created_by_id is not None else [])
+    users = {u.id: u for u in rows_by_ids(db, ids)}
     return MemberRecord(
         user=users[row.user_id],
         access_level=row.access_level,
@@ -503,22 +379,10 @@ def _remove_from_descendants(db: Session, group: Namespace, user_id: int) -> Non
 
 
 def list_access_requests(db: Session, actor: Actor, kind: Kind, ident: str, page: Page) -> MemberListing:
-    source = load_source(db, actor, kind, ident, Action.ADMIN_MEMBERS)
-    stmt: Any = (
-        select(
-            Member.id.label("member_id"),
-            Member.user_id,
-            Member.access_level.label("level"),
-            Member.created_at,
-            Member.expires_at,
-            Member.created_by_id,
-            Member.requested_at,
-        )
-        .where(source.rows(), Member.requested_at.is_not(None))
-        .order_by(Member.id.asc())
-    )
-    result = offset_page(db, stmt, page, scalars=False)
-    return MemberListing(page=result, records=_records(db, result.items))
+    source = load_source(db, actor, kind, ident, Action.ADMIN_MEMBERS, rows=True)
+    stmt = finder.access_requests(source.project is not None)
+    result = offset_page(db, stmt.params(_params(source, deep=False)), page, core=True)
+    return MemberListing(page=result, records=finder.records(db, result.items))
 
 
 def request_access(db: Session, actor: Actor, kind: Kind, ident: str) -> MemberRecord:

@@ -51,36 +51,20 @@ def of_namespace(db: Session, actor: Actor | None, ns: Namespace) -> GroupSubjec
     return GroupSubject(group=ns, level=level, related=related)
 
 
-def _namespace_subject(db: Session, actor: Actor | None, ident: str, *, rows: bool) -> GroupSubject | None:
-    """The namespace by id or full path with the actor's standing, in one statement: the
-    model for a write, a NamespaceRow with `rows` (cheaper, for a route that only reads)."""
-    found = group_finder.subject_row(db, ident, actor.id if actor is not None else None, orm=not rows)
-    if found is None:
-        return None
-    ns, level, related = found
-    if not ns.is_group:
-        return GroupSubject(group=ns, level=None)
-    return GroupSubject(group=ns, level=level, related=related)
-
-
-def find_namespace(
-    db: Session, actor: Actor | None, ident: str, *, rows: bool = False
-) -> GroupSubject | None:
-    """A user's namespace or a group by id or full path; nothing decided yet."""
-    return _namespace_subject(db, actor, ident, rows=rows)
-
-
 def find_group(db: Session, actor: Actor | None, ident: str, *, rows: bool = False) -> GroupSubject | None:
-    """The group by id or full path with the actor's standing on it; nothing decided yet."""
-    s = _namespace_subject(db, actor, ident, rows=rows)
-    return s if s is not None and s.group.is_group else None
+    """The group by id or full path with the actor's level on it and whether something inside
+    it relates them to it, in one statement; nothing decided yet. `rows`: a NamespaceRow for a
+    route that only reads (cheaper than the model); otherwise the model a write changes."""
+    found = group_finder.subject_row(db, ident, actor.id if actor is not None else None, orm=not rows)
+    if found is None or not found[0].is_group:
+        return None
+    return GroupSubject(group=found[0], level=found[1], related=found[2])
 
 
 def group(
     db: Session, actor: Actor | None, ident: str, action: Action = Action.READ_GROUP, *, rows: bool = False
 ) -> GroupSubject:
-    """The group by id or full path; 404 if absent or hidden, 403 if `action` is refused.
-    `rows`: a NamespaceRow for a route that only reads; otherwise the model a write changes."""
+    """The group by id or full path; 404 if absent or hidden, 403 if `action` is refused."""
     s = find_group(db, actor, ident, rows=rows)
     if s is None:
         raise NotFound("Group")

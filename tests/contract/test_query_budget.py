@@ -407,12 +407,15 @@ def test_a_group_namespace_adds_the_counts_its_owner_sees(api, make, runtime):
     assert statements_for(runtime, lambda: api(owner).get(f"/namespaces/{group.id}")) == 3
 
 
-def test_a_member_costs_the_token_the_subject_and_the_member(api, make, runtime):
+@pytest.mark.parametrize("route", ["members", "members/all"])
+def test_a_member_costs_the_token_the_subject_and_the_member(api, make, runtime, route):
+    """The member's row comes with their user and who added them."""
     owner = make.user()
     project = make.project(owner=owner)
     other = make.user()
-    make.member(project, other, 30)
-    assert statements_for(runtime, lambda: api(owner).get(f"/projects/{project.id}/members/{other.id}")) == 4
+    make.member(project, other, 30, created_by_id=owner.id)
+    path = f"/projects/{project.id}/{route}/{other.id}"
+    assert statements_for(runtime, lambda: api(owner).get(path)) == 3
 
 
 def test_a_file_costs_the_token_and_the_subject(api, make, runtime):
