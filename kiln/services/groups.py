@@ -98,9 +98,7 @@ class GroupListing:
 # ---------------------------------------------------------------------------- records
 
 
-def _build(
-    actor: Actor | None, view: finder.GroupViewRow, attrs: dict[int, list[tuple[str, str]]] | None
-) -> GroupRecord:
+def _build(view: finder.GroupViewRow, attrs: dict[int, list[tuple[str, str]]] | None) -> GroupRecord:
     g = view.group
     protection = g.default_branch_protection
     if protection is None:
@@ -128,7 +126,7 @@ def records(
     admin = policy.is_admin(actor)
     views = finder.view_rows(db, ids, statistics=statistics and admin)
     attrs = finder.custom_attributes_of(db, ids) if custom_attributes and admin else None
-    return [_build(actor, views[gid], attrs) for gid in ids if gid in views]
+    return [_build(views[gid], attrs) for gid in ids if gid in views]
 
 
 def _with_projects(db: Session, actor: Actor | None, rec: GroupRecord) -> GroupRecord:
@@ -180,7 +178,7 @@ def get_group(
     policy.authorize(actor, Action.READ_GROUP, subject, "Group")
     admin = policy.is_admin(actor)
     attrs = finder.custom_attributes_of(db, [view.group.id]) if custom_attributes and admin else None
-    rec = _build(actor, view, attrs)
+    rec = _build(view, attrs)
     return _with_projects(db, actor, rec) if with_projects else rec
 
 
