@@ -12,6 +12,8 @@ from typing import Any
 import psycopg
 from psycopg import pq
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import NullPool
 
@@ -200,3 +202,31 @@ def transaction(db: Session) -> Iterator[Session]:
     finally:
         if sqlite:
             _sqlite_writer(db).release()
+
+
+# What a database says when it has no connection or no write for us right now (SQLite's
+# busy and locked, PostgreSQL's connection limits and restarts): retry later, not a bug.
+_BUSY = (
+    "database is locked",
+    "database table is locked",
+    "database is busy",
+    "too many clients",
+    "remaining connection slots",
+    "the database system is starting up",
+    "the database system is shutting down",
+    "terminating connection due to administrator command",
+    "connection refused",
+    "could not connect",
+)
+
+
+def database_unavailable(exc: Exception) -> bool:
+    """The pool had no connection in time, or the database could not take the statement now."""
+    if isinstance(exc, PoolTimeout):
+        return True
+    if isinstance(exc, OperationalError):
+        if exc.connection_invalidated:
+            return True
+        message = str(exc.orig).lower()
+        return any(marker in message for marker in _BUSY)
+    return False

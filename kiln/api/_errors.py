@@ -18,29 +18,14 @@ from litestar.exceptions import (
     PermissionDeniedException,
     ValidationException,
 )
-from sqlalchemy.exc import OperationalError
-from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from kiln.api._render import render
+from kiln.db import database_unavailable
 from kiln.errors import KilnError, MethodNotAllowed, RouteNotFound
 
 log = logging.getLogger("kiln.api")
 
 UNAVAILABLE = {"message": "503 Service Unavailable"}
-# What a database says when it has no connection or no write for us right now (SQLite's
-# busy and locked, PostgreSQL's connection limits and restarts): retry later, not a bug.
-_BUSY = (
-    "database is locked",
-    "database table is locked",
-    "database is busy",
-    "too many clients",
-    "remaining connection slots",
-    "the database system is starting up",
-    "the database system is shutting down",
-    "terminating connection due to administrator command",
-    "connection refused",
-    "could not connect",
-)
 
 
 def kiln_error(_: Request[Any, Any, Any], exc: KilnError) -> Response[bytes]:
@@ -54,18 +39,6 @@ def unavailable(retry_after: int) -> Response[bytes]:
 def retry_after(request: Request[Any, Any, Any]) -> int:
     runtime = getattr(request.app.state, "kiln", None)
     return int(getattr(getattr(runtime, "settings", None), "retry_after_seconds", 1))
-
-
-def database_unavailable(exc: Exception) -> bool:
-    """The pool had no connection in time, or the database could not take the statement now."""
-    if isinstance(exc, PoolTimeout):
-        return True
-    if isinstance(exc, OperationalError):
-        if exc.connection_invalidated:
-            return True
-        message = str(exc.orig).lower()
-        return any(marker in message for marker in _BUSY)
-    return False
 
 
 def framework_error(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
