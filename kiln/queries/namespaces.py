@@ -10,7 +10,7 @@ from functools import cache
 from typing import Any
 from urllib.parse import unquote
 
-from sqlalchemy import Date, Select, bindparam, func, or_, select
+from sqlalchemy import Date, Select, bindparam, func, null, or_, select
 from sqlalchemy.orm import Session, aliased
 
 from kiln.models import Member, Namespace, Project, ProjectStatistics, User
@@ -102,14 +102,16 @@ def listing(
 @cache
 def _view_statement(shape: str) -> Select[Any]:
     """Built once per shape: "page" (`ids`), "id" or "path" (one namespace named by a route):
-    the namespace, its owner, and the caller's level on it and relation to it."""
+    the namespace, its owner, and the caller's level on it and, for one namespace (whose
+    reading it decides), relation to it."""
     user_id, today = bindparam("user_id"), bindparam("today", type_=Date())
+    related = null() if shape == "page" else access.related_column(_NAMESPACES, user_id, today)
     stmt = (
         select(
             *row_columns(_NAMESPACES),
             *(row_column(_OWNER.c[name]) for name in OwnerRow._fields),
             access.group_level_column(_NAMESPACES, user_id, today).label("level"),
-            access.related_column(_NAMESPACES, user_id, today).label("related"),
+            related.label("related"),
         )
         .select_from(_NAMESPACES)
         .outerjoin(_OWNER, _OWNER.c.id == _NAMESPACES.c.owner_id)
