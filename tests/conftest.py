@@ -17,9 +17,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from litestar.testing import TestClient
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, RootTransaction, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from kiln import migrate
@@ -113,8 +114,7 @@ class Baseline:
             self.restart_sequences = self._sequence_reset()
 
     def _sequence_reset(self) -> str | None:
-        """One statement putting every sequence back where the baseline left it: a rolled-back
-        test leaves its ids taken on PostgreSQL, and each test has always started from them."""
+        """One statement putting every sequence back where the baseline left it."""
         with self.rt.engine.connect() as conn:
             rows = conn.execute(text("SELECT schemaname, sequencename, last_value FROM pg_sequences")).all()
         calls = [
@@ -130,10 +130,21 @@ class Baseline:
         self.joined.configure(bind=conn)
         return self.joined
 
-    def rewind(self, conn: Connection) -> None:
-        """Before the rollback (setval is never rolled back): ids start where they did."""
-        if self.restart_sequences:
+    def rewind(self, conn: Connection, outer: RootTransaction) -> None:
+        """Roll the test back; on PostgreSQL, where the ids it took stay taken, also put the
+        sequences back (setval is never rolled back), so each test's ids start where they
+        always have. The setval rides in the test's transaction unless that has failed."""
+        if not self.restart_sequences:
+            outer.rollback()
+            return
+        status = conn.connection.dbapi_connection.info.transaction_status  # type: ignore[union-attr]
+        if status == psycopg.pq.TransactionStatus.INERROR:
+            outer.rollback()
             conn.exec_driver_sql(self.restart_sequences)
+            conn.commit()
+            return
+        conn.exec_driver_sql(self.restart_sequences)
+        outer.rollback()
 
 
 @pytest.fixture(scope="session")
@@ -211,8 +222,7 @@ def db(
     finally:
         runtime.sessions = baseline.sessions
         try:
-            baseline.rewind(conn)
-            outer.rollback()
+            baseline.rewind(conn, outer)
         finally:
             conn.close()
 
