@@ -10,7 +10,7 @@ from functools import cache
 from typing import Any
 from urllib.parse import unquote
 
-from sqlalchemy import Date, Select, bindparam, func, null, or_, select
+from sqlalchemy import Date, Select, bindparam, func, literal, null, or_, select, union_all
 from sqlalchemy.orm import Session, aliased
 
 from kiln.models import Member, Namespace, Project, ProjectStatistics, User
@@ -19,7 +19,7 @@ from kiln.queries import access
 from kiln.queries.groups import ident_params
 from kiln.queries.projects import NamespaceRow, OwnerRow
 from kiln.queries.reads import row_column, row_columns, run
-from kiln.queries.text import ESCAPE, contains
+from kiln.queries.text import ESCAPE, contains, escape_like
 
 _NAMESPACES = Namespace.__table__
 _OWNER = User.__table__.alias("owner")
@@ -200,3 +200,42 @@ def counts_of(db: Session, group_ids: list[int]) -> dict[int, NamespaceCounts]:
         return {}
     rows = run(db, _counts_statement(), {"ids": group_ids, "today": date.today()})
     return {row[0]: (int(row[1]), int(row[2]), int(row[3]), int(row[4] or 0)) for row in rows}
+
+
+# ---------------------------------------------------------------------------- free paths
+
+
+@cache
+def _paths_statement(top_level: bool) -> Select[Any]:
+    """Lower-cased paths starting with `prefix` in a parent, each with whether a namespace
+    holds it: namespaces, and beside them usernames at the top level or projects in a group."""
+    prefix = bindparam("prefix")
+    in_parent = Namespace.parent_id.is_(None) if top_level else Namespace.parent_id == bindparam("parent_id")
+    namespaces = select(func.lower(Namespace.path).label("path"), literal(True).label("namespace")).where(
+        in_parent, func.lower(Namespace.path).like(prefix, escape=ESCAPE)
+    )
+    if top_level:
+        others = select(func.lower(User.username), literal(False)).where(
+            func.lower(User.username).like(prefix, escape=ESCAPE)
+        )
+    else:
+        others = select(func.lower(Project.path), literal(False)).where(
+            Project.namespace_id == bindparam("parent_id"),
+            func.lower(Project.path).like(prefix, escape=ESCAPE),
+        )
+    return union_all(namespaces, others)  # type: ignore[return-value]
+
+
+def paths_like(db: Session, parent_id: int | None, path: str) -> tuple[set[str], set[str]]:
+    """Taken paths that start with `path` (lower-cased) in a parent: those namespaces hold,
+    and every one (usernames or projects beside them), in one statement."""
+    params: dict[str, Any] = {"prefix": escape_like(path.lower()) + "%"}
+    if parent_id is not None:
+        params["parent_id"] = parent_id
+    held: set[str] = set()
+    taken: set[str] = set()
+    for found, by_namespace in run(db, _paths_statement(parent_id is None), params):
+        taken.add(found)
+        if by_namespace:
+            held.add(found)
+    return held, taken

@@ -154,19 +154,13 @@ def _subject(view: finder.NamespaceViewRow) -> GroupSubject:
 
 def path_exists(db: Session, path: str, parent_id: int | None) -> tuple[bool, list[str]]:
     """Whether a namespace in `parent_id` (top level without one) has the path, and if so a
-    free alternative: the path with the first number that makes it unique."""
-    lowered = path.lower()
-    taken = db.scalar(
-        select(Namespace.id)
-        .where(
-            func.coalesce(Namespace.parent_id, 0) == (parent_id or 0), func.lower(Namespace.path) == lowered
-        )
-        .limit(1)
-    )
-    if taken is None:
+    free alternative: the path with the first number that makes it unique (not a namespace,
+    nor a username at the top level, nor a project in a group). One statement."""
+    held, taken = finder.paths_like(db, parent_id or None, path)
+    if path.lower() not in held:
         return False, []
     n = 1
-    while path_taken(db, parent_id, f"{path}{n}"):
+    while f"{path}{n}".lower() in taken:
         n += 1
     return True, [f"{path}{n}"]
 

@@ -407,6 +407,16 @@ def test_a_group_namespace_adds_the_counts_its_owner_sees(api, make, runtime):
     assert statements_for(runtime, lambda: api(owner).get(f"/namespaces/{group.id}")) == 3
 
 
+def test_whether_a_path_exists_costs_one_statement_however_many_are_taken(api, make, runtime):
+    owner = make.user()
+    for path in ("taken", "taken1", "taken2"):
+        make.group(owners=[owner], path=path)
+    make.user(username="taken3")
+    r = api(owner).get("/namespaces/taken/exists")
+    assert r.json() == {"exists": True, "suggests": ["taken4"]}
+    assert statements_for(runtime, lambda: api(owner).get("/namespaces/taken/exists")) == 2
+
+
 @pytest.mark.parametrize("route", ["members", "members/all"])
 def test_a_member_costs_the_token_the_subject_and_the_member(api, make, runtime, route):
     """The member's row comes with their user and who added them."""
