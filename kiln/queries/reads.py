@@ -36,8 +36,10 @@ class utc_iso(FunctionElement[str]):  # noqa: N801 - named as the SQL function i
 
 @compiles(utc_iso, "sqlite")
 def _utc_iso_sqlite(element: utc_iso, compiler: Any, **kw: Any) -> str:
-    # Stored as naive UTC text; %f is seconds with three decimals, as Python's iso() truncates.
-    return f"strftime('%Y-%m-%dT%H:%M:%fZ', {compiler.process(element.clauses, **kw)})"
+    # Stored as naive UTC text ("2026-11-25 17:31:40.123956"). strftime's %f rounds (to .124),
+    # so the milliseconds are cut from the text instead, truncated as iso() and to_char's MS do.
+    value = compiler.process(element.clauses, **kw)
+    return f"(strftime('%Y-%m-%dT%H:%M:%S.', {value}) || substr(substr({value}, 21) || '000', 1, 3) || 'Z')"
 
 
 @compiles(utc_iso, "postgresql")

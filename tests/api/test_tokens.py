@@ -541,3 +541,16 @@ def test_non_admin_creating_a_token_with_bad_parameters_gets_403_before_400(api,
     u = make.user()
     r = api(u).post(f"/users/{u.id}/personal_access_tokens", json={"scopes": ["nope"]})
     assert (r.status_code, r.json()) == (403, {"message": "403 Forbidden"})
+
+
+def test_times_are_cut_to_milliseconds_as_when_the_token_was_made(api, make, db):
+    """A read shows the same time as the write's answer: milliseconds truncated, not rounded."""
+    u = make.user()
+    tid = token_id(db, u.token)
+    with transaction(db):
+        db.execute(
+            update(PersonalAccessToken)
+            .where(PersonalAccessToken.id == tid)
+            .values(created_at=datetime(2026, 1, 2, 3, 4, 5, 999_800, tzinfo=UTC))
+        )
+    assert api(u).get(f"/personal_access_tokens/{tid}").json()["created_at"] == "2026-01-02T03:04:05.999Z"
