@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, Union
 
 from kiln.entities._format import day, iso
-from kiln.models import PersonalAccessToken
+
+if TYPE_CHECKING:
+    from kiln.models import PersonalAccessToken
+    from kiln.queries.tokens import TokenRow
+
+# Reads render TokenRow records; a write renders the token it just saved.
+Token = Union["TokenRow", "PersonalAccessToken"]
 
 
-def is_active(token: PersonalAccessToken) -> bool:
+def is_active(token: Token) -> bool:
     if token.revoked:
         return False
     return token.expires_at is None or token.expires_at > datetime.now(UTC).date()
 
 
-def personal_access_token(token: PersonalAccessToken, secret: str | None = None) -> dict[str, Any]:
+def personal_access_token(token: Token, secret: str | None = None) -> dict[str, Any]:
     view: dict[str, Any] = {
         "id": token.id,
         "name": token.name,

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from kiln import policy
@@ -24,7 +23,11 @@ from kiln.errors import (
 from kiln.models import PersonalAccessToken, User
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action
+from kiln.queries import tokens as finder
+from kiln.queries import users
 from kiln.queries.paging import offset_page
+from kiln.queries.tokens import TokenRow
+from kiln.queries.users import UserRow
 from kiln.schemas.tokens import (
     ImpersonationTokenCreate,
     ImpersonationTokenList,
@@ -37,59 +40,71 @@ ROTATED_LIFETIME = timedelta(days=7)
 
 
 def list_tokens(db: Session, actor: Actor, q: TokenList, page: Page) -> PageResult:
-    stmt = select(PersonalAccessToken)
+    """Items are TokenRow records: the page's ids by the filters, then their rows."""
     if policy.is_admin(actor):
-        if q.user_id is not None:
-            if db.get(User, q.user_id) is None:
-                raise NotFound()
-            stmt = stmt.where(PersonalAccessToken.user_id == q.user_id)
+        if q.user_id is not None and users.row_by_id(db, q.user_id) is None:
+            raise NotFound()
+        stmt = finder.listing(q, user_id=q.user_id, personal_only=False)
     else:
         # Non-admins see only their own tokens, and never impersonation tokens made for them.
         if q.user_id is not None and q.user_id != actor.user.id:
             raise Unauthorized()
-        stmt = stmt.where(
-            PersonalAccessToken.user_id == actor.user.id, PersonalAccessToken.impersonation.is_(False)
-        )
-    stmt = _filter(stmt, q)
-    return offset_page(db, stmt.order_by(*_ordering(q.sort)), page)
+        stmt = finder.listing(q, user_id=actor.user.id, personal_only=True)
+    return _rows_of(db, offset_page(db, stmt, page, core=True))
 
 
-def get_token(db: Session, actor: Actor, token_id: int) -> PersonalAccessToken:
-    token = db.get(PersonalAccessToken, token_id)
-    if token is None or not _may_read(db, actor, token):
+def get_token(db: Session, actor: Actor, token_id: int) -> TokenRow:
+    found = finder.row_with_owner(db, token_id)
+    if found is None or not _may_read(actor, *found):
         # Non-admins are never told whether a token exists.
         raise NotFound() if policy.is_admin(actor) else Unauthorized()
-    return token
+    return found[0]
 
 
-def current_token(db: Session, actor: Actor) -> PersonalAccessToken:
-    if actor.via not in ("personal_access_token", "impersonation_token") or actor.token_id is None:
-        raise BadRequest(NOT_A_PAT)
-    token = db.get(PersonalAccessToken, actor.token_id)
+def current_token(db: Session, actor: Actor) -> TokenRow:
+    token = finder.row_by_id(db, _current_id(actor))
     if token is None:
         raise Unauthorized()
     return token
 
 
-def revoke(db: Session, actor: Actor, token_id: int) -> None:
-    token = db.get(PersonalAccessToken, token_id)
+def _current_id(actor: Actor) -> int:
+    if actor.via not in ("personal_access_token", "impersonation_token") or actor.token_id is None:
+        raise BadRequest(NOT_A_PAT)
+    return actor.token_id
+
+
+def _current_model(db: Session, actor: Actor) -> PersonalAccessToken:
+    token = db.get(PersonalAccessToken, _current_id(actor))
     if token is None:
+        raise Unauthorized()
+    return token
+
+
+def _rows_of(db: Session, result: PageResult) -> PageResult:
+    result.items = finder.rows_by_ids(db, [row[0] for row in result.items])
+    return result
+
+
+def revoke(db: Session, actor: Actor, token_id: int) -> None:
+    found = finder.row_with_owner(db, token_id)
+    if found is None:
         raise NotFound(message="404 Not found")
-    if not _may_read(db, actor, token):
+    if not _may_read(actor, *found):
         raise BadRequest("400 Bad request", raw=True)
     with transaction(db):
-        token.revoked = True
+        _model(db, token_id).revoked = True
 
 
 def current_token_for_rotation(db: Session, actor: Actor) -> PersonalAccessToken:
     """Only a personal access token rotates itself; GitLab answers anything else with 405."""
     if actor.via not in ("personal_access_token", "impersonation_token"):
         raise NotAllowed()
-    return current_token(db, actor)
+    return _current_model(db, actor)
 
 
 def revoke_current(db: Session, actor: Actor) -> None:
-    token = current_token(db, actor)
+    token = _current_model(db, actor)
     with transaction(db):
         token.revoked = True
 
@@ -119,7 +134,8 @@ def rotate(
 def rotate_by_id(
     db: Session, actor: Actor, token_id: int, expires_at: date | None, settings: Settings
 ) -> tuple[PersonalAccessToken, str]:
-    return rotate(db, actor, get_token(db, actor, token_id), expires_at, settings)
+    get_token(db, actor, token_id)
+    return rotate(db, actor, _model(db, token_id), expires_at, settings)
 
 
 def create_for_user(
@@ -141,21 +157,24 @@ def create_for_user(
 def list_impersonation(
     db: Session, actor: Actor, user_ident: int, q: ImpersonationTokenList, page: Page
 ) -> PageResult:
+    """Items are TokenRow records, as list_tokens."""
     policy.require(actor, Action.ADMIN_TOKENS)
     user = _user(db, user_ident)
-    stmt = select(PersonalAccessToken).where(
-        PersonalAccessToken.user_id == user.id, PersonalAccessToken.impersonation.is_(True)
-    )
-    if q.state != "all":
-        stmt = _state(stmt, q.state)
-    return offset_page(db, stmt.order_by(*_ordering(None)), page)
+    return _rows_of(db, offset_page(db, finder.impersonation_listing(user.id, q.state), page, core=True))
 
 
-def get_impersonation(db: Session, actor: Actor, user_ident: int, token_id: int) -> PersonalAccessToken:
+def get_impersonation(db: Session, actor: Actor, user_ident: int, token_id: int) -> TokenRow:
+    """The token and its owner in one statement; the user is looked up on its own only to
+    tell a missing user (404 User) from a missing token."""
     policy.require(actor, Action.ADMIN_TOKENS)
-    user = _user(db, user_ident)
-    token = db.get(PersonalAccessToken, token_id)
-    if token is None or token.user_id != user.id or not token.impersonation:
+    found = finder.row_with_owner(db, token_id)
+    if found is None or found[0].user_id != user_ident:
+        _user(db, user_ident)
+        raise NotFound("Impersonation Token")
+    token, owner = found
+    if owner.is_ghost:
+        raise NotFound("User")
+    if not token.impersonation:
         raise NotFound("Impersonation Token")
     return token
 
@@ -171,7 +190,7 @@ def create_impersonation(
 
 def _issue_for(
     db: Session,
-    user: User,
+    user: UserRow,
     p: TokenCreate | ImpersonationTokenCreate,
     settings: Settings,
     *,
@@ -206,9 +225,9 @@ def _validate_impersonation(p: ImpersonationTokenCreate) -> None:
 
 
 def revoke_impersonation(db: Session, actor: Actor, user_ident: int, token_id: int) -> None:
-    token = get_impersonation(db, actor, user_ident, token_id)
+    get_impersonation(db, actor, user_ident, token_id)
     with transaction(db):
-        token.revoked = True
+        _model(db, token_id).revoked = True
 
 
 def ensure_root_token(db: Session, root: User, secret: str) -> None:
@@ -278,77 +297,22 @@ def _check_expiry(expires: date, settings: Settings) -> None:
         raise Unprocessable(f"Expiration date must be before {limit.isoformat()}")
 
 
-def _user(db: Session, user_id: int) -> User:
-    user = db.get(User, user_id)
+def _user(db: Session, user_id: int) -> UserRow:
+    user = users.row_by_id(db, user_id)
     if user is None or user.is_ghost:
         raise NotFound("User")
     return user
 
 
-def _may_read(db: Session, actor: Actor, token: PersonalAccessToken) -> bool:
-    owner = db.get(User, token.user_id)
-    return (
-        owner is not None
-        and policy.may(actor, Action.READ_USER_TOKENS, owner)
-        and (policy.is_admin(actor) or not token.impersonation)
+def _model(db: Session, token_id: int) -> PersonalAccessToken:
+    """The token a write changes, after a read has decided the caller may."""
+    token = db.get(PersonalAccessToken, token_id)
+    if token is None:  # removed since it was read
+        raise NotFound(message="404 Not found")
+    return token
+
+
+def _may_read(actor: Actor, token: TokenRow, owner: UserRow) -> bool:
+    return policy.may(actor, Action.READ_USER_TOKENS, owner) and (
+        policy.is_admin(actor) or not token.impersonation
     )
-
-
-def _state(stmt: Select[Any], state: str) -> Select[Any]:
-    today = datetime.now(UTC).date()
-    live = (PersonalAccessToken.revoked.is_(False)) & (
-        PersonalAccessToken.expires_at.is_(None) | (PersonalAccessToken.expires_at > today)
-    )
-    return stmt.where(live) if state == "active" else stmt.where(~live)
-
-
-def _filter(stmt: Select[Any], q: TokenList) -> Select[Any]:
-    # Bounds as GitLab's token scopes: inclusive, except expires_before.
-    t = PersonalAccessToken
-    if q.revoked is not None:
-        stmt = stmt.where(t.revoked.is_(q.revoked))
-    if q.state is not None:
-        stmt = _state(stmt, q.state)
-    if q.search:
-        stmt = stmt.where(func.lower(t.name).contains(q.search.lower(), autoescape=True))
-    if q.created_before:
-        stmt = stmt.where(t.created_at <= q.created_before)
-    if q.created_after:
-        stmt = stmt.where(t.created_at >= q.created_after)
-    if q.last_used_before:
-        stmt = stmt.where(t.last_used_at <= q.last_used_before)
-    if q.last_used_after:
-        stmt = stmt.where(t.last_used_at >= q.last_used_after)
-    if q.expires_before:
-        stmt = stmt.where(t.expires_at < q.expires_before)
-    if q.expires_after:
-        stmt = stmt.where(t.expires_at >= q.expires_after)
-    return stmt
-
-
-_T = PersonalAccessToken
-# GitLab's PersonalAccessToken.simple_sorts; anything else keeps the default.
-_SORTS: dict[str, tuple[Any, ...]] = {
-    "id_asc": (_T.id.asc(),),
-    "id_desc": (_T.id.desc(),),
-    "created_asc": (_T.created_at.asc(), _T.id.asc()),
-    "created_at_asc": (_T.created_at.asc(), _T.id.asc()),
-    "created_desc": (_T.created_at.desc(), _T.id.desc()),
-    "created_at_desc": (_T.created_at.desc(), _T.id.desc()),
-    "created_date": (_T.created_at.desc(), _T.id.desc()),
-    "updated_asc": (_T.updated_at.asc(), _T.id.asc()),
-    "updated_at_asc": (_T.updated_at.asc(), _T.id.asc()),
-    "updated_desc": (_T.updated_at.desc(), _T.id.desc()),
-    "updated_at_desc": (_T.updated_at.desc(), _T.id.desc()),
-    "name_asc": (_T.name.asc(), _T.id.asc()),
-    "name_desc": (_T.name.desc(), _T.id.desc()),
-    "expires_asc": (_T.expires_at.asc().nulls_last(), _T.id.desc()),
-    "expires_desc": (_T.expires_at.desc().nulls_last(), _T.id.desc()),
-    "last_used_asc": (_T.last_used_at.asc().nulls_last(), _T.id.desc()),
-    "last_used_desc": (_T.last_used_at.desc().nulls_last(), _T.id.desc()),
-}
-
-
-def _ordering(sort: str | None) -> tuple[Any, ...]:
-    """Unsorted lists come in id order, as GitLab's pagination adds ORDER BY id."""
-    return _SORTS.get(sort or "", (_T.id.asc(),))

@@ -433,3 +433,58 @@ def test_a_file_costs_the_token_and_the_subject(api, make, runtime):
     project = repository_project(api, owner)
     path = f"/projects/{project['id']}/repository/files/README.md?ref=main"
     assert statements_for(runtime, lambda: api(owner).get(path)) == 2
+
+
+# ---------------------------------------------------------------------------- tokens
+
+
+def test_a_page_of_tokens_costs_a_fixed_number(api, make, runtime):
+    """The token, the page's ids, the count, the page's rows."""
+    user = make.user()
+    for _ in range(5):
+        make.token(user)
+    assert statements_for(runtime, lambda: api(user).get("/personal_access_tokens?per_page=3")) == 4
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "/personal_access_tokens?per_page=3&user_id={user}&state=active&sort=name_asc",
+        "/users/{user}/impersonation_tokens?per_page=3",
+    ],
+)
+def test_admin_token_lists_are_constant(api, make, runtime, query):
+    """The user is looked up once, however many tokens they hold."""
+    user = make.user()
+
+    def grow(n: int) -> None:
+        for _ in range(n):
+            make.token(user, impersonation=True)
+            make.token(user)
+
+    grow(5)
+    root = api("root")
+    assert constant(runtime, lambda: root.get(query.format(user=user.id)), lambda: grow(20)) == 5
+
+
+@pytest.mark.parametrize("caller", ["owner", "root"])
+def test_a_token_costs_the_token_and_the_token_with_its_owner(api, make, runtime, caller):
+    user = make.user()
+    make.token(user, name="other")
+    client = api(user if caller == "owner" else "root")
+    token_id = api(user).get("/personal_access_tokens?search=other").json()[0]["id"]
+    assert statements_for(runtime, lambda: client.get(f"/personal_access_tokens/{token_id}")) == 2
+
+
+def test_the_current_token_costs_two_statements(api, make, runtime):
+    user = make.user()
+    assert statements_for(runtime, lambda: api(user).get("/personal_access_tokens/self")) == 2
+
+
+def test_an_impersonation_token_costs_the_token_and_the_token_with_its_owner(api, make, runtime):
+    user = make.user()
+    make.token(user, impersonation=True)
+    root = api("root")
+    token_id = root.get(f"/users/{user.id}/impersonation_tokens").json()[0]["id"]
+    path = f"/users/{user.id}/impersonation_tokens/{token_id}"
+    assert statements_for(runtime, lambda: root.get(path)) == 2
