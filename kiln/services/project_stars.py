@@ -9,11 +9,10 @@ from sqlalchemy.orm import Session
 from kiln import policy
 from kiln.auth.actor import Actor
 from kiln.db import transaction
-from kiln.models import Project, ProjectStar, User
+from kiln.models import Project, ProjectStar
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action
-from kiln.queries.paging import offset_page
-from kiln.queries.text import ESCAPE, contains
+from kiln.queries import project_stars as finder
 from kiln.records import ProjectRecord
 from kiln.services import subjects
 from kiln.services.projects import record
@@ -49,23 +48,17 @@ def star(db: Session, actor: Actor, ident: str, starred: bool) -> tuple[ProjectR
 
 
 def starrers(db: Session, actor: Actor | None, ident: str, search: str | None, page: Page) -> PageResult:
-    s = subjects.project(db, actor, ident)
-    stmt = (
-        select(ProjectStar, User)
-        .join(User, User.id == ProjectStar.user_id)
-        .where(ProjectStar.project_id == s.project.id)
+    """Items are (StarRow, UserRow). The list shows the profiles READ_USER_PROFILE shows:
+    public ones and the viewer's own, or all of them to those who see private profiles."""
+    s = subjects.project(db, actor, ident, rows=True)
+    return finder.starrers(
+        db,
+        s.project.id,
+        page,
+        viewer_id=actor.user.id if actor is not None else None,
+        all_profiles=policy.sees_private_profiles(actor),
+        search=search,
     )
-    if not policy.sees_private_profiles(actor):
-        # The list shows the profiles READ_USER_PROFILE shows: public ones and the viewer's own.
-        viewer_id = actor.user.id if actor is not None else -1
-        stmt = stmt.where((User.private_profile.is_(False)) | (User.id == viewer_id))
-    if search:
-        term = contains(search)
-        stmt = stmt.where(
-            func.lower(User.username).like(term, escape=ESCAPE)
-            | func.lower(User.name).like(term, escape=ESCAPE)
-        )
-    return offset_page(db, stmt.order_by(ProjectStar.id.asc()), page, scalars=False)
 
 
 def forget_stars(db: Session, user_id: int) -> None:

@@ -488,3 +488,29 @@ def test_an_impersonation_token_costs_the_token_and_the_token_with_its_owner(api
     token_id = root.get(f"/users/{user.id}/impersonation_tokens").json()[0]["id"]
     path = f"/users/{user.id}/impersonation_tokens/{token_id}"
     assert statements_for(runtime, lambda: root.get(path)) == 2
+
+
+# ---------------------------------------------------------------------------- starrers
+
+
+def add_starrers(db: Any, project_id: int, n: int) -> None:
+    db.execute(
+        insert(ProjectStar), [{"project_id": project_id, "user_id": i} for i in add_plain_users(db, n)]
+    )
+    db.commit()
+
+
+def test_a_page_of_starrers_costs_a_fixed_number(api, make, runtime, db):
+    """The token, the subject, the page's stars, the count, their users."""
+    owner = make.user()
+    project = make.project(owner=owner, visibility="public")
+    add_starrers(db, project.id, 5)
+    path = f"/projects/{project.id}/starrers?per_page=3"
+    assert statements_for(runtime, lambda: api(owner).get(path)) == 5
+
+
+def test_starrers_searched_anonymously_are_constant(api, make, runtime, db):
+    project = make.project(visibility="public")
+    add_starrers(db, project.id, 5)
+    path = f"/projects/{project.id}/starrers?per_page=3&search=m"
+    assert constant(runtime, lambda: api().get(path), lambda: add_starrers(db, project.id, 20)) == 4
