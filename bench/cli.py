@@ -65,6 +65,7 @@ EXTRA = ("kiln_projects", "kiln_projects_keyset")
 # Open loop: at this rate, p90 at most this and no errors.
 OPEN_RATE = 200.0
 OPEN_P90_MS = 50.0
+IDLE_WAIT_S = 600.0
 # The X-Request-Id of the requests whose access-log lines give the statement counts.
 COUNT_ID = "bench-count-{key}"
 
@@ -333,12 +334,13 @@ def measure(
     duration: float,
 ) -> Measurement:
     """One measured run, with the server's CPU over it (until it is idle again)."""
-    # Both servers share one CPU: neither may still be working off an earlier run.
+    # Both servers share one CPU: neither may still be working off an earlier run (after an
+    # open-loop run the server slower than the rate has a backlog of minutes to work off).
     for busy in both:
-        busy.wait_idle()
+        busy.wait_idle(timeout=IDLE_WAIT_S)
     cpu_before = server.cpu_seconds()
     measured = generator.run(target, duration)
-    server.wait_idle()
+    server.wait_idle(timeout=IDLE_WAIT_S)
     measured.server_cpu_s = round(server.cpu_seconds() - cpu_before, 3)
     return measured
 
