@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Union
 
-from kiln.models import ProtectedBranch
 from kiln.models.repository import ADMIN_ACCESS, DEVELOPER_ACCESS, MAINTAINER_ACCESS, NO_ACCESS
+
+if TYPE_CHECKING:
+    from kiln.models import ProtectedBranch
+    from kiln.queries.protected_branches import ProtectedBranchRow
+
+# Reads render ProtectedBranchRow records; a write renders the rule it just saved.
+Rule = Union["ProtectedBranchRow", "ProtectedBranch"]
 
 ACCESS_DESCRIPTIONS = {
     NO_ACCESS: "No one",
@@ -27,7 +33,7 @@ def access_level(rule_id: int, level: int) -> dict[str, Any]:
     }
 
 
-def protected_branch(rule: ProtectedBranch) -> dict[str, Any]:
+def protected_branch(rule: Rule) -> dict[str, Any]:
     return {
         "id": rule.id,
         "name": rule.name,

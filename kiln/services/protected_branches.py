@@ -8,7 +8,7 @@ import fnmatch
 from datetime import datetime
 from typing import Literal
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -21,8 +21,8 @@ from kiln.models.repository import MAINTAINER_ACCESS
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action, ProjectSubject
 from kiln.preconditions import require_unmodified_since
-from kiln.queries.paging import offset_page
-from kiln.queries.text import ESCAPE, contains
+from kiln.queries import protected_branches as finder
+from kiln.queries.protected_branches import ProtectedBranchRow
 from kiln.schemas.protected_branches import ProtectedBranchCreate, ProtectedBranchList, ProtectedBranchUpdate
 from kiln.services import subjects
 
@@ -34,21 +34,20 @@ KINDS: tuple[Literal["push", "merge", "unprotect"], ...] = ("push", "merge", "un
 # ----------------------------------------------------------------------------- matching
 
 
-def rules_of(db: Session, project_id: int) -> list[ProtectedBranch]:
-    """All rules of a project in one query, for matching many branches in memory."""
-    stmt = select(ProtectedBranch).where(ProtectedBranch.project_id == project_id)
-    return list(db.scalars(stmt.order_by(ProtectedBranch.id)))
+def rules_of(db: Session, project_id: int) -> list[ProtectedBranchRow]:
+    """All rules of a project in one statement, for matching many branches in memory."""
+    return finder.rules_of(db, project_id)
 
 
-def _matches(rule: ProtectedBranch, branch: str) -> bool:
+def _matches(rule: ProtectedBranchRow, branch: str) -> bool:
     return rule.name == branch or ("*" in rule.name and fnmatch.fnmatchcase(branch, rule.name))
 
 
-def matching(rules: list[ProtectedBranch], branch: str) -> list[ProtectedBranch]:
+def matching(rules: list[ProtectedBranchRow], branch: str) -> list[ProtectedBranchRow]:
     return [r for r in rules if _matches(r, branch)]
 
 
-def governing(rules: list[ProtectedBranch], branch: str) -> ProtectedBranch | None:
+def governing(rules: list[ProtectedBranchRow], branch: str) -> ProtectedBranchRow | None:
     """The rule that decides pushes to `branch`: an exact name wins over a wildcard pattern,
     then the oldest matching rule."""
     exact = next((rule for rule in rules if rule.name == branch), None)
@@ -59,21 +58,19 @@ def governing(rules: list[ProtectedBranch], branch: str) -> ProtectedBranch | No
 
 
 def _readable(db: Session, actor: Actor | None, ident: str) -> ProjectSubject:
-    return subjects.project(db, actor, ident, Action.READ_CODE)
+    return subjects.project(db, actor, ident, Action.READ_CODE, rows=True)
 
 
 def list_rules(
     db: Session, actor: Actor | None, ident: str, q: ProtectedBranchList, page: Page
 ) -> PageResult:
+    """Items are ProtectedBranchRow records."""
     s = _readable(db, actor, ident)
-    stmt = select(ProtectedBranch).where(ProtectedBranch.project_id == s.project.id)
-    if q.search:
-        pattern = contains(q.search)
-        stmt = stmt.where(func.lower(ProtectedBranch.name).like(pattern, escape=ESCAPE))
-    return offset_page(db, stmt.order_by(ProtectedBranch.id), page)
+    return finder.page_of_rules(db, s.project.id, q.search, page)
 
 
 def _find(db: Session, project_id: int, name: str) -> ProtectedBranch:
+    """The rule a write changes."""
     rule = db.scalars(
         select(ProtectedBranch).where(ProtectedBranch.project_id == project_id, ProtectedBranch.name == name)
     ).first()
@@ -82,9 +79,12 @@ def _find(db: Session, project_id: int, name: str) -> ProtectedBranch:
     return rule
 
 
-def get_rule(db: Session, actor: Actor | None, ident: str, name: str) -> ProtectedBranch:
+def get_rule(db: Session, actor: Actor | None, ident: str, name: str) -> ProtectedBranchRow:
     s = _readable(db, actor, ident)
-    return _find(db, s.project.id, name)
+    rule = finder.rule_by_name(db, s.project.id, name)
+    if rule is None:
+        raise NotFound(message=RULE_NOT_FOUND)
+    return rule
 
 
 # ----------------------------------------------------------------------------- changing

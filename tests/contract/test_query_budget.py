@@ -514,3 +514,32 @@ def test_starrers_searched_anonymously_are_constant(api, make, runtime, db):
     add_starrers(db, project.id, 5)
     path = f"/projects/{project.id}/starrers?per_page=3&search=m"
     assert constant(runtime, lambda: api().get(path), lambda: add_starrers(db, project.id, 20)) == 4
+
+
+# ---------------------------------------------------------------------------- protected branches
+
+
+def add_rules(db: Any, project_id: int, n: int) -> None:
+    start = db.scalar(select(func.count()).select_from(ProtectedBranch))
+    db.execute(
+        insert(ProtectedBranch), [{"project_id": project_id, "name": f"r{start + i}"} for i in range(n)]
+    )
+    db.commit()
+
+
+def test_protected_branches_searched_are_constant(api, make, runtime, db):
+    """The token, the subject, the page's rules, the count."""
+    owner = make.user()
+    project = make.project(owner=owner)
+    add_rules(db, project.id, 5)
+    path = f"/projects/{project.id}/protected_branches?per_page=3&search=r"
+    assert constant(runtime, lambda: api(owner).get(path), lambda: add_rules(db, project.id, 20)) == 4
+
+
+def test_a_protected_branch_costs_the_token_the_subject_and_the_rule(api, make, runtime, db):
+    owner = make.user()
+    project = make.project(owner=owner)
+    add_rules(db, project.id, 1)
+    name = db.scalar(select(ProtectedBranch.name).where(ProtectedBranch.project_id == project.id))
+    path = f"/projects/{project.id}/protected_branches/{name}"
+    assert statements_for(runtime, lambda: api(owner).get(path)) == 3
