@@ -9,7 +9,7 @@ from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
 
-from kiln.api._deps import Authenticated, Db, Viewer, runtime
+from kiln.api._deps import Authenticated, Db, Viewer, in_thread, runtime
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
 from kiln.api._render import render
@@ -49,7 +49,8 @@ async def list_groups(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
 @post("/groups", params=GroupCreate)
 async def create_group(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
     p: GroupCreate = await params(request)
-    return render(group_detail(service.create_group(db, actor, p), _base(request)), status=201)
+    rec = await in_thread(service.create_group, db, actor, p)
+    return render(group_detail(rec, _base(request)), status=201)
 
 
 @get("/groups/{id:str}", auth="optional", params=GroupGet)
@@ -64,25 +65,30 @@ async def get_group(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> 
 @put("/groups/{id:str}", params=GroupUpdate)
 async def update_group(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
     p: GroupUpdate = await params(request)
-    return render(group_detail(service.update_group(db, actor, id, p), _base(request)))
+    rec = await in_thread(service.update_group, db, actor, id, p)
+    return render(group_detail(rec, _base(request)))
 
 
 @delete("/groups/{id:str}", params=GroupDelete, status=202)
 async def delete_group(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
     q: GroupDelete = await params(request)
-    service.delete_group(db, actor, id, permanently=q.permanently_remove, full_path=q.full_path)
+    await in_thread(
+        service.delete_group, db, actor, id, permanently=q.permanently_remove, full_path=q.full_path
+    )
     return render({"message": "202 Accepted"}, status=202)
 
 
 @post("/groups/{id:str}/restore")
 async def restore_group(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
-    return render(group_detail(service.restore_group(db, actor, id), _base(request)), status=201)
+    rec = await in_thread(service.restore_group, db, actor, id)
+    return render(group_detail(rec, _base(request)), status=201)
 
 
 @post("/groups/{id:str}/transfer", params=GroupTransfer)
 async def transfer_group(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
     p: GroupTransfer = await params(request)
-    return render(group_detail(service.transfer_group(db, actor, id, p.group_id), _base(request)), status=201)
+    rec = await in_thread(service.transfer_group, db, actor, id, p.group_id)
+    return render(group_detail(rec, _base(request)), status=201)
 
 
 @get("/groups/{id:str}/subgroups", auth="optional", params=GroupList)

@@ -7,7 +7,7 @@ from typing import Any
 from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
 
-from kiln.api._deps import Authenticated, Db, runtime
+from kiln.api._deps import Authenticated, Db, in_thread, runtime
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
 from kiln.api._render import no_content, render
@@ -62,18 +62,19 @@ def _routes(kind: Kind, singular: str) -> list[HTTPRouteHandler]:
 
     async def add_member(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
         p: MemberCreate = await params(request)
-        added = service.add_members(db, actor, kind, p)
+        added = await in_thread(service.add_members, db, actor, kind, p)
         if isinstance(added, service.BulkResult):
             return render(added.as_dict(), status=201)
         return render(member(added, _base(request)), status=201)
 
     async def update_member(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
         p: MemberUpdate = await params(request)
-        return render(member(service.update_member(db, actor, kind, p), _base(request)))
+        rec = await in_thread(service.update_member, db, actor, kind, p)
+        return render(member(rec, _base(request)))
 
     async def remove_member(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
         p: MemberDelete = await params(request)
-        service.remove_member(db, actor, kind, p)
+        await in_thread(service.remove_member, db, actor, kind, p)
         return no_content()
 
     async def list_access_requests(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
@@ -85,18 +86,18 @@ def _routes(kind: Kind, singular: str) -> list[HTTPRouteHandler]:
 
     async def request_access(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
         p: AccessRequestCreate = await params(request)
-        return render(
-            access_requester(service.request_access(db, actor, kind, p.id), _base(request)), status=201
-        )
+        rec = await in_thread(service.request_access, db, actor, kind, p.id)
+        return render(access_requester(rec, _base(request)), status=201)
 
     async def approve_access_request(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
         p: AccessRequestApprove = await params(request)
         # A PUT that answers 201, as GitLab does.
-        return render(member(service.approve_access_request(db, actor, kind, p), _base(request)), status=201)
+        rec = await in_thread(service.approve_access_request, db, actor, kind, p)
+        return render(member(rec, _base(request)), status=201)
 
     async def deny_access_request(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
         p: AccessRequestDeny = await params(request)
-        service.deny_access_request(db, actor, kind, p.id, p.user_id)
+        await in_thread(service.deny_access_request, db, actor, kind, p.id, p.user_id)
         return no_content()
 
     # Distinct names keep the OpenAPI operation ids unique.

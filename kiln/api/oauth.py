@@ -27,7 +27,7 @@ async def token(request: Req, db: Db) -> Response[bytes]:
 @post("/oauth/revoke", auth="none", params=OAuthRevoke, status=200)
 async def revoke(request: Req, db: Db) -> Response[bytes]:
     p: OAuthRevoke = await params(request)
-    service.revoke(db, p.token)
+    await in_thread(service.revoke, db, p.token)
     return render({})
 
 

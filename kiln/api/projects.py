@@ -138,34 +138,40 @@ async def get_project(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -
 @put("/projects/{id:str}", params=ProjectUpdate)
 async def update_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
     p: ProjectUpdate = await params(request)
-    rec = project_settings.update_project(db, actor, id, p, runtime(request).settings)
+    rec = await in_thread(project_settings.update_project, db, actor, id, p, runtime(request).settings)
     return render(project_full(rec, _base(request)))
 
 
 @delete("/projects/{id:str}", params=ProjectDelete, status=202)
 async def delete_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
     q: ProjectDelete = await params(request)
-    project_lifecycle.delete_project(db, actor, id, permanently=q.permanently_remove, full_path=q.full_path)
+    await in_thread(
+        project_lifecycle.delete_project,
+        db,
+        actor,
+        id,
+        permanently=q.permanently_remove,
+        full_path=q.full_path,
+    )
     return render({"message": "202 Accepted"}, status=202)
 
 
 @post("/projects/{id:str}/restore")
 async def restore_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
-    return render(project_full(project_lifecycle.restore_project(db, actor, id), _base(request)), status=201)
+    rec = await in_thread(project_lifecycle.restore_project, db, actor, id)
+    return render(project_full(rec, _base(request)), status=201)
 
 
 @post("/projects/{id:str}/archive")
 async def archive_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
-    return render(
-        project_full(project_lifecycle.set_archived(db, actor, id, True), _base(request)), status=201
-    )
+    rec = await in_thread(project_lifecycle.set_archived, db, actor, id, True)
+    return render(project_full(rec, _base(request)), status=201)
 
 
 @post("/projects/{id:str}/unarchive")
 async def unarchive_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
-    return render(
-        project_full(project_lifecycle.set_archived(db, actor, id, False), _base(request)), status=201
-    )
+    rec = await in_thread(project_lifecycle.set_archived, db, actor, id, False)
+    return render(project_full(rec, _base(request)), status=201)
 
 
 @post("/projects/{id:str}/fork", params=ProjectFork)
@@ -184,7 +190,7 @@ async def list_forks(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) ->
 
 @post("/projects/{id:str}/star")
 async def star_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
-    rec, changed = project_stars.star(db, actor, id, True)
+    rec, changed = await in_thread(project_stars.star, db, actor, id, True)
     if not changed:
         return Response(content=b"", status_code=304)
     return render(project_full(rec, _base(request)), status=201)
@@ -192,7 +198,7 @@ async def star_project(request: Req, db: Db, actor: Authenticated, id: FromPath[
 
 @post("/projects/{id:str}/unstar")
 async def unstar_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
-    rec, changed = project_stars.star(db, actor, id, False)
+    rec, changed = await in_thread(project_stars.star, db, actor, id, False)
     if not changed:
         return Response(content=b"", status_code=304)
     return render(project_full(rec, _base(request)), status=201)
@@ -216,7 +222,7 @@ async def languages(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> 
 @post("/projects/{id:str}/share", params=ProjectShare)
 async def share_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
     p: ProjectShare = await params(request)
-    link = project_shares.share(db, actor, id, p.group_id, p.group_access, p.expires_at)
+    link = await in_thread(project_shares.share, db, actor, id, p.group_id, p.group_access, p.expires_at)
     return render(share_link(link), status=201)
 
 
@@ -224,7 +230,7 @@ async def share_project(request: Req, db: Db, actor: Authenticated, id: FromPath
 async def unshare_project(
     request: Req, db: Db, actor: Authenticated, id: FromPath[str], group_id: FromPath[str]
 ) -> Response[bytes]:
-    project_shares.unshare(db, actor, id, int_id(group_id))
+    await in_thread(project_shares.unshare, db, actor, id, int_id(group_id))
     return no_content()
 
 
@@ -232,7 +238,7 @@ async def unshare_project(
 async def upload_file(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
     p: UploadCreate = await params(request)
     up = p.file
-    done = uploads.upload(db, actor, id, up.filename, up.file, up.size(), _uploads(request))
+    done = await in_thread(uploads.upload, db, actor, id, up.filename, up.file, up.size(), _uploads(request))
     return render(upload_result(done.upload, done.project, done.namespace, _base(request)), status=201)
 
 

@@ -49,7 +49,7 @@ async def sign_in(request: Req, db: Db) -> Response[bytes]:
 
 @delete("/users/sign_out", auth="none")
 async def sign_out(request: Req, db: Db) -> Response[bytes]:
-    service.sign_out(db, request.cookies.get(SESSION_COOKIE))
+    await in_thread(service.sign_out, db, request.cookies.get(SESSION_COOKIE))
     response = Response(content=b"", status_code=204)
     response.delete_cookie(SESSION_COOKIE, path="/")
     return response

@@ -82,14 +82,15 @@ async def update_user(request: Req, db: Db, actor: Authenticated, id: FromPath[s
 async def delete_identity(
     request: Req, db: Db, actor: Authenticated, id: FromPath[str], provider: FromPath[str]
 ) -> Response[bytes]:
-    service.delete_identity(db, actor, int_id(id), provider)
+    await in_thread(service.delete_identity, db, actor, int_id(id), provider)
     return no_content()
 
 
 @delete("/users/{id:str}", params=UserDelete)
 async def delete_user(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
     q: UserDelete = await params(request)
-    service.delete_user(
+    await in_thread(
+        service.delete_user,
         db,
         actor,
         int_id(id),
@@ -102,12 +103,12 @@ async def delete_user(request: Req, db: Db, actor: Authenticated, id: FromPath[s
 
 @post("/users/{id:str}/block")
 async def block_user(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
-    return render(service.block(db, actor, int_id(id)), status=201)
+    return render(await in_thread(service.block, db, actor, int_id(id)), status=201)
 
 
 @post("/users/{id:str}/unblock")
 async def unblock_user(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
-    return render(service.unblock(db, actor, int_id(id)), status=201)
+    return render(await in_thread(service.unblock, db, actor, int_id(id)), status=201)
 
 
 @get("/user", scopes=READ)
@@ -123,7 +124,7 @@ async def current_status(request: Req, db: Db, actor: Authenticated) -> Response
 @put("/user/status", params=StatusUpdate)
 async def set_status(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
     p: StatusUpdate = await params(request)
-    return render(user_status(service.set_status(db, actor, p)))
+    return render(user_status(await in_thread(service.set_status, db, actor, p)))
 
 
 @get("/users/{id:str}/status", auth="optional", scopes=READ)
