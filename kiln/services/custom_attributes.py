@@ -3,7 +3,7 @@ so other tools can tag them and filter lists by them (`custom_attributes[key]=va
 
 from __future__ import annotations
 
-from typing import Literal, cast
+from typing import cast
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
@@ -13,11 +13,13 @@ from kiln import policy
 from kiln.auth.actor import Actor
 from kiln.db import transaction
 from kiln.errors import NotFound, ValidationFailed
-from kiln.models import GroupCustomAttribute, ProjectCustomAttribute, User, UserCustomAttribute
+from kiln.models import GroupCustomAttribute, ProjectCustomAttribute, UserCustomAttribute
 from kiln.policy import Action
+from kiln.queries import custom_attributes as finder
+from kiln.queries import users
+from kiln.queries.custom_attributes import Kind
 from kiln.services import subjects
 
-Kind = Literal["users", "groups", "projects"]
 Attribute = UserCustomAttribute | GroupCustomAttribute | ProjectCustomAttribute
 _MODELS: dict[str, tuple[type[Attribute], str]] = {
     "users": (UserCustomAttribute, "user_id"),
@@ -29,39 +31,35 @@ NOT_FOUND = "Custom Attribute"
 
 
 def _owner_id(db: Session, actor: Actor, kind: Kind, ident: str) -> int:
-    """The id of the user, group or project the attributes hang on; its 404 when absent."""
+    """The id of the user, group or project the attributes hang on; its 404 when absent.
+    Read as row records: no route here changes the owner itself."""
     policy.require(actor, Action.ADMIN_CUSTOM_ATTRIBUTES)
     if kind == "users":
-        user = db.get(User, int(ident)) if ident.isdigit() else None
+        user = users.row_by_id(db, int(ident)) if ident.isdigit() else None
         if user is None:
             raise NotFound("User")
-        return user.id
+        return int(user.id)
     if kind == "groups":
-        group = subjects.group(db, actor, ident).group
-        return group.id
-    return subjects.project(db, actor, ident).project.id
+        return int(subjects.group(db, actor, ident, rows=True).group.id)
+    return int(subjects.project(db, actor, ident, rows=True).project.id)
 
 
 def _find(db: Session, kind: Kind, owner_id: int, key: str) -> Attribute | None:
+    """The attribute a write changes."""
     model, column = _MODELS[kind]
     row = db.scalars(select(model).where(getattr(model, column) == owner_id, model.key == key)).first()
     return cast("Attribute | None", row)
 
 
 def list_attributes(db: Session, actor: Actor, kind: Kind, ident: str) -> list[tuple[str, str]]:
-    owner = _owner_id(db, actor, kind, ident)
-    model, column = _MODELS[kind]
-    rows = db.execute(
-        select(model.key, model.value).where(getattr(model, column) == owner).order_by(model.key)
-    )
-    return [(key, value) for key, value in rows]
+    return finder.pairs_of(db, kind, _owner_id(db, actor, kind, ident))
 
 
 def get_attribute(db: Session, actor: Actor, kind: Kind, ident: str, key: str) -> tuple[str, str]:
-    row = _find(db, kind, _owner_id(db, actor, kind, ident), key)
-    if row is None:
+    found = finder.pair(db, kind, _owner_id(db, actor, kind, ident), key)
+    if found is None:
         raise NotFound(NOT_FOUND)
-    return row.key, row.value
+    return found
 
 
 def set_attribute(db: Session, actor: Actor, kind: Kind, ident: str, key: str, value: str) -> tuple[str, str]:

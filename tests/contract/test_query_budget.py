@@ -543,3 +543,39 @@ def test_a_protected_branch_costs_the_token_the_subject_and_the_rule(api, make, 
     name = db.scalar(select(ProtectedBranch.name).where(ProtectedBranch.project_id == project.id))
     path = f"/projects/{project.id}/protected_branches/{name}"
     assert statements_for(runtime, lambda: api(owner).get(path)) == 3
+
+
+# ---------------------------------------------------------------------------- custom attributes
+
+from kiln.models import ProjectCustomAttribute  # noqa: E402 - kept beside the tests that use it
+
+ATTRIBUTE_TABLES = {
+    "users": (UserCustomAttribute, "user_id"),
+    "groups": (GroupCustomAttribute, "namespace_id"),
+    "projects": (ProjectCustomAttribute, "project_id"),
+}
+
+
+def add_attributes(db: Any, kind: str, owner_id: int, n: int) -> None:
+    model, column = ATTRIBUTE_TABLES[kind]
+    start = db.scalar(select(func.count()).select_from(model))
+    db.execute(insert(model), [{column: owner_id, "key": f"k{start + i}", "value": "v"} for i in range(n)])
+    db.commit()
+
+
+def attribute_owner(make: Any, kind: str) -> int:
+    if kind == "users":
+        return make.user().id
+    return make.group().id if kind == "groups" else make.project().id
+
+
+@pytest.mark.parametrize("kind", ["users", "groups", "projects"])
+def test_custom_attributes_cost_the_token_the_owner_and_the_attributes(api, make, runtime, db, kind):
+    owner = attribute_owner(make, kind)
+    add_attributes(db, kind, owner, 3)
+    root = api("root")
+    path = f"/{kind}/{owner}/custom_attributes"
+    grow = lambda: add_attributes(db, kind, owner, 30)  # noqa: E731
+    assert constant(runtime, lambda: root.get(path), grow) == 3
+    key = db.scalar(select(ATTRIBUTE_TABLES[kind][0].key).limit(1))
+    assert statements_for(runtime, lambda: root.get(f"{path}/{key}")) == 3
