@@ -10,7 +10,7 @@ from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
 
-from kiln.api._deps import Authenticated, Db, int_id
+from kiln.api._deps import Authenticated, Db, in_thread, int_id
 from kiln.api._params import params
 from kiln.api._render import no_content, render
 from kiln.api._routes import delete, get, put
@@ -45,14 +45,13 @@ def _routes(kind: Kind, singular: str) -> list[HTTPRouteHandler]:
         request: Req, db: Db, actor: Authenticated, id: FromPath[str], key: FromPath[str]
     ) -> Response[bytes]:
         p: CustomAttributeSet = await params(request)
-        return render(
-            custom_attribute(*service.set_attribute(db, actor, kind, ident(id), unquote(key), p.value))
-        )
+        pair = await in_thread(service.set_attribute, db, actor, kind, ident(id), unquote(key), p.value)
+        return render(custom_attribute(*pair))
 
     async def delete_attribute(
         db: Db, actor: Authenticated, id: FromPath[str], key: FromPath[str]
     ) -> Response[bytes]:
-        service.delete_attribute(db, actor, kind, ident(id), unquote(key))
+        await in_thread(service.delete_attribute, db, actor, kind, ident(id), unquote(key))
         return no_content()
 
     # Distinct names keep the OpenAPI operation ids unique.

@@ -10,7 +10,7 @@ from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
 
-from kiln.api._deps import Authenticated, Db, Viewer
+from kiln.api._deps import Authenticated, Db, Viewer, in_thread
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
 from kiln.api._render import no_content, render
@@ -47,7 +47,7 @@ async def get_protected_branch(
 @post(BASE, params=ProtectedBranchCreate)
 async def protect_branch(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
     p: ProtectedBranchCreate = await params(request)
-    return render(protected_branch(service.create_rule(db, actor, id, p)), status=201)
+    return render(protected_branch(await in_thread(service.create_rule, db, actor, id, p)), status=201)
 
 
 @patch(f"{BASE}/{{name:str}}", params=ProtectedBranchUpdate)
@@ -55,7 +55,7 @@ async def update_protected_branch(
     request: Req, db: Db, actor: Authenticated, id: FromPath[str], name: FromPath[str]
 ) -> Response[bytes]:
     p: ProtectedBranchUpdate = await params(request)
-    return render(protected_branch(service.update_rule(db, actor, id, p.name, p)))
+    return render(protected_branch(await in_thread(service.update_rule, db, actor, id, p.name, p)))
 
 
 @delete(f"{BASE}/{{name:str}}", params=ProtectedBranchGet)
@@ -63,7 +63,7 @@ async def unprotect_branch(
     request: Req, db: Db, actor: Authenticated, id: FromPath[str], name: FromPath[str]
 ) -> Response[bytes]:
     since = parse_http_date(request.headers.get("if-unmodified-since"))
-    service.delete_rule(db, actor, id, unquote(name), since)
+    await in_thread(service.delete_rule, db, actor, id, unquote(name), since)
     return no_content()
 
 

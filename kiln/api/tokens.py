@@ -7,7 +7,7 @@ from typing import Any
 from litestar import Request, Response
 from litestar.params import FromPath
 
-from kiln.api._deps import Authenticated, Db, int_id, runtime
+from kiln.api._deps import Authenticated, Db, in_thread, int_id, runtime
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
 from kiln.api._render import no_content, render
@@ -44,7 +44,7 @@ async def current_token(request: Req, db: Db, actor: Authenticated) -> Response[
 
 @delete("/personal_access_tokens/self", scopes=ANY_SCOPE)
 async def revoke_current(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
-    service.revoke_current(db, actor)
+    await in_thread(service.revoke_current, db, actor)
     return no_content()
 
 
@@ -52,7 +52,7 @@ async def revoke_current(request: Req, db: Db, actor: Authenticated) -> Response
 async def rotate_current(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
     p: TokenRotate = await params(request)
     token = service.current_token_for_rotation(db, actor)
-    new, secret = service.rotate(db, actor, token, p.expires_at, runtime(request).settings)
+    new, secret = await in_thread(service.rotate, db, actor, token, p.expires_at, runtime(request).settings)
     return render(personal_access_token(new, secret), status=200)
 
 
@@ -65,7 +65,7 @@ async def get_token(request: Req, db: Db, actor: Authenticated, token_id: FromPa
 async def revoke_token(
     request: Req, db: Db, actor: Authenticated, token_id: FromPath[str]
 ) -> Response[bytes]:
-    service.revoke(db, actor, int_id(token_id))
+    await in_thread(service.revoke, db, actor, int_id(token_id))
     return no_content()
 
 
@@ -74,14 +74,18 @@ async def rotate_token(
     request: Req, db: Db, actor: Authenticated, token_id: FromPath[str]
 ) -> Response[bytes]:
     p: TokenRotate = await params(request)
-    new, secret = service.rotate_by_id(db, actor, int_id(token_id), p.expires_at, runtime(request).settings)
+    new, secret = await in_thread(
+        service.rotate_by_id, db, actor, int_id(token_id), p.expires_at, runtime(request).settings
+    )
     return render(personal_access_token(new, secret), status=200)
 
 
 @post("/users/{id:str}/personal_access_tokens", params=TokenCreate, requires=Action.ADMIN_TOKENS)
 async def create_token(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
     p: TokenCreate = await params(request)
-    token, secret = service.create_for_user(db, actor, int_id(id), p, runtime(request).settings)
+    token, secret = await in_thread(
+        service.create_for_user, db, actor, int_id(id), p, runtime(request).settings
+    )
     return render(personal_access_token(token, secret), status=201)
 
 
@@ -100,7 +104,9 @@ async def create_impersonation_token(
     request: Req, db: Db, actor: Authenticated, id: FromPath[str]
 ) -> Response[bytes]:
     p: ImpersonationTokenCreate = await params(request)
-    token, secret = service.create_impersonation(db, actor, int_id(id), p, runtime(request).settings)
+    token, secret = await in_thread(
+        service.create_impersonation, db, actor, int_id(id), p, runtime(request).settings
+    )
     return render(personal_access_token(token, secret), status=201)
 
 
@@ -115,5 +121,5 @@ async def get_impersonation_token(
 async def revoke_impersonation_token(
     request: Req, db: Db, actor: Authenticated, id: FromPath[str], token_id: FromPath[str]
 ) -> Response[bytes]:
-    service.revoke_impersonation(db, actor, int_id(id), int_id(token_id))
+    await in_thread(service.revoke_impersonation, db, actor, int_id(id), int_id(token_id))
     return no_content()
