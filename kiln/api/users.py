@@ -118,7 +118,7 @@ async def current_user(request: Req, db: Db, actor: Authenticated) -> Response[b
 
 @get("/user/status", scopes=READ)
 async def current_status(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
-    return render(user_status(service.status_of(db, actor, str(actor.user.id))))
+    return render(user_status(service.current_status(db, actor)))
 
 
 @put("/user/status", params=StatusUpdate)

@@ -371,13 +371,32 @@ def unblock(db: Session, actor: Actor, user_id: int) -> bool:
     return True
 
 
-def status_of(db: Session, viewer: Actor | None, ident: str) -> User:
-    user = finder.by_id_or_username(db, ident)
+def status_of(db: Session, viewer: Actor | None, ident: str) -> UserRow | User:
+    """A numeric ident is an id, anything else a username (GitLab's find_user)."""
+    if ident.isdigit() and len(ident) <= 18:
+        user = finder.row_by_id(db, int(ident))
+    else:
+        user = finder.row_by_id_or_username(db, ident)
     if user is None:
         raise NotFound("User")
     policy.require_visible(viewer, Action.READ_USER, user, "User")
-    _expire_status(db, user)
-    return user
+    return _unexpired(db, user)
+
+
+def current_status(db: Session, actor: Actor) -> UserRow | User:
+    """The caller's status, from the row authentication read."""
+    return _unexpired(db, actor.user)
+
+
+def _unexpired(db: Session, user: UserRow) -> UserRow | User:
+    """The row as read; only a status past its clear time is cleared, a write on the model
+    whose answer is the cleared user."""
+    clear_at = user.status_clear_at
+    if clear_at is None or datetime.fromisoformat(clear_at) > datetime.now(UTC):
+        return user
+    model = _find(db, user.id)
+    _expire_status(db, model)
+    return model
 
 
 def set_status(db: Session, actor: Actor, p: StatusUpdate) -> User:

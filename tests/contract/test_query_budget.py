@@ -579,3 +579,23 @@ def test_custom_attributes_cost_the_token_the_owner_and_the_attributes(api, make
     assert constant(runtime, lambda: root.get(path), grow) == 3
     key = db.scalar(select(ATTRIBUTE_TABLES[kind][0].key).limit(1))
     assert statements_for(runtime, lambda: root.get(f"{path}/{key}")) == 3
+
+
+# ---------------------------------------------------------------------------- user status
+
+
+def test_the_current_status_costs_only_the_token(api, make, runtime):
+    """The status is in the row authentication read; an expired one is cleared by a write."""
+    user = make.user()
+    api(user).put("/user/status", json={"message": "away", "clear_status_after": "1_day"})
+    assert statements_for(runtime, lambda: api(user).get("/user/status")) == 1
+
+
+@pytest.mark.parametrize("caller", ["user", None])
+def test_a_users_status_costs_the_token_and_the_user(api, make, runtime, caller):
+    user = make.user()
+    api(user).put("/user/status", json={"message": "away"})
+    client = api(user if caller else None)
+    expected = 2 if caller else 1
+    assert statements_for(runtime, lambda: client.get(f"/users/{user.username}/status")) == expected
+    assert statements_for(runtime, lambda: client.get(f"/users/{user.id}/status")) == expected
