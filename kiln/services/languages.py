@@ -22,13 +22,14 @@ from kiln.services.repositories import store
 def of_project(db: Session, actor: Actor | None, ident: str, settings: Settings) -> dict[str, float]:
     """A project's languages; a project whose code the actor may not read has none to show
     (GitLab answers its 404)."""
-    s = subjects.project(db, actor, ident)
+    s = subjects.project(db, actor, ident, rows=True)
     policy.require_visible(actor, Action.READ_CODE, s, "Project")
     return for_project(db, s, settings)
 
 
 def for_project(db: Session, s: ProjectSubject, settings: Settings) -> dict[str, float]:
-    """The caller has checked that the actor may read the code. `{}` for an empty repository."""
+    """The caller has checked that the actor may read the code. `{}` for an empty repository.
+    The subject is row records: the cache is written by one UPDATE, not through a model."""
     project = s.project
     st = store(settings)
     repo = st.find(project.id)
@@ -55,5 +56,4 @@ def for_project(db: Session, s: ProjectSubject, settings: Settings) -> dict[str,
                 updated_at=Project.updated_at,
             )
         )
-    db.expire(project, ["languages", "languages_sha", "primary_language"])
     return found
