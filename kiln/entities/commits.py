@@ -14,7 +14,9 @@ if TYPE_CHECKING:
     import pygit2
 
     from kiln.git.history import Stats
-    from kiln.models import CommitNote, User
+    from kiln.models import CommitNote
+    from kiln.queries.commits import CommitNoteRow
+    from kiln.queries.users import UserRow
 
 
 NO_MESSAGE = "No commit message"
@@ -95,7 +97,7 @@ def commit_ref(kind: str, name: str) -> dict[str, str]:
     return {"type": kind, "name": name}
 
 
-def commit_note(note: CommitNote, author: User, base: str) -> dict[str, Any]:
+def commit_note(note: CommitNoteRow | CommitNote, author: UserRow, base: str) -> dict[str, Any]:
     return {
         "note": note.note,
         "path": note.path,

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pygit2
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from kiln import events, policy
@@ -33,10 +32,13 @@ from kiln.git.errors import (
 from kiln.git.history import LogQuery, Stats
 from kiln.git.refs import branch_tip, is_object_id, resolve_commit, valid_branch_name
 from kiln.git.writes import FileAction, Person, commit_actions, write_commit
-from kiln.models import CommitNote, User
+from kiln.models import CommitNote
 from kiln.pagination import TOTAL_LIMIT, Page, PageResult
 from kiln.policy import Action
-from kiln.queries.paging import list_page, offset_page
+from kiln.queries import commits as commit_reads
+from kiln.queries.commits import CommitNoteRow
+from kiln.queries.paging import list_page
+from kiln.queries.users import UserRow
 from kiln.schemas.commits import (
     CherryPick,
     CommitAction,
@@ -117,8 +119,8 @@ class Picked:
 
 @dataclass(slots=True)
 class NoteRecord:
-    note: CommitNote
-    author: User
+    note: CommitNoteRow | CommitNote  # a row when read; the model a comment was just saved as
+    author: UserRow
 
 
 def _where(ctx: RepoContext) -> Where:
@@ -235,18 +237,11 @@ def commit_diff(
 def list_comments(
     db: Session, viewer: Actor | None, ident: str, sha: str, page: Page, settings: Settings
 ) -> tuple[list[NoteRecord], PageResult]:
+    """Records of row records: the page's comments, then their authors."""
     ctx = repositories.for_read(db, viewer, ident, settings)
     commit = _commit(ctx, sha)
-    stmt = (
-        select(CommitNote)
-        .where(CommitNote.project_id == ctx.project.id, CommitNote.commit_sha == str(commit.id))
-        .order_by(CommitNote.created_at, CommitNote.id)
-    )
-    result = offset_page(db, stmt, page)
-    notes: list[CommitNote] = result.items
-    author_ids = {n.author_id for n in notes}
-    users = {u.id: u for u in db.scalars(select(User).where(User.id.in_(author_ids)))} if author_ids else {}
-    return [NoteRecord(n, users[n.author_id]) for n in notes], result
+    pairs, result = commit_reads.comments(db, ctx.project.id, str(commit.id), page)
+    return [NoteRecord(note, author) for note, author in pairs], result
 
 
 # ---------------------------------------------------------------------------- comments

@@ -599,3 +599,31 @@ def test_a_users_status_costs_the_token_and_the_user(api, make, runtime, caller)
     expected = 2 if caller else 1
     assert statements_for(runtime, lambda: client.get(f"/users/{user.username}/status")) == expected
     assert statements_for(runtime, lambda: client.get(f"/users/{user.id}/status")) == expected
+
+
+# ---------------------------------------------------------------------------- languages, comments
+
+
+def test_languages_cost_the_token_and_the_subject_once_computed(api, make, runtime):
+    owner = make.user()
+    project = repository_project(api, owner)
+    assert statements_for(runtime, lambda: api(owner).get(f"/projects/{project['id']}/languages")) == 2
+
+
+def test_commit_comments_are_constant(api, make, runtime):
+    """The token, the subject, the page's comments, the count, their authors."""
+    owner = make.user()
+    project = repository_project(api, owner)
+    base = f"/projects/{project['id']}/repository/commits"
+    sha = api(owner).get(base).json()[0]["id"]
+
+    def grow(n: int) -> None:
+        for i in range(n):
+            author = make.user()
+            make.member(make.db.get(Project, project["id"]), author, 30)
+            r = api(author).post(f"{base}/{sha}/comments", json={"note": f"n{i}"})
+            assert r.status_code == 201, r.text
+
+    grow(5)
+    path = f"{base}/{sha}/comments?per_page=3"
+    assert constant(runtime, lambda: api(owner).get(path), lambda: grow(10)) == 5

@@ -1,0 +1,43 @@
+"""Commit reads kept in the database: the comments on a commit, as `CommitNoteRow` records
+whose authors come from queries.users.rows_by_ids. The ORM `CommitNote` is for writes."""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from functools import cache
+from typing import Any
+
+from sqlalchemy import Select, bindparam, select
+from sqlalchemy.orm import Session
+
+from kiln.models import CommitNote
+from kiln.pagination import Page, PageResult
+from kiln.queries.paging import offset_page
+from kiln.queries.reads import row_columns
+from kiln.queries.users import UserRow, rows_by_ids
+
+_NOTES = CommitNote.__table__
+
+CommitNoteRow = namedtuple("CommitNoteRow", [c.key for c in _NOTES.c])  # type: ignore[misc]
+
+
+@cache
+def _comments_statement() -> Select[Any]:
+    return (
+        select(*row_columns(_NOTES))
+        .where(_NOTES.c.project_id == bindparam("project_id"), _NOTES.c.commit_sha == bindparam("sha"))
+        .order_by(_NOTES.c.created_at, _NOTES.c.id)
+    )
+
+
+def comments(
+    db: Session, project_id: int, sha: str, page: Page
+) -> tuple[list[tuple[Any, UserRow]], PageResult]:
+    """One page of a commit's comments, oldest first, each with its author: the page's rows,
+    then their authors by one statement."""
+    stmt = _comments_statement().params(project_id=project_id, sha=sha)
+    result = offset_page(db, stmt, page, core=True)
+    notes = [CommitNoteRow._make(row) for row in result.items]
+    authors = {u.id: u for u in rows_by_ids(db, list(dict.fromkeys(n.author_id for n in notes)))}
+    result.items = notes
+    return [(n, authors[n.author_id]) for n in notes if n.author_id in authors], result
