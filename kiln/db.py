@@ -11,7 +11,7 @@ from typing import Any
 
 import psycopg
 from psycopg import pq
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
@@ -43,6 +43,22 @@ class SQLiteWriter:
             self._depth -= 1
             self._threads.release()
             raise
+
+    def try_acquire(self) -> bool:
+        """The writer if nobody holds it right now, in this process or another; never waits."""
+        if not self._threads.acquire(blocking=False):
+            return False
+        try:
+            self._depth += 1
+            if self._depth == 1 and self._path is not None:
+                fcntl.flock(self._file(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BaseException as exc:
+            self._depth -= 1
+            self._threads.release()
+            if isinstance(exc, BlockingIOError):
+                return False
+            raise
+        return True
 
     def release(self) -> None:
         try:
@@ -202,6 +218,42 @@ def transaction(db: Session) -> Iterator[Session]:
     finally:
         if sqlite:
             _sqlite_writer(db).release()
+
+
+@contextmanager
+def try_transaction(db: Session) -> Iterator[bool]:
+    """`transaction`, for a write that would rather not happen than wait for the writer:
+    yields False, and nothing is written, when the writer is busy right now (SQLite: another
+    thread or process holds the writer lock; PostgreSQL: a row the write changes is locked by
+    another transaction, which ends the write and rolls it back). For bookkeeping the next
+    request does as well (a token's last use), on paths that must never wait."""
+    if db.info.get("tx_depth", 0):
+        with transaction(db):
+            yield True
+        return
+    if is_sqlite(db):
+        writer = _sqlite_writer(db)
+        if not writer.try_acquire():
+            yield False
+            return
+        try:
+            # Re-entered by `transaction` (the lock is this thread's already): no wait there.
+            with transaction(db):
+                yield True
+        finally:
+            writer.release()
+        return
+    try:
+        with transaction(db):
+            db.execute(_NO_LOCK_WAIT)
+            yield True
+    except OperationalError as exc:
+        if not isinstance(exc.orig, psycopg.errors.LockNotAvailable):
+            raise
+
+
+# PostgreSQL's shortest wait for a lock (0 would mean forever), for this transaction only.
+_NO_LOCK_WAIT = text("SET LOCAL lock_timeout = 1")
 
 
 # What a database says when it has no connection or no write for us right now (SQLite's

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from kiln.auth.actor import Actor
 from kiln.auth.tokens import API, READ_API, digest
 from kiln.config import Settings
-from kiln.db import transaction
+from kiln.db import try_transaction
 from kiln.errors import Forbidden, InsufficientScope, InvalidToken, Unauthorized
 from kiln.models import OAuthAccessToken, PersonalAccessToken, User, WebSession
 from kiln.queries.reads import run
@@ -187,5 +187,8 @@ def _touch(db: Session, token_id: int, last: datetime | None) -> None:
     now = datetime.now(UTC)
     if last is not None and now - last < LAST_USED_GRANULARITY:
         return
-    with transaction(db):
-        db.execute(update(_PAT).where(_PAT.c.id == token_id).values(last_used_at=now))
+    # On the event loop, before the request's own work: when the writer is busy (a job, a
+    # push, another process), the next use of the token records it instead.
+    with try_transaction(db) as free:
+        if free:
+            db.execute(update(_PAT).where(_PAT.c.id == token_id).values(last_used_at=now))
