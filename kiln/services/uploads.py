@@ -7,7 +7,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from kiln import policy
@@ -16,6 +16,8 @@ from kiln.db import transaction
 from kiln.errors import NotFound, PayloadTooLarge
 from kiln.models import Namespace, Project, ProjectStatistics, Upload
 from kiln.policy import Action
+from kiln.queries import uploads as upload_reads
+from kiln.queries.uploads import UploadRow
 from kiln.services import instance_settings, subjects
 from kiln.storage import Storage
 
@@ -69,16 +71,12 @@ def sanitize_filename(filename: str) -> str:
     return cleaned[:255] or "file"
 
 
-def find_upload(db: Session, actor: Actor | None, project_path: str, secret: str, filename: str) -> Upload:
+def find_upload(db: Session, actor: Actor | None, project_path: str, secret: str, filename: str) -> UploadRow:
     """An upload served back at its URL: hidden projects and wrong secrets are 404 alike."""
-    s = subjects.find_project(db, actor, project_path)
+    s = subjects.find_project(db, actor, project_path, rows=True)
     if s is None or not policy.may(actor, Action.READ_PROJECT, s):
         raise NotFound()
-    row = db.scalars(
-        select(Upload).where(
-            Upload.project_id == s.project.id, Upload.secret == secret, Upload.filename == filename
-        )
-    ).first()
+    row = upload_reads.project_upload(db, s.project.id, secret, filename)
     if row is None:
         raise NotFound()
     return row

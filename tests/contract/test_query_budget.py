@@ -627,3 +627,12 @@ def test_commit_comments_are_constant(api, make, runtime):
     grow(5)
     path = f"{base}/{sha}/comments?per_page=3"
     assert constant(runtime, lambda: api(owner).get(path), lambda: grow(10)) == 5
+
+
+def test_an_upload_costs_the_subject_and_the_file(api, make, runtime):
+    """Anonymously: the subject and the upload's row; signed in, the token too."""
+    owner = make.user()
+    project = make.project(owner=owner, visibility="public")
+    body = api(owner).post(f"/projects/{project.id}/uploads", files={"file": ("a.png", b"x")}).json()
+    assert statements_for(runtime, lambda: api().get(body["full_path"])) == 2
+    assert statements_for(runtime, lambda: api(owner).get(body["full_path"])) == 3
