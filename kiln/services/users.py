@@ -16,7 +16,7 @@ from kiln import policy
 from kiln.auth.actor import Actor
 from kiln.auth.passwords import MIN_PASSWORD_LENGTH, hash_password, random_password
 from kiln.config import Settings
-from kiln.db import transaction
+from kiln.db import transaction, try_transaction
 from kiln.errors import BadRequest, Conflict, Forbidden, NotFound, ParamError, ValidationFailed
 from kiln.models import Base, Identity, Namespace, User
 from kiln.models.namespaces import KIND_USER
@@ -371,7 +371,7 @@ def unblock(db: Session, actor: Actor, user_id: int) -> bool:
     return True
 
 
-def status_of(db: Session, viewer: Actor | None, ident: str) -> UserRow | User:
+def status_of(db: Session, viewer: Actor | None, ident: str) -> UserRow:
     """A numeric ident is an id, anything else a username (GitLab's find_user)."""
     if ident.isdigit() and len(ident) <= 18:
         user = finder.row_by_id(db, int(ident))
@@ -383,20 +383,31 @@ def status_of(db: Session, viewer: Actor | None, ident: str) -> UserRow | User:
     return _unexpired(db, user)
 
 
-def current_status(db: Session, actor: Actor) -> UserRow | User:
+def current_status(db: Session, actor: Actor) -> UserRow:
     """The caller's status, from the row authentication read."""
     return _unexpired(db, actor.user)
 
 
-def _unexpired(db: Session, user: UserRow) -> UserRow | User:
-    """The row as read; only a status past its clear time is cleared, a write on the model
-    whose answer is the cleared user."""
+def _unexpired(db: Session, user: UserRow) -> UserRow:
+    """The row as read, its status cleared once past its clear time. The read runs on the
+    event loop, so the database is cleared only when that needs no wait for the writer;
+    otherwise a later read clears it, answering the same meanwhile."""
     clear_at = user.status_clear_at
-    if clear_at is None or datetime.fromisoformat(clear_at) > datetime.now(UTC):
+    now = datetime.now(UTC)
+    if clear_at is None or datetime.fromisoformat(clear_at) > now:
         return user
-    model = _find(db, user.id)
-    _expire_status(db, model)
-    return model
+    with try_transaction(db) as free:
+        if free:
+            # Unless a new status was set since the row was read.
+            db.execute(
+                update(User).where(User.id == user.id, User.status_clear_at <= now).values(**_NO_STATUS)
+            )
+    return user._replace(**_NO_STATUS)
+
+
+_NO_STATUS: dict[str, Any] = dict.fromkeys(
+    ("status_emoji", "status_message", "status_availability", "status_clear_at")
+)
 
 
 def set_status(db: Session, actor: Actor, p: StatusUpdate) -> User:
@@ -635,10 +646,3 @@ def _contribution_columns() -> list[Column[Any]]:
         for column in table.columns
         if column.info.get("contribution")
     ]
-
-
-def _expire_status(db: Session, user: User) -> None:
-    if user.status_clear_at is not None and user.status_clear_at <= datetime.now(UTC):
-        with transaction(db):
-            user.status_emoji = user.status_message = user.status_availability = None
-            user.status_clear_at = None

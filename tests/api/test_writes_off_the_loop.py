@@ -8,6 +8,7 @@ import asyncio
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -108,3 +109,19 @@ def test_the_use_is_recorded_by_the_next_request_once_the_writer_is_free(api, ru
 
     assert r.status_code == 200
     assert last_used(runtime, user.id) is not None
+
+
+@pytest.mark.committing
+def test_a_status_past_its_time_reads_cleared_while_the_writer_is_busy(api, runtime, make, db):
+    user = make.user()
+    api(user).put("/user/status", json={"message": "brb", "clear_status_after": "30_minutes"})
+    with transaction(db):
+        db.get(User, user.id).status_clear_at = datetime.now(UTC) - timedelta(seconds=1)
+    user_row = update(User).where(User.id == user.id).values(name="held")
+
+    with writer_held(runtime, user_row):
+        during = api(user).get("/user/status").json()["message"]
+    api(user).get("/user/status")
+
+    with runtime.sessions() as s:
+        assert (during, s.scalar(select(User.status_message).where(User.id == user.id))) == (None, None)
