@@ -37,9 +37,10 @@ def int_id(value: str) -> int:
 
 
 async def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """A service call that waits on git (a child process, a repository lock) or reads much,
-    run off the event loop so other requests go on meanwhile (DESIGN.md: work that waits
-    runs in a thread). Short reads stay inline: the hop costs more than they do."""
+    """A service call that waits on git (a child process, a repository lock), on the
+    database's writer (every write) or reads much, run off the event loop so other requests
+    go on meanwhile (DESIGN.md: work that waits runs in a thread). Short reads stay inline:
+    the hop costs more than they do."""
     return await asyncio.to_thread(fn, *args, **kwargs)
 
 
