@@ -101,7 +101,7 @@ class GitAccess:
     """A caller cleared for one service on one project's repository."""
 
     actor: Actor | None
-    subject: ProjectSubject
+    subject: ProjectSubject  # row records: a push's bookkeeping loads the model it changes
     repo_path: Path
     service: str
 
@@ -146,7 +146,7 @@ def open_repository(
     if service not in transport.SERVICES:
         raise Forbidden(message=COMMAND_NOT_ALLOWED)
     try:
-        s = subjects.project(db, actor, project_path)
+        s = subjects.project(db, actor, project_path, rows=True)
     except NotFound:
         raise NotFound(message=PROJECT_NOT_FOUND) from None
     return _cleared(settings, actor, s, service)
@@ -209,7 +209,7 @@ def _anonymous(db: Session, settings: Settings, project_path: str, service: str 
     if service != UPLOAD_PACK:
         raise Unauthorized(ACCESS_DENIED)
     try:
-        s = subjects.project(db, None, project_path)
+        s = subjects.project(db, None, project_path, rows=True)
     except NotFound:
         raise Unauthorized(ACCESS_DENIED) from None
     if not policy.may(None, Action.READ_CODE, s):

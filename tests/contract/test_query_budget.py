@@ -636,3 +636,20 @@ def test_an_upload_costs_the_subject_and_the_file(api, make, runtime):
     body = api(owner).post(f"/projects/{project.id}/uploads", files={"file": ("a.png", b"x")}).json()
     assert statements_for(runtime, lambda: api().get(body["full_path"])) == 2
     assert statements_for(runtime, lambda: api(owner).get(body["full_path"])) == 3
+
+
+@pytest.mark.parametrize("signed_in", [False, True])
+def test_git_info_refs_costs_the_credential_and_the_subject(api, make, runtime, signed_in):
+    """A clone's first request: the project's subject row, and signed in the token's two
+    lookups (a password over Basic is tried as an OAuth token, then as a personal one)."""
+    import base64
+
+    owner = make.user()
+    project = repository_project(api, owner)
+    if not signed_in:
+        api(owner).put(f"/projects/{project['id']}", json={"visibility": "public"})
+    secret = base64.b64encode(f"x:{owner.token}".encode()).decode()
+    headers = {"Authorization": f"Basic {secret}"} if signed_in else {}
+    path = f"/{project['path_with_namespace']}.git/info/refs?service=git-upload-pack"
+    client = api().client
+    assert statements_for(runtime, lambda: client.get(path, headers=headers)) == (3 if signed_in else 1)
