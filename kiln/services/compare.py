@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pygit2
 from sqlalchemy.orm import Session
@@ -19,9 +20,9 @@ from kiln.git import diffs
 from kiln.git.errors import RefNotFound
 from kiln.git.refs import resolve_commit
 from kiln.git.writes import path_problem
-from kiln.models import Project
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action, ProjectSubject
+from kiln.queries import compare as compare_reads
 from kiln.queries.paging import list_page
 from kiln.schemas.compare import ArchiveParams, CompareParams, ContributorList
 from kiln.services import subjects
@@ -83,7 +84,7 @@ def _from_project(
         return None
     refused = BadRequest(f"Target project id:{from_project_id} is not a fork of project id:{ident}", raw=True)
     try:
-        s = subjects.project(db, actor, str(from_project_id))
+        s = subjects.project(db, actor, str(from_project_id), rows=True)
     except NotFound:
         raise refused from None
     if _network_root(db, s.project) != _network_root(db, ctx.project):
@@ -95,17 +96,9 @@ def _from_project(
     return RepoContext(subject=s, store=st, repo=repo)
 
 
-def _network_root(db: Session, project: Project) -> int:
+def _network_root(db: Session, project: Any) -> int:
     """The project every fork in the network descends from."""
-    seen = {project.id}
-    current = project
-    while current.forked_from_id is not None and current.forked_from_id not in seen:
-        parent = db.get(Project, current.forked_from_id)
-        if parent is None:
-            break
-        seen.add(parent.id)
-        current = parent
-    return current.id
+    return compare_reads.network_root(db, project.id, project.forked_from_id)
 
 
 def _joined(other: RepoContext, ctx: RepoContext) -> pygit2.Repository:

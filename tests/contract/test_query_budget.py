@@ -653,3 +653,12 @@ def test_git_info_refs_costs_the_credential_and_the_subject(api, make, runtime, 
     path = f"/{project['path_with_namespace']}.git/info/refs?service=git-upload-pack"
     client = api().client
     assert statements_for(runtime, lambda: client.get(path, headers=headers)) == (3 if signed_in else 1)
+
+
+def test_a_compare_with_a_fork_adds_its_subject_and_its_parent(api, make, runtime):
+    """The token, both subjects, the fork's parent on the way to the network's root."""
+    owner = make.user()
+    upstream = repository_project(api, owner)
+    fork = api(owner).post(f"/projects/{upstream['id']}/fork", json={"path": "f", "name": "f"}).json()
+    path = f"/projects/{upstream['id']}/repository/compare?from=main&to=main&from_project_id={fork['id']}"
+    assert statements_for(runtime, lambda: api(owner).get(path)) == 4
