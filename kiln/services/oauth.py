@@ -13,6 +13,7 @@ from kiln.config import Settings
 from kiln.db import transaction
 from kiln.errors import OAuthError
 from kiln.models import OAuthAccessToken, User
+from kiln.queries import oauth as oauth_reads
 from kiln.schemas.tokens import OAuthTokenRequest
 from kiln.services import sessions
 
@@ -49,7 +50,7 @@ def revoke(db: Session, secret: str | None) -> None:
 
 
 def info(db: Session, secret: str | None) -> dict[str, Any]:
-    row = db.scalars(select(OAuthAccessToken).where(OAuthAccessToken.digest == digest(secret or ""))).first()
+    row = oauth_reads.token_by_digest(db, digest(secret or ""))
     now = datetime.now(UTC)
     # Doorkeeper's wording for each reason a token is not accessible.
     if row is None:

@@ -662,3 +662,13 @@ def test_a_compare_with_a_fork_adds_its_subject_and_its_parent(api, make, runtim
     fork = api(owner).post(f"/projects/{upstream['id']}/fork", json={"path": "f", "name": "f"}).json()
     path = f"/projects/{upstream['id']}/repository/compare?from=main&to=main&from_project_id={fork['id']}"
     assert statements_for(runtime, lambda: api(owner).get(path)) == 4
+
+
+def test_oauth_token_info_costs_one_statement(api, runtime):
+    from tests.conftest import ROOT_PASSWORD
+
+    client = api().client
+    grant = {"grant_type": "password", "username": "root", "password": ROOT_PASSWORD}
+    token = client.post("/oauth/token", data=grant).json()["access_token"]
+    headers = {"Authorization": f"Bearer {token}"}
+    assert statements_for(runtime, lambda: client.get("/oauth/token/info", headers=headers)) == 1
