@@ -14,6 +14,7 @@ from kiln.db import transaction
 from kiln.errors import OAuthError
 from kiln.models import OAuthAccessToken, User
 from kiln.queries import oauth as oauth_reads
+from kiln.queries.users import UserRow
 from kiln.schemas.tokens import OAuthTokenRequest
 from kiln.services import sessions
 
@@ -111,7 +112,7 @@ def _scopes(raw: str | None) -> list[str]:
     return list(dict.fromkeys(scopes))
 
 
-def _issue(db: Session, settings: Settings, user: User, scopes: list[str]) -> dict[str, Any]:
+def _issue(db: Session, settings: Settings, user: UserRow | User, scopes: list[str]) -> dict[str, Any]:
     access = new_secret(PREFIX_OAUTH)
     refresh = new_secret(PREFIX_REFRESH)
     row = OAuthAccessToken(

@@ -15,6 +15,8 @@ from kiln.config import Settings
 from kiln.db import transaction
 from kiln.errors import Forbidden, Unauthorized, ValidationFailed
 from kiln.models import User, WebSession
+from kiln.queries import sessions as session_reads
+from kiln.queries.users import UserRow
 from kiln.schemas.tokens import SignInFields
 
 INVALID_LOGIN = "Invalid login or password."
@@ -29,24 +31,28 @@ class SignedIn:
     max_age: int
 
 
-def check_password(db: Session, login: str, password: str) -> User | None:
-    """The active user with that username or e-mail and password, else None."""
-    lowered = login.lower()
-    user = db.scalars(
-        select(User).where(or_(func.lower(User.username) == lowered, func.lower(User.email) == lowered))
-    ).first()
+def check_password(db: Session, login: str, password: str) -> UserRow | None:
+    """The active user with that username or e-mail and password, else None: a row record,
+    for callers that only read the user (git over HTTP, OAuth's password grant)."""
+    user = session_reads.user_by_login(db, login)
+    return user if _verified(user, password) else None
+
+
+def _verified(user: UserRow | User | None, password: str) -> bool:
     if user is None or not user.is_active or user.is_ghost:
         # Spend the same effort either way, so timing does not reveal usernames.
         verify_password(_DUMMY_HASH, password)
-        return None
-    if not verify_password(user.password_hash, password):
-        return None
-    return user
+        return False
+    return verify_password(user.password_hash, password)
 
 
 def sign_in(db: Session, settings: Settings, fields: SignInFields, ip: str | None) -> SignedIn:
-    user = check_password(db, fields.login, fields.password)
-    if user is None:
+    # The model: signing in writes the user's sign-in times (and a changed password).
+    lowered = fields.login.lower()
+    user = db.scalars(
+        select(User).where(or_(func.lower(User.username) == lowered, func.lower(User.email) == lowered))
+    ).first()
+    if not _verified(user, fields.password) or user is None:
         raise Unauthorized(INVALID_LOGIN)
     now = datetime.now(UTC)
     if user.password_expires_at is not None and user.password_expires_at <= now:
