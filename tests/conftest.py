@@ -91,8 +91,9 @@ def test_settings(database_url: str, data_dir: Path, **extra: Any) -> Settings:
 class Baseline:
     """The committed state every test starts from (root only), and how to get back to it."""
 
-    def __init__(self, rt: Runtime) -> None:
+    def __init__(self, rt: Runtime, defaults: Settings) -> None:
         self.rt = rt
+        self.defaults = defaults
         self.sessions = rt.sessions
         # The app's own session options, bound per test to that test's connection.
         self.joined = sessionmaker(**{**rt.sessions.kw, "join_transaction_mode": "create_savepoint"})
@@ -109,7 +110,7 @@ class Baseline:
                 for name in tables:
                     conn.execute(text(f"DELETE FROM {name}"))
         with self.sessions() as session:
-            bootstrap_root(session, rt.settings)
+            bootstrap_root(session, self.defaults)
         if rt.engine.dialect.name == "postgresql":
             self.restart_sequences = self._sequence_reset()
 
@@ -163,8 +164,8 @@ def runtime(defaults: Settings) -> Iterator[Runtime]:
 
 
 @pytest.fixture(scope="session")
-def baseline(runtime: Runtime) -> Baseline:
-    state = Baseline(runtime)
+def baseline(runtime: Runtime, defaults: Settings) -> Baseline:
+    state = Baseline(runtime, defaults)
     state.restore()
     return state
 
@@ -206,6 +207,8 @@ def configure(runtime: Runtime) -> Callable[..., Settings]:
 def db(
     request: pytest.FixtureRequest, runtime: Runtime, baseline: Baseline, settings: Settings
 ) -> Iterator[Session]:
+    """The test's session, in a transaction rolled back at its end that every other session
+    of the test joins; a `committing` test's commits are real, and wiped afterwards."""
     if request.node.get_closest_marker("committing"):
         try:
             with runtime.sessions() as session:
