@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Select, func, literal, select
@@ -13,12 +13,19 @@ from kiln.queries.reads import run
 
 
 def offset_page(
-    db: Session, stmt: Select[Any], page: Page, *, scalars: bool = True, core: bool = False
+    db: Session,
+    stmt: Select[Any],
+    page: Page,
+    *,
+    scalars: bool = True,
+    core: bool = False,
+    params: Mapping[str, Any] | None = None,
 ) -> PageResult:
     """`core`: a Core statement whose rows the caller turns into records (queries.reads.run);
-    otherwise ORM entities (`scalars`) or ORM tuples."""
+    otherwise ORM entities (`scalars`) or ORM tuples. `params`: values of the statement's bind
+    parameters (a filter built once, like the caller's visibility, takes its values here)."""
     limited = stmt.limit(page.per_page + 1).offset(page.offset)
-    rows = _fetch(db, limited, scalars=scalars, core=core)
+    rows = _fetch(db, limited, scalars=scalars, core=core, params=params)
     has_next = len(rows) > page.per_page
     rows = rows[: page.per_page]
     total: int | None
@@ -27,22 +34,22 @@ def offset_page(
         if total > TOTAL_LIMIT:
             total = None
     else:
-        total = count_capped(db, stmt)
+        total = count_capped(db, stmt, params)
     return PageResult(items=rows, total=total, has_next=has_next)
 
 
-def count_capped(db: Session, stmt: Select[Any]) -> int | None:
+def count_capped(db: Session, stmt: Select[Any], params: Mapping[str, Any] | None = None) -> int | None:
     counted = stmt.order_by(None)
     if counted.whereclause is None and db.get_bind().dialect.name == "sqlite":
         # SQLite counts a whole table from its b-tree without visiting rows (30x faster than
         # stepping through 10,001 of them); PostgreSQL would scan it all, so it keeps the cap.
-        n = run(db, counted.with_only_columns(func.count(), maintain_column_froms=True)).scalar_one()
+        n = run(db, counted.with_only_columns(func.count(), maintain_column_froms=True), params).scalar_one()
         return None if n > TOTAL_LIMIT else n
     if not counted._distinct and not counted._group_by_clauses:
         # Count rows, not columns: reading every column of 10,001 rows cost 25x more.
         counted = counted.with_only_columns(literal(1), maintain_column_froms=True)
     limited = counted.limit(TOTAL_LIMIT + 1).subquery()
-    n = run(db, select(func.count()).select_from(limited)).scalar_one()
+    n = run(db, select(func.count()).select_from(limited), params).scalar_one()
     return None if n > TOTAL_LIMIT else n
 
 
@@ -56,6 +63,7 @@ def keyset_page(
     *,
     scalars: bool = True,
     core: bool = False,
+    params: Mapping[str, Any] | None = None,
 ) -> PageResult:
     """Keyset by one integer column; `sort` decides direction and which bound moves. Rows as in
     offset_page; Core rows carry `key` by name."""
@@ -64,17 +72,19 @@ def keyset_page(
     if before is not None:
         stmt = stmt.where(key < before)
     stmt = stmt.order_by(None).order_by(key.asc() if page.sort == "asc" else key.desc())
-    rows = _fetch(db, stmt.limit(page.per_page + 1), scalars=scalars, core=core)
+    rows = _fetch(db, stmt.limit(page.per_page + 1), scalars=scalars, core=core, params=params)
     has_next = len(rows) > page.per_page
     rows = rows[: page.per_page]
     next_key = getattr(rows[-1], key.key) if has_next and rows else None
     return PageResult(items=rows, total=None, has_next=has_next, next_key=next_key)
 
 
-def _fetch(db: Session, stmt: Select[Any], *, scalars: bool, core: bool) -> list[Any]:
+def _fetch(
+    db: Session, stmt: Select[Any], *, scalars: bool, core: bool, params: Mapping[str, Any] | None
+) -> list[Any]:
     if core:
-        return list(run(db, stmt))
-    result = db.execute(stmt)
+        return list(run(db, stmt, params))
+    result = db.execute(stmt, params)
     return list(result.scalars() if scalars else result.all())
 
 

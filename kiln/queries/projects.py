@@ -41,7 +41,7 @@ from kiln.models import (
 from kiln.models.namespaces import KIND_GROUP, OWNER, PUBLIC
 from kiln.models.projects import DISABLED
 from kiln.queries import access
-from kiln.queries.reads import row_column, row_columns, run
+from kiln.queries.reads import row_column, row_columns, run, unindexed
 from kiln.queries.text import ESCAPE, contains, escape_like
 from kiln.schemas.projects import ProjectList
 
@@ -121,14 +121,31 @@ def subject_row(
 
 def visible_to(actor: Actor | None) -> ColumnElement[bool]:
     """Projects the actor may see: public ones, internal ones when signed in (not external),
-    and private ones some membership reaches. Admins see everything."""
+    and private ones some membership reaches. Admins see everything. A signed-in caller's
+    condition is built once per set of open visibilities; its values come from viewer_params."""
     if actor is None:
         return Project.visibility == PUBLIC
     if actor.is_admin:
         return true()
-    levels = access.project_levels(actor.user.id)
-    open_levels = policy.open_visibilities(actor)
-    return or_(Project.visibility.in_(open_levels), Project.id.in_(select(levels.c.project_id)))
+    return _visible_through(policy.open_visibilities(actor))
+
+
+@cache
+def _visible_through(open_levels: tuple[str, ...]) -> ColumnElement[bool]:
+    return or_(unindexed(Project.visibility).in_(open_levels), Project.id.in_(_reachable(None)))
+
+
+@cache
+def _reachable(min_level: int | None) -> Select[Any]:
+    """Ids of the projects the viewer's memberships reach (at `min_level` or more)."""
+    levels = access.project_levels(bindparam("viewer_id"), None, bindparam("viewer_today", type_=Date()))
+    ids = select(levels.c.project_id)
+    return ids if min_level is None else ids.where(levels.c.level >= min_level)
+
+
+def viewer_params(actor: Actor | None) -> dict[str, Any]:
+    """The values of the viewer's bind parameters in a listing's statement."""
+    return {} if actor is None else {"viewer_id": actor.id, "viewer_today": date.today()}
 
 
 def listing(
@@ -261,18 +278,14 @@ def listing(
 def _reached(
     user_id: int | None, min_level: int | None, *, personal_only: bool = False
 ) -> ColumnElement[bool]:
-    """Projects a membership reaches (at `min_level` or more); owned = in the user's namespace
-    or owned through a group, as GitLab's `owned` filter."""
+    """Projects a membership of the viewer (`user_id`) reaches (at `min_level` or more); owned =
+    in the user's namespace or owned through a group, as GitLab's `owned` filter."""
     if user_id is None:
         return false()
     if personal_only:
         own_ns = select(Namespace.id).where(Namespace.owner_id == user_id)
         return Project.namespace_id.in_(own_ns)
-    levels = access.project_levels(user_id)
-    ids = select(levels.c.project_id)
-    if min_level is not None:
-        ids = ids.where(levels.c.level >= min_level)
-    return Project.id.in_(ids)
+    return Project.id.in_(_reachable(min_level))
 
 
 def _ordered(stmt: Select[Any], q: ProjectList) -> Select[Any]:

@@ -56,3 +56,24 @@ def row_column(column: Any) -> ColumnElement[Any]:
 def row_columns(table: Table) -> list[ColumnElement[Any]]:
     """Every column of `table` for a row record (see row_column)."""
     return [row_column(column) for column in table.c]
+
+
+class unindexed(FunctionElement[Any]):  # noqa: N801 - named as what it does to its column
+    """A column SQLite must not answer from an index: `+column` (SQLite's own idiom). In
+    `visibility IN (…) OR id IN (…)`, SQLite otherwise gathers every visible row through the
+    visibility index and sorts them all for a page of 20; without it, it walks the primary key
+    in the page's order and stops after the page. Other databases get the plain column."""
+
+    type = String()  # the text columns it is used on
+    inherit_cache = True
+    name = "unindexed"
+
+
+@compiles(unindexed)
+def _unindexed(element: unindexed, compiler: Any, **kw: Any) -> str:
+    return compiler.process(element.clauses, **kw)  # type: ignore[no-any-return]
+
+
+@compiles(unindexed, "sqlite")
+def _unindexed_sqlite(element: unindexed, compiler: Any, **kw: Any) -> str:
+    return f"+{compiler.process(element.clauses, **kw)}"
