@@ -51,6 +51,10 @@ class Settings(BaseSettings):
     db_pool_size: int | None = None
     db_max_overflow: int | None = None
     db_pool_timeout: float = 10.0
+    # A write on SQLite waits at most this many seconds for the database's one writer (held
+    # by another request, a job, another process), then its request answers 503; as long as
+    # SQLite's own busy_timeout by default.
+    sqlite_writer_timeout: float = 30.0
     # Requests that may use the database at once in one HTTP process; 0: what the pool can
     # serve with room for this process's job worker threads. Requests beyond it wait in a
     # queue of request_queue places for at most request_queue_timeout seconds, then get a

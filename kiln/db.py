@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -33,12 +34,26 @@ class SQLiteWriter:
         self._pid = 0
         self._depth = 0
 
-    def acquire(self) -> None:
-        self._threads.acquire()
+    def acquire(self, timeout: float) -> None:
+        """The writer within `timeout` seconds, or `database is locked` (a 503 with
+        Retry-After): a writer held long elsewhere (a long job, a stuck `kiln worker`) must
+        not hold request threads with it."""
+        deadline = time.monotonic() + timeout
+        if not self._threads.acquire(timeout=max(timeout, 0)):
+            raise _locked()
         try:
             self._depth += 1
             if self._depth == 1 and self._path is not None:
-                fcntl.flock(self._file(), fcntl.LOCK_EX)
+                fd = self._file()
+                while True:
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        break
+                    except BlockingIOError:
+                        left = deadline - time.monotonic()
+                        if left <= 0:
+                            raise _locked() from None
+                        time.sleep(min(_WRITER_POLL_S, left))
         except BaseException:
             self._depth -= 1
             self._threads.release()
@@ -78,6 +93,14 @@ class SQLiteWriter:
         return self._fd
 
 
+# How often a write waiting for another process's writer looks again.
+_WRITER_POLL_S = 0.005
+
+
+def _locked() -> OperationalError:
+    return OperationalError("acquire the SQLite writer", {}, Exception("database is locked"))
+
+
 _sqlite_writers: dict[str, SQLiteWriter] = {}
 _sqlite_writers_lock = threading.Lock()
 
@@ -91,6 +114,11 @@ def _sqlite_writer(db: Session) -> SQLiteWriter:
             in_memory = path in ("", ":memory:") or path.startswith("file:")
             writer = _sqlite_writers.setdefault(path, SQLiteWriter(None if in_memory else path))
     return writer
+
+
+# The engine's option that bounds a write's wait for the SQLite writer (seconds).
+WRITER_TIMEOUT = "kiln_sqlite_writer_timeout"
+SQLITE_BUSY_TIMEOUT_S = 30.0
 
 
 # A statement's second run on a connection prepares it: parsing and planning a hot statement
@@ -109,6 +137,7 @@ def make_engine(settings: Settings) -> Engine:
             pool_size=settings.pool_limits[0],
             max_overflow=settings.pool_limits[1],
             pool_timeout=settings.db_pool_timeout,
+            execution_options={WRITER_TIMEOUT: settings.sqlite_writer_timeout},
         )
         _configure_sqlite(engine)
         return engine
@@ -199,7 +228,8 @@ def transaction(db: Session) -> Iterator[Session]:
         return
     sqlite = is_sqlite(db)
     if sqlite:
-        _sqlite_writer(db).acquire()
+        bind = db.get_bind()
+        _sqlite_writer(db).acquire(bind.get_execution_options().get(WRITER_TIMEOUT, SQLITE_BUSY_TIMEOUT_S))
     try:
         if db.in_transaction():
             # End the read transaction the request opened (authentication) so the write
