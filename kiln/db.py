@@ -133,6 +133,9 @@ def make_engine(settings: Settings) -> Engine:
         engine = create_engine(
             url,
             echo=settings.sql_echo,
+            # A failed statement's message would carry its parameters (session CSRF tokens,
+            # runners tokens, upload secrets) into the logs.
+            hide_parameters=not settings.sql_echo,
             connect_args={"check_same_thread": False, "timeout": 30},
             pool_size=settings.pool_limits[0],
             max_overflow=settings.pool_limits[1],
@@ -144,6 +147,7 @@ def make_engine(settings: Settings) -> Engine:
     engine = create_engine(
         url,
         echo=settings.sql_echo,
+        hide_parameters=not settings.sql_echo,
         pool_size=settings.pool_limits[0],
         max_overflow=settings.pool_limits[1],
         pool_timeout=settings.db_pool_timeout,

@@ -18,7 +18,7 @@ from kiln.auth.actor import Actor
 from kiln.errors import Forbidden, NotFound
 from kiln.models import Namespace, Project, User
 from kiln.models.namespaces import DEVELOPER, GUEST, INTERNAL, MAINTAINER, OWNER, PRIVATE, PUBLIC, REPORTER
-from kiln.models.projects import DISABLED, ENABLED, FEATURE_PUBLIC
+from kiln.models.projects import DISABLED, ENABLED
 from kiln.queries.users import UserRow
 
 
@@ -147,16 +147,6 @@ def _visible(actor: Actor | None, visibility: str) -> bool:
 def sees_private_profiles(actor: Actor | None) -> bool:
     """Whoever sees every user's profile, private ones included (each user sees their own)."""
     return is_admin(actor)
-
-
-def _feature_open(actor: Actor | None, s: ProjectSubject, feature_level: str, member_floor: int) -> bool:
-    """A project feature: disabled for all, private to members of `member_floor`, enabled for
-    everyone who can see the project."""
-    if feature_level == DISABLED:
-        return False
-    if is_admin(actor) or (s.level is not None and s.level >= member_floor):
-        return True
-    return feature_level in (ENABLED, FEATURE_PUBLIC) and _may_project(actor, Action.READ_PROJECT, s)
 
 
 # The features whose `*_enabled` booleans the project view shows.

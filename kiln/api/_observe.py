@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import time
 from time import perf_counter
 from typing import Any
@@ -182,10 +183,16 @@ def logged_path(scope: Scope) -> str:
     """The path as the client sent it, with the query string's secrets masked."""
     raw = scope.get("raw_path")
     path = raw.split(b"?", 1)[0].decode("utf-8", "backslashreplace") if raw else scope["path"]
+    if "/uploads/" in path:
+        # An upload's URL holds its secret, the only thing that guards the file.
+        path = _UPLOAD_SECRET.sub(rf"/uploads/{FILTERED}/", path)
     query = scope.get("query_string")
     if query:
         return f"{path}?{masked_query(query.decode('utf-8', 'backslashreplace'))}"
     return path
+
+
+_UPLOAD_SECRET = re.compile(r"/uploads/[0-9a-fA-F]{32}/")
 
 
 def masked_query(query: str) -> str:

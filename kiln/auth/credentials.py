@@ -45,10 +45,6 @@ class Credentials:
     safe_method: bool = True
     csrf_token: str | None = None
 
-    @property
-    def present(self) -> bool:
-        return any((self.private_token, self.bearer, self.job_token, self.session))
-
 
 def authenticate(
     db: Session,

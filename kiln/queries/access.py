@@ -204,13 +204,6 @@ def related_group_ids(user_id: int) -> Select[Any]:
     return union_all(via_groups, via_projects)  # type: ignore[return-value]
 
 
-def is_related_to_group(db: Session, user_id: int, group_id: int) -> bool:
-    rows = related_group_ids(user_id).subquery()
-    return (
-        db.scalar(select(literal(True)).select_from(rows).where(rows.c.id == group_id).limit(1)) is not None
-    )
-
-
 def group_level_column(ns: Any, user_id: Any, today: Any) -> Any:
     """A scalar subquery correlated to the namespaces table `ns` (a Table): the user's level
     on that group through a membership of it or of an ancestor (NULL when none)."""

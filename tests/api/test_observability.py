@@ -129,6 +129,15 @@ def test_access_line_keeps_the_path_as_sent(api, make, logs):
     assert line["path"] == f"/api/v4/projects/root%2F{p.path}"
 
 
+def test_access_line_hides_an_upload_secret(client, logs):
+    """An upload's URL holds its secret, the only thing that guards the file."""
+    secret = "0123456789abcdef0123456789abcdef"
+    client.get(f"/group/project/uploads/{secret}/notes.txt")
+    paths = [line["path"] for line in access_lines(logs)]
+    assert "/group/project/uploads/[FILTERED]/notes.txt" in paths
+    assert secret not in server_log(logs)
+
+
 def test_access_line_keeps_ordinary_query_parameters(api, logs):
     api("root").get("/users?per_page=2&username=root")
     [line] = access_lines(logs)
