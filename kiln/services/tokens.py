@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.attributes import set_committed_value
 
 from kiln import policy
 from kiln.auth.actor import Actor
@@ -118,7 +119,11 @@ def rotate(
     expires = expires_at or today + ROTATED_LIFETIME
     _check_expiry(expires, settings)
     with transaction(db):
-        token.revoked = True
+        # The token was read before the write: another rotation (a thread, a process) may
+        # have revoked it since. Only the one that revokes it issues a successor.
+        if not _revoke_if_live(db, token.id):
+            raise BadRequest("Token already revoked")
+        set_committed_value(token, "revoked", True)
         new, secret = _issue(
             db,
             user_id=token.user_id,
@@ -129,6 +134,17 @@ def rotate(
             impersonation=token.impersonation,
         )
     return new, secret
+
+
+def _revoke_if_live(db: Session, token_id: int) -> bool:
+    """Revokes the token unless it is revoked already; whether this call revoked it."""
+    revoked = db.execute(
+        update(PersonalAccessToken)
+        .where(PersonalAccessToken.id == token_id, PersonalAccessToken.revoked.is_(False))
+        .values(revoked=True)
+        .execution_options(synchronize_session=False)
+    )
+    return revoked.rowcount == 1
 
 
 def rotate_by_id(

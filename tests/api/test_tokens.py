@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
 
-from sqlalchemy import update
+import pytest
+from sqlalchemy import select, update
 
+from kiln.auth.actor import Actor
 from kiln.db import transaction
+from kiln.errors import BadRequest
 from kiln.models import PersonalAccessToken
+from kiln.queries.users import row_by_id
+from kiln.services import tokens
 from tests.bodies import REVOKED, TOKEN_KEYS, UNAUTHORIZED
 from tests.conftest import ROOT_PASSWORD
 
@@ -359,6 +364,26 @@ def test_rotate_revoked_token_is_400(api, make, db):
     gone = make.token(u, revoked=True)
     r = api(u).post(f"/personal_access_tokens/{token_id(db, gone)}/rotate")
     assert (r.status_code, r.json()) == (400, {"message": "400 Bad request - Token already revoked"})
+
+
+def test_a_token_rotated_since_it_was_read_is_not_rotated_again(api, make, db, settings):
+    """Two rotations of one token, each having read it live: the second finds it revoked in
+    its write and refuses, so exactly one successor exists."""
+    u = make.user()
+    old = make.token(u, name="once")
+    stale = db.get(PersonalAccessToken, token_id(db, old))
+    first = api(u).post(f"/personal_access_tokens/{stale.id}/rotate")
+    actor = Actor(user=row_by_id(db, u.id), via="personal_access_token", scopes=None)
+
+    with pytest.raises(BadRequest) as second:
+        tokens.rotate(db, actor, stale, None, settings)
+
+    named = db.scalars(select(PersonalAccessToken).where(PersonalAccessToken.name == "once")).all()
+    assert (first.status_code, second.value.body()) == (
+        200,
+        {"message": "400 Bad request - Token already revoked"},
+    )
+    assert sorted((t.id, t.revoked) for t in named) == [(stale.id, True), (first.json()["id"], False)]
 
 
 def test_rotate_other_users_token_is_401_for_non_admin(api, make, db):
