@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Select, func, literal, select
+from sqlalchemy import Select, bindparam, func, literal, select
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from kiln.pagination import TOTAL_LIMIT, Page, PageResult
@@ -24,8 +25,8 @@ def offset_page(
     """`core`: a Core statement whose rows the caller turns into records (queries.reads.run);
     otherwise ORM entities (`scalars`) or ORM tuples. `params`: values of the statement's bind
     parameters (a filter built once, like the caller's visibility, takes its values here)."""
-    limited = stmt.limit(page.per_page + 1).offset(page.offset)
-    rows = _fetch(db, limited, scalars=scalars, core=core, params=params)
+    bounds = {"page_limit": page.per_page + 1, "page_offset": page.offset}
+    rows = _fetch(db, _page_of(stmt), scalars=scalars, core=core, params={**(params or {}), **bounds})
     has_next = len(rows) > page.per_page
     rows = rows[: page.per_page]
     total: int | None
@@ -39,18 +40,30 @@ def offset_page(
 
 
 def count_capped(db: Session, stmt: Select[Any], params: Mapping[str, Any] | None = None) -> int | None:
+    n = run(db, _count_of(stmt, db.get_bind().dialect.name == "sqlite"), params).scalar_one()
+    return None if n > TOTAL_LIMIT else n
+
+
+# What a list statement derives for a page and for its count, kept per statement: a caller
+# that reuses its statement (a listing built once per shape) then reuses these, and their
+# cache keys, instead of building them on every request. The page's bounds are parameters.
+@lru_cache(maxsize=512)
+def _page_of(stmt: Select[Any]) -> Select[Any]:
+    return stmt.limit(bindparam("page_limit")).offset(bindparam("page_offset"))
+
+
+@lru_cache(maxsize=512)
+def _count_of(stmt: Select[Any], sqlite: bool) -> Select[Any]:
     counted = stmt.order_by(None)
-    if counted.whereclause is None and db.get_bind().dialect.name == "sqlite":
+    if counted.whereclause is None and sqlite:
         # SQLite counts a whole table from its b-tree without visiting rows (30x faster than
         # stepping through 10,001 of them); PostgreSQL would scan it all, so it keeps the cap.
-        n = run(db, counted.with_only_columns(func.count(), maintain_column_froms=True), params).scalar_one()
-        return None if n > TOTAL_LIMIT else n
+        return counted.with_only_columns(func.count(), maintain_column_froms=True)
     if not counted._distinct and not counted._group_by_clauses:
         # Count rows, not columns: reading every column of 10,001 rows cost 25x more.
         counted = counted.with_only_columns(literal(1), maintain_column_froms=True)
     limited = counted.limit(TOTAL_LIMIT + 1).subquery()
-    n = run(db, select(func.count()).select_from(limited), params).scalar_one()
-    return None if n > TOTAL_LIMIT else n
+    return select(func.count()).select_from(limited)
 
 
 def keyset_page(

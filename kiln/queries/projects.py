@@ -9,6 +9,7 @@ from functools import cache
 from typing import Any
 from urllib.parse import unquote
 
+import orjson
 from sqlalchemy import (
     ColumnElement,
     Date,
@@ -148,6 +149,13 @@ def viewer_params(actor: Actor | None) -> dict[str, Any]:
     return {} if actor is None else {"viewer_id": actor.id, "viewer_today": date.today()}
 
 
+# Listing statements by shape: building one and generating its cache key cost more than
+# running it. A shape is the viewer's kind and every parameter; the viewer's own id and the
+# date come at execution (viewer_params), so callers with the same shape share one statement.
+_LISTINGS: dict[tuple[Any, ...], Select[Any]] = {}
+_LISTINGS_MAX = 512
+
+
 def listing(
     actor: Actor | None,
     q: ProjectList,
@@ -157,6 +165,40 @@ def listing(
     owner_user_id: int | None = None,
     starred_by: int | None = None,
     forked_from: int | None = None,
+) -> Select[Any]:
+    """The ids of the projects a list shows, filtered and ordered, built once per shape."""
+    if isinstance(namespace_ids, Select):
+        return _listing(actor, q, namespace_ids, shared_with_group, owner_user_id, starred_by, forked_from)
+    viewer = None if actor is None else ("admin" if actor.is_admin else policy.open_visibilities(actor))
+    key = (
+        viewer,
+        orjson.dumps(
+            q.model_dump(warnings=False), option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str
+        ),
+        None if namespace_ids is None else tuple(namespace_ids),
+        shared_with_group,
+        owner_user_id,
+        starred_by,
+        forked_from,
+    )
+    stmt = _LISTINGS.get(key)
+    if stmt is None:
+        if len(_LISTINGS) >= _LISTINGS_MAX:
+            _LISTINGS.clear()
+        stmt = _LISTINGS[key] = _listing(
+            actor, q, namespace_ids, shared_with_group, owner_user_id, starred_by, forked_from
+        )
+    return stmt
+
+
+def _listing(
+    actor: Actor | None,
+    q: ProjectList,
+    namespace_ids: Select[Any] | list[int] | None,
+    shared_with_group: int | None,
+    owner_user_id: int | None,
+    starred_by: int | None,
+    forked_from: int | None,
 ) -> Select[Any]:
     # Only ids are read: the page's views come from view_rows.
     # Administrators see everything: no condition at all, so an unfiltered count stays cheap.
@@ -222,7 +264,9 @@ def listing(
         stmt = stmt.where(_reached(user_id, q.min_access_level))
     if q.starred:
         stmt = stmt.where(
-            Project.id.in_(select(ProjectStar.project_id).where(ProjectStar.user_id == user_id))
+            Project.id.in_(
+                select(ProjectStar.project_id).where(ProjectStar.user_id == bindparam("viewer_id"))
+            )
             if user_id is not None
             else false()
         )

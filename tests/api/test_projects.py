@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
 
+import pytest
 from sqlalchemy import select, update
 
+from kiln.auth.actor import Actor
 from kiln.git.layout import repository_path
 from kiln.models import Job, Member, Project, ProjectGroupLink, ProjectStar
 from kiln.models.namespaces import DEVELOPER, GUEST, MAINTAINER, OWNER, REPORTER
-from kiln.services import instance_settings
+from kiln.queries.users import row_by_id
+from kiln.services import instance_settings, project_lifecycle
 from kiln.services.project_lifecycle import DESTROY_ADJOURNED, REMOVE_FILES
 from tests.api.test_files import files_url, new_project, write_body
 
@@ -543,6 +546,27 @@ def test_adjourned_deletion_marks_then_a_job_removes(api, make, db, drain):
     db.commit()
     assert drain() >= 1
     assert api(u).get(f"/projects/{p.id}").status_code == 404
+
+
+@pytest.mark.committing
+def test_a_delete_that_read_the_project_before_another_marked_it_does_not_mark_it_again(
+    api, make, db, runtime
+):
+    """Two DELETEs at once: the second reads the mark in its write, as a DELETE after it does
+    (the project goes at once), and never queues a second adjourned removal."""
+    instance_settings.update(db, {"deletion_adjourned_period": 7})
+    u = make.user()
+    pid = make.project(owner=u).id
+    db.commit()
+    actor = Actor(user=row_by_id(db, u.id), via="personal_access_token", scopes=None)
+    with runtime.sessions() as second:
+        assert second.get(Project, pid).marked_for_deletion_on is None  # read before the first DELETE
+        assert api(u).delete(f"/projects/{pid}").status_code == 202
+
+        project_lifecycle.delete_project(second, actor, str(pid))
+
+    db.rollback()  # a fresh read
+    assert (db.get(Project, pid), db.scalars(select(Job.kind)).all().count(DESTROY_ADJOURNED)) == (None, 1)
 
 
 def test_restore_unmarks_and_the_job_leaves_the_project_alone(api, make, db, drain):
@@ -1100,3 +1124,22 @@ def test_starrers_search_takes_wildcards_literally(api, make):
     api(u).post(f"/projects/{p.id}/star")
     assert len(api().get(f"/projects/{p.id}/starrers?search=user").json()) == 1
     assert api().get(f"/projects/{p.id}/starrers?search=%25").json() == []
+
+
+def test_the_same_list_for_two_callers_shows_each_their_own_projects(api, make):
+    """A list's statement is shared by callers of the same kind; what is theirs is not."""
+    ada, bob = make.user(), make.user()
+    mine, theirs = make.project(owner=ada), make.project(owner=bob)
+    for caller, own, other in ((ada, mine, theirs), (bob, theirs, mine), (ada, mine, theirs)):
+        ids = [p["id"] for p in api(caller).get("/projects?membership=true&simple=true").json()]
+        assert own.id in ids
+        assert other.id not in ids
+
+
+def test_starred_lists_each_callers_own_stars(api, make):
+    ada, bob = make.user(), make.user()
+    one, two = make.project(visibility="public"), make.project(visibility="public")
+    api(ada).post(f"/projects/{one.id}/star")
+    api(bob).post(f"/projects/{two.id}/star")
+    assert [p["id"] for p in api(ada).get("/projects?starred=true").json()] == [one.id]
+    assert [p["id"] for p in api(bob).get("/projects?starred=true").json()] == [two.id]
