@@ -489,6 +489,8 @@ def delete_group(
     group = subjects.group(db, actor, ident, Action.UPDATE_GROUP).group
     period = int(instance_settings.current(db)["deletion_adjourned_period"])
     with transaction(db):
+        # Read again in the write: another DELETE may have marked or removed it since.
+        project_lifecycle.fresh(db, group, NotFound("Group"))
         if permanently:
             if group.parent_id is None:
                 raise BadRequest("`permanently_remove` option is only available for subgroups.", raw=True)

@@ -8,12 +8,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy.exc import InvalidRequestError
 from sqlalchemy.orm import Session
 
 from kiln import jobs, storage
 from kiln.auth.actor import Actor
 from kiln.db import transaction
-from kiln.errors import BadRequest
+from kiln.errors import BadRequest, NotFound
 from kiln.git.layout import repository_path, wiki_path
 from kiln.models import Namespace, Project, Upload
 from kiln.policy import Action
@@ -49,6 +50,9 @@ def delete_project(
     inst = instance_settings.current(db)
     period = int(inst["deletion_adjourned_period"])
     with transaction(db):
+        # Read again in the write: another DELETE (a thread, a process) may have marked or
+        # removed the project since it was read, and must not be marked and queued twice.
+        fresh(db, project, NotFound("Project"))
         if period > 0 and not permanently and project.marked_for_deletion_on is None:
             today = datetime.now(UTC).date()
             project.marked_for_deletion_on = today
@@ -68,6 +72,15 @@ def delete_project(
                 "`full_path` is incorrect. You must enter the complete path for the project.", raw=True
             )
         destroy(db, [project.id])
+
+
+def fresh(db: Session, row: Any, missing: Exception) -> None:
+    """The row as it is now, locked until the transaction ends (PostgreSQL; on SQLite the
+    writer is the lock); `missing` when it is gone."""
+    try:
+        db.refresh(row, with_for_update=True)
+    except InvalidRequestError:
+        raise missing from None
 
 
 def restore_project(db: Session, actor: Actor, ident: str) -> ProjectRecord:

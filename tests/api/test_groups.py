@@ -8,6 +8,8 @@ from datetime import date
 import pytest
 from sqlalchemy import func, select
 
+from kiln.auth.actor import Actor
+from kiln.errors import BadRequest
 from kiln.git.layout import repository_path
 from kiln.models import (
     GroupCustomAttribute,
@@ -19,7 +21,8 @@ from kiln.models import (
     ProjectStatistics,
 )
 from kiln.models.namespaces import DEVELOPER, GUEST, MAINTAINER, OWNER, REPORTER
-from kiln.services import instance_settings
+from kiln.queries.users import row_by_id
+from kiln.services import groups, instance_settings
 from tests.bodies import FORBIDDEN, UNAUTHORIZED
 
 GROUP_NOT_FOUND = {"message": "404 Group Not Found"}
@@ -851,6 +854,25 @@ def test_delete_with_an_adjourned_period_marks_the_group(api, make, db):
     assert body["marked_for_deletion_on"] == date.today().isoformat()
     r = api(u).delete(f"/groups/{g.id}")
     assert (r.status_code, r.json()) == (400, {"message": "Group has been already marked for deletion"})
+    assert db.scalars(select(Job.kind)).all() == ["groups.destroy_adjourned"]
+
+
+@pytest.mark.committing
+def test_a_delete_that_read_the_group_before_another_marked_it_is_refused_as_a_second(api, make, db, runtime):
+    instance_settings.update(db, {"deletion_adjourned_period": 7})
+    u = make.user()
+    g = make.group(path="g", owners=[u])
+    db.commit()
+    actor = Actor(user=row_by_id(db, u.id), via="personal_access_token", scopes=None)
+    with runtime.sessions() as second:
+        assert second.get(Namespace, g.id).marked_for_deletion_on is None  # read before the first DELETE
+        assert api(u).delete(f"/groups/{g.id}").status_code == 202
+
+        with pytest.raises(BadRequest) as refused:
+            groups.delete_group(second, actor, str(g.id))
+
+    db.rollback()  # a fresh read
+    assert refused.value.body() == {"message": "Group has been already marked for deletion"}
     assert db.scalars(select(Job.kind)).all() == ["groups.destroy_adjourned"]
 
 
