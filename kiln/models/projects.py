@@ -49,6 +49,8 @@ class Project(Timestamps, Base):
         Index("uq_projects_namespace_path_lower", "namespace_id", text("lower(path)"), unique=True),
         Index("ix_projects_visibility_id", "visibility", "id"),
         Index("ix_projects_last_activity_at", "last_activity_at"),
+        # The default order of project lists (newest first), walked by a page.
+        Index("ix_projects_created_at_id", "created_at", "id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
