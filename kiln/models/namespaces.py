@@ -78,8 +78,12 @@ class Namespace(Timestamps, Base):
 
     @property
     def ancestor_ids(self) -> list[int]:
-        """Ids from the root down to and including this namespace."""
-        return [int(part) for part in self.traversal.split("/") if part]
+        return ancestor_ids(self.traversal)
+
+
+def ancestor_ids(traversal: str) -> list[int]:
+    """Ids from the root down to and including the namespace whose traversal this is."""
+    return [int(part) for part in traversal.split("/") if part]
 
 
 class Member(Timestamps, Base):

@@ -4,6 +4,7 @@ uploads and custom attributes. The repository itself lives in storage (services/
 from __future__ import annotations
 
 from datetime import date, datetime
+from typing import Any
 
 from sqlalchemy import JSON, ForeignKey, Index, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column
@@ -142,6 +143,24 @@ class Project(Timestamps, Base):
     repository_storage: Mapped[str] = mapped_column(String(64), default="default")
 
 
+# The sizes that add up to a project's (or a group's) storage_size.
+STORAGE_SIZES = (
+    "repository_size",
+    "wiki_size",
+    "lfs_objects_size",
+    "job_artifacts_size",
+    "pipeline_artifacts_size",
+    "packages_size",
+    "snippets_size",
+    "uploads_size",
+)
+
+
+def storage_size(sizes: Any) -> int:
+    """The storage size of anything carrying the STORAGE_SIZES (a model or a row record)."""
+    return sum(int(getattr(sizes, name)) for name in STORAGE_SIZES)
+
+
 class ProjectStatistics(Base):
     """Sizes in bytes, kept current by whatever changes them (pushes, uploads, packages)."""
 
@@ -161,16 +180,7 @@ class ProjectStatistics(Base):
 
     @property
     def storage_size(self) -> int:
-        return (
-            self.repository_size
-            + self.wiki_size
-            + self.lfs_objects_size
-            + self.job_artifacts_size
-            + self.pipeline_artifacts_size
-            + self.packages_size
-            + self.snippets_size
-            + self.uploads_size
-        )
+        return storage_size(self)
 
 
 class ProjectTopic(Base):

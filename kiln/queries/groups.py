@@ -31,6 +31,7 @@ from kiln import policy
 from kiln.auth.actor import Actor
 from kiln.models import ApplicationSetting, GroupCustomAttribute, Namespace, Project, ProjectStatistics
 from kiln.models.namespaces import KIND_GROUP, OWNER, PUBLIC
+from kiln.models.projects import STORAGE_SIZES
 from kiln.queries import access
 from kiln.queries.projects import NamespaceRow
 from kiln.queries.reads import row_columns, run
@@ -40,16 +41,7 @@ from kiln.schemas.groups import GroupList
 
 _NAMESPACES = Namespace.__table__
 _N = len(_NAMESPACES.c)
-STAT_COLUMNS = (
-    "repository_size",
-    "wiki_size",
-    "lfs_objects_size",
-    "job_artifacts_size",
-    "pipeline_artifacts_size",
-    "packages_size",
-    "snippets_size",
-    "uploads_size",
-)
+STAT_COLUMNS = STORAGE_SIZES
 
 
 @dataclass(slots=True)

@@ -39,8 +39,8 @@ from kiln.models import (
     ProjectTopic,
     User,
 )
-from kiln.models.namespaces import KIND_GROUP, OWNER, PUBLIC
-from kiln.models.projects import DISABLED
+from kiln.models.namespaces import KIND_GROUP, OWNER, PUBLIC, ancestor_ids
+from kiln.models.projects import DISABLED, storage_size
 from kiln.queries import access
 from kiln.queries.reads import row_column, row_columns, run, unindexed
 from kiln.queries.text import ESCAPE, contains, escape_like
@@ -396,7 +396,7 @@ class NamespaceRow(namedtuple("NamespaceRow", [c.key for c in _NAMESPACES.c])): 
 
     @property
     def ancestor_ids(self) -> list[int]:
-        return [int(part) for part in self.traversal.split("/") if part]
+        return ancestor_ids(self.traversal)
 
 
 OwnerRow = namedtuple("OwnerRow", ["id", "username", "name", "state", "avatar_path", "created_at"])
@@ -408,16 +408,7 @@ class StatisticsRow(namedtuple("StatisticsRow", _STAT_FIELDS)):  # type: ignore[
 
     @property
     def storage_size(self) -> int:
-        return int(
-            self.repository_size
-            + self.wiki_size
-            + self.lfs_objects_size
-            + self.job_artifacts_size
-            + self.pipeline_artifacts_size
-            + self.packages_size
-            + self.snippets_size
-            + self.uploads_size
-        )
+        return storage_size(self)
 
 
 SharedGroupRow = namedtuple(
