@@ -9,7 +9,6 @@ missing. Columns left out get the models' Python-side defaults, which Core appli
 from __future__ import annotations
 
 import random
-import secrets
 import subprocess
 import time
 from collections.abc import Mapping
@@ -30,7 +29,7 @@ from sqlalchemy import (
     update,
 )
 
-from kiln.auth.tokens import digest
+from kiln.auth.tokens import digest, new_runners_token
 from kiln.git.layout import repository_path
 from kiln.models.namespaces import (
     DEVELOPER,
@@ -152,7 +151,7 @@ def populate_projects(url: str, total_projects: int) -> int:
                             "description": "benchmark fixture",
                             "visibility": _visibility(n),
                             "default_branch": "main",
-                            "runners_token": "GR1348941" + secrets.token_urlsafe(15),
+                            "runners_token": new_runners_token(),
                         }
                     )
                 conn.execute(insert(projects), rows)

@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 from psycopg import pq
 from sqlalchemy import Engine, create_engine, event, text
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import InvalidRequestError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import NullPool
@@ -316,3 +316,12 @@ def database_unavailable(exc: Exception) -> bool:
         message = str(exc.orig).lower()
         return any(marker in message for marker in _BUSY)
     return False
+
+
+def fresh(db: Session, row: Any, missing: Exception) -> None:
+    """The row as it is now, locked until the transaction ends (PostgreSQL; on SQLite the
+    writer is the lock); `missing` when it is gone."""
+    try:
+        db.refresh(row, with_for_update=True)
+    except InvalidRequestError:
+        raise missing from None

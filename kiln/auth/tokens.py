@@ -37,6 +37,7 @@ PREFIX_PAT = "kilnpat-"
 PREFIX_OAUTH = "kilnoat-"
 PREFIX_REFRESH = "kilnort-"
 PREFIX_SESSION = "kilnses-"
+PREFIX_RUNNERS = "GR1348941"
 
 
 def digest(secret: str) -> str:
@@ -45,3 +46,8 @@ def digest(secret: str) -> str:
 
 def new_secret(prefix: str) -> str:
     return prefix + secrets.token_urlsafe(24)
+
+
+def new_runners_token() -> str:
+    """A project's runner registration token, in GitLab's form."""
+    return PREFIX_RUNNERS + secrets.token_urlsafe(15)

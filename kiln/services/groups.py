@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from kiln import jobs, policy, storage
 from kiln.auth.actor import Actor
-from kiln.db import transaction
+from kiln.db import fresh, transaction
 from kiln.errors import BadRequest, NotFound, ValidationFailed
 from kiln.models import (
     GroupCustomAttribute,
@@ -490,7 +490,7 @@ def delete_group(
     period = int(instance_settings.current(db)["deletion_adjourned_period"])
     with transaction(db):
         # Read again in the write: another DELETE may have marked or removed it since.
-        project_lifecycle.fresh(db, group, NotFound("Group"))
+        fresh(db, group, NotFound("Group"))
         if permanently:
             if group.parent_id is None:
                 raise BadRequest("`permanently_remove` option is only available for subgroups.", raw=True)

@@ -3,14 +3,13 @@ README) made in the same transaction and removed again if it fails."""
 
 from __future__ import annotations
 
-import secrets
-
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from kiln import policy
 from kiln.auth.actor import Actor
+from kiln.auth.tokens import new_runners_token
 from kiln.config import Settings
 from kiln.db import transaction
 from kiln.errors import ParamError, ValidationFailed
@@ -92,7 +91,7 @@ def create_project(
                 name=name,
                 path=path,
                 visibility=visibility,
-                runners_token="GR1348941" + secrets.token_urlsafe(15),
+                runners_token=new_runners_token(),
             )
             apply_settings(project, p)
             project.default_branch = p.default_branch or ns.default_branch or inst["default_branch_name"]

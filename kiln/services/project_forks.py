@@ -3,13 +3,12 @@ source's settings, topics and repository."""
 
 from __future__ import annotations
 
-import secrets
-
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from kiln import policy
 from kiln.auth.actor import Actor
+from kiln.auth.tokens import new_runners_token
 from kiln.config import Settings
 from kiln.db import transaction
 from kiln.errors import ConflictList, NotFound
@@ -69,7 +68,7 @@ def fork_project(db: Session, actor: Actor, ident: str, p: ProjectFork, settings
             default_branch=source.default_branch,
             readme_path=source.readme_path,
             forked_from_id=source.id,
-            runners_token="GR1348941" + secrets.token_urlsafe(15),
+            runners_token=new_runners_token(),
         )
         for attr in FORK_COPIES:
             setattr(fork, attr, getattr(source, attr))

@@ -8,12 +8,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import delete, func, or_, select, update
-from sqlalchemy.exc import InvalidRequestError
 from sqlalchemy.orm import Session
 
 from kiln import jobs, storage
 from kiln.auth.actor import Actor
-from kiln.db import transaction
+from kiln.db import fresh, transaction
 from kiln.errors import BadRequest, NotFound
 from kiln.git.layout import repository_path, wiki_path
 from kiln.models import Namespace, Project, Upload
@@ -72,15 +71,6 @@ def delete_project(
                 "`full_path` is incorrect. You must enter the complete path for the project.", raw=True
             )
         destroy(db, [project.id])
-
-
-def fresh(db: Session, row: Any, missing: Exception) -> None:
-    """The row as it is now, locked until the transaction ends (PostgreSQL; on SQLite the
-    writer is the lock); `missing` when it is gone."""
-    try:
-        db.refresh(row, with_for_update=True)
-    except InvalidRequestError:
-        raise missing from None
 
 
 def restore_project(db: Session, actor: Actor, ident: str) -> ProjectRecord:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import secrets
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from kiln.auth.tokens import new_runners_token
 from kiln.db import transaction
 from kiln.models import Member, Namespace, Project, ProjectStatistics
 from kiln.models.namespaces import KIND_GROUP, OWNER
@@ -75,7 +75,7 @@ class ProjectFactory:
                 name=fields.pop("name", path),
                 path=path,
                 visibility=visibility,
-                runners_token="GR1348941" + secrets.token_urlsafe(15),
+                runners_token=new_runners_token(),
                 **fields,
             )
             self.db.add(project)
