@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import pygit2
+
     from kiln.queries.projects import NamespaceRow, OwnerRow, ProjectRow, SharedGroupRow, StatisticsRow
 
 
@@ -29,3 +31,18 @@ class ProjectRecord:
     can_admin: bool = False  # sees the settings Maintainers see (runners token, import URL, CI)
     can_create_merge_request_in: bool = False
     features_open: dict[str, bool] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class BranchRecord:
+    """A branch with what its view shows: git's data and what the branches service decided
+    (protection, push rights, merged into the default branch)."""
+
+    name: str
+    commit: pygit2.Commit
+    merged: bool
+    protected: bool
+    developers_can_push: bool
+    developers_can_merge: bool
+    can_push: bool
+    default: bool

@@ -3,28 +3,14 @@ rights, merged into the default branch)."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import quote
 
-import pygit2
-
 from kiln.entities.commits import commit_basic
+from kiln.records import BranchRecord
 
 
-class BranchFacts(Protocol):
-    """What a branch view shows besides git's data (filled by the branches service)."""
-
-    name: str
-    commit: pygit2.Commit
-    merged: bool
-    protected: bool
-    developers_can_push: bool
-    developers_can_merge: bool
-    can_push: bool
-    default: bool
-
-
-def branch(b: BranchFacts, web_base: str) -> dict[str, Any]:
+def branch(b: BranchRecord, web_base: str) -> dict[str, Any]:
     return {
         "name": b.name,
         "commit": commit_basic(b.commit, web_base),

@@ -28,6 +28,7 @@ from kiln.pagination import Page, PageResult
 from kiln.policy import Action
 from kiln.preconditions import require_unmodified_since
 from kiln.queries.paging import list_page
+from kiln.records import BranchRecord
 from kiln.schemas.branches import BranchCreate, BranchList
 from kiln.services import protected_branches as protection
 from kiln.services import repositories
@@ -46,20 +47,6 @@ PROTECTED_CREATE = "You are not allowed to create protected branches on this pro
 PROTECTED_BASIS = "You can only use an existing protected branch ref as the basis of a new protected branch."
 PROTECTED_PUSH = "You are not allowed to push code to protected branches on this project."
 REMOVE_FAILED = "Failed to remove branch"
-
-
-@dataclass(slots=True)
-class BranchRecord:
-    """A branch with what its view shows (entities.branches.BranchFacts)."""
-
-    name: str
-    commit: pygit2.Commit
-    merged: bool
-    protected: bool
-    developers_can_push: bool
-    developers_can_merge: bool
-    can_push: bool
-    default: bool
 
 
 @dataclass(slots=True)
