@@ -14,7 +14,7 @@ from kiln.api._params import params
 from kiln.api._render import no_content, render
 from kiln.api._routes import delete, get, post, put
 from kiln.auth.tokens import API, READ_API, READ_USER
-from kiln.entities.users import user_admin, user_basic, user_detail, user_status, with_custom_attributes
+from kiln.entities.users import user_detail, user_status
 from kiln.preconditions import parse_http_date
 from kiln.schemas.users import StatusUpdate, UserCreate, UserDelete, UserGet, UserList, UserUpdate
 from kiln.services import users as service
@@ -41,16 +41,7 @@ async def list_users(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
     page = page_of(q, keyset_allowed=True, order_by=q.order_by)
     listing = service.list_users(db, viewer, q, page)
     base = _base(request)
-    items = []
-    for user in listing.page.items:
-        if listing.admin_view:
-            view = user_admin(user, base, listing.identities[user.id] if listing.identities else [])
-            if listing.custom_attributes is not None:
-                with_custom_attributes(view, listing.custom_attributes.get(user.id, []))
-        else:
-            view = user_basic(user, base)
-        items.append(view)
-    return paginated(request, items, page, listing.page)
+    return paginated(request, [_view(d, base) for d in listing.details], page, listing.page)
 
 
 @get("/users/{id:str}", auth="optional", params=UserGet, scopes=READ)
@@ -136,5 +127,10 @@ def _detail(
     request: Req, db: Db, viewer: Viewer, user: User, *, custom_attributes: bool = False
 ) -> dict[str, Any]:
     """The richest view of `user` the viewer is entitled to (the service decides which)."""
-    d = service.detail(db, viewer, user, custom_attributes=custom_attributes)
-    return user_detail(d.user, d.view, _base(request), d.identities or (), d.custom_attributes)
+    return _view(service.detail(db, viewer, user, custom_attributes=custom_attributes), _base(request))
+
+
+def _view(d: service.UserDetail, base: str) -> dict[str, Any]:
+    return user_detail(
+        d.user, d.view, base, d.identities or (), d.custom_attributes, can_create_project=d.can_create_project
+    )

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any, Union
 
 from kiln.entities._format import day, iso
 from kiln.markdown import render_inline
-from kiln.policy import may_create_projects
 
 if TYPE_CHECKING:
     from kiln.models import User as UserModel
@@ -63,7 +62,9 @@ def user_public(user: User, base: str, *, profile_visible: bool = True) -> dict[
     return view
 
 
-def user_self(user: User, base: str, identities: Sequence[IdentityRow]) -> dict[str, Any]:
+def user_self(
+    user: User, base: str, identities: Sequence[IdentityRow], *, can_create_project: bool
+) -> dict[str, Any]:
     """What a user sees of themselves (GET /user): private details, no sign-in IPs."""
     view = user_public(user, base)
     view.update(
@@ -81,7 +82,7 @@ def user_self(user: User, base: str, identities: Sequence[IdentityRow]) -> dict[
                 for i in identities
             ],
             "can_create_group": user.can_create_group,
-            "can_create_project": may_create_projects(user),
+            "can_create_project": can_create_project,
             "two_factor_enabled": user.two_factor_enabled,
             "external": user.external,
             "private_profile": user.private_profile,
@@ -92,8 +93,10 @@ def user_self(user: User, base: str, identities: Sequence[IdentityRow]) -> dict[
     return view
 
 
-def user_admin(user: User, base: str, identities: Sequence[IdentityRow]) -> dict[str, Any]:
-    view = user_self(user, base, identities)
+def user_admin(
+    user: User, base: str, identities: Sequence[IdentityRow], *, can_create_project: bool
+) -> dict[str, Any]:
+    view = user_self(user, base, identities, can_create_project=can_create_project)
     view.update(
         {
             "is_admin": user.admin,
@@ -117,15 +120,20 @@ def user_detail(
     base: str,
     identities: Sequence[IdentityRow] = (),
     custom_attributes: list[tuple[str, str]] | None = None,
+    *,
+    can_create_project: bool = False,
 ) -> dict[str, Any]:
-    """One of the four single-user views, as the service chose it."""
+    """One of the user views, as the service chose it: admin, self, public, private profile,
+    or basic (a non-administrator's list)."""
     if view == "admin":
-        rendered = user_admin(user, base, identities)
+        rendered = user_admin(user, base, identities, can_create_project=can_create_project)
         return (
             with_custom_attributes(rendered, custom_attributes) if custom_attributes is not None else rendered
         )
     if view == "self":
-        return user_self(user, base, identities)
+        return user_self(user, base, identities, can_create_project=can_create_project)
+    if view == "basic":
+        return user_basic(user, base)
     return user_public(user, base, profile_visible=view == "public")
 
 

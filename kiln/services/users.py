@@ -78,15 +78,13 @@ STATUS_CLEAR_AFTER = {
 }
 
 
-UserView = Literal["admin", "self", "public", "private"]
+UserView = Literal["admin", "self", "public", "private", "basic"]
 
 
 @dataclass(slots=True)
 class UserListing:
     page: PageResult  # items are UserRow records
-    admin_view: bool
-    identities: dict[int, list[IdentityRow]] | None = None
-    custom_attributes: dict[int, list[tuple[str, str]]] | None = None
+    details: list[UserDetail]  # the view of each, in page order
 
 
 def list_users(db: Session, viewer: Actor | None, q: UserList, page: Page) -> UserListing:
@@ -104,13 +102,22 @@ def list_users(db: Session, viewer: Actor | None, q: UserList, page: Page) -> Us
     else:
         result = offset_page(db, stmt, page, core=True)
     result.items = finder.rows_by_ids(db, [row[0] for row in result.items])
-    listing = UserListing(page=result, admin_view=admin)
-    if admin:
-        ids = [u.id for u in result.items]
-        listing.identities = finder.identities_of(db, ids)
-        if q.with_custom_attributes:
-            listing.custom_attributes = finder.custom_attributes_of(db, ids)
-    return listing
+    if not admin:
+        return UserListing(result, [UserDetail(u, "basic") for u in result.items])
+    ids = [u.id for u in result.items]
+    identities = finder.identities_of(db, ids)
+    attrs = finder.custom_attributes_of(db, ids) if q.with_custom_attributes else None
+    details = [
+        UserDetail(
+            u,
+            "admin",
+            identities[u.id],
+            attrs.get(u.id, []) if attrs is not None else None,
+            can_create_project=policy.may_create_projects(u),
+        )
+        for u in result.items
+    ]
+    return UserListing(result, details)
 
 
 def get_user(db: Session, viewer: Actor | None, user_id: int) -> UserRow:
@@ -129,6 +136,7 @@ class UserDetail:
     view: UserView
     identities: list[IdentityRow] | None = None  # in the admin and self views
     custom_attributes: list[tuple[str, str]] | None = None
+    can_create_project: bool = False  # in the admin and self views
 
 
 def detail(
@@ -137,9 +145,13 @@ def detail(
     """Which view of `user` the viewer is entitled to: admin, self, public or private profile."""
     if policy.is_admin(viewer):
         attrs = finder.custom_attributes_of(db, [user.id])[user.id] if custom_attributes else None
-        return UserDetail(user, "admin", finder.identities_of(db, [user.id])[user.id], attrs)
+        identities = finder.identities_of(db, [user.id])[user.id]
+        return UserDetail(
+            user, "admin", identities, attrs, can_create_project=policy.may_create_projects(user)
+        )
     if viewer is not None and viewer.id == user.id:
-        return UserDetail(user, "self", finder.identities_of(db, [user.id])[user.id])
+        identities = finder.identities_of(db, [user.id])[user.id]
+        return UserDetail(user, "self", identities, can_create_project=policy.may_create_projects(user))
     return UserDetail(user, "public" if policy.may(viewer, Action.READ_USER_PROFILE, user) else "private")
 
 

@@ -1228,3 +1228,13 @@ def test_delete_with_an_unparseable_if_unmodified_since_ignores_it(api, make):
     u = make.user()
     r = api("root").delete(f"/users/{u.id}", headers={"If-Unmodified-Since": "yesterday-ish"})
     assert r.status_code == 204
+
+
+def test_can_create_project_needs_a_projects_limit_and_an_internal_user(api, make):
+    """The self and admin views (single and listed) say whether the user may create projects."""
+    plain, external, limited = make.user(), make.user(external=True), make.user(projects_limit=0)
+    assert api(plain).get("/user").json()["can_create_project"] is True
+    assert api(external).get("/user").json()["can_create_project"] is False
+    assert api(limited).get("/user").json()["can_create_project"] is False
+    listed = {u["id"]: u["can_create_project"] for u in api("root").get("/users?per_page=100").json()}
+    assert (listed[plain.id], listed[external.id], listed[limited.id]) == (True, False, False)
