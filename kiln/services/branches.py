@@ -28,6 +28,7 @@ from kiln.pagination import Page, PageResult
 from kiln.policy import Action
 from kiln.preconditions import require_unmodified_since
 from kiln.queries.paging import list_page
+from kiln.queries.text import matches_search
 from kiln.records import BranchRecord
 from kiln.schemas.branches import BranchCreate, BranchList
 from kiln.services import protected_branches as protection
@@ -59,10 +60,6 @@ class Branches:
 class OneBranch:
     full_path: str
     branch: BranchRecord
-
-
-def full_path(ctx: RepoContext) -> str:
-    return f"{ctx.subject.namespace.full_path}/{ctx.project.path}"
 
 
 def _default_name(ctx: RepoContext) -> str | None:
@@ -107,18 +104,6 @@ def _records(
     return out
 
 
-def matches_search(name: str, term: str) -> bool:
-    """GitLab's branch and tag search: `^prefix`, `suffix$`, or a part, ignoring case."""
-    name, term = name.lower(), term.lower()
-    if term.startswith("^") and term.endswith("$") and len(term) > 1:
-        return name == term[1:-1]
-    if term.startswith("^"):
-        return name.startswith(term[1:])
-    if term.endswith("$"):
-        return name.endswith(term[:-1])
-    return term in name
-
-
 # ----------------------------------------------------------------------------- reading
 
 
@@ -137,7 +122,7 @@ def list_branches(
             refs.sort(key=lambda b: (b.commit.committer.time, b.name))
     result = list_page(list(refs), page)
     result.items = _records(db, actor, ctx, result.items)  # type: ignore[arg-type]
-    return Branches(full_path(ctx), result)
+    return Branches(ctx.full_path, result)
 
 
 def _existing(ctx: RepoContext, name: str) -> BranchRef:
@@ -153,7 +138,7 @@ def _existing(ctx: RepoContext, name: str) -> BranchRef:
 def get_branch(db: Session, actor: Actor | None, ident: str, settings: Settings, name: str) -> OneBranch:
     ctx = repositories.for_read(db, actor, ident, settings)
     found = _existing(ctx, name)
-    return OneBranch(full_path(ctx), _records(db, actor, ctx, [found])[0])
+    return OneBranch(ctx.full_path, _records(db, actor, ctx, [found])[0])
 
 
 def branch_exists(db: Session, actor: Actor | None, ident: str, settings: Settings, name: str) -> bool:
@@ -224,7 +209,7 @@ def create_branch(db: Session, actor: Actor, ident: str, settings: Settings, p: 
             raise BadRequest(ALREADY_EXISTS, raw=True) from None
         raise BadRequest(_hierarchy_message(name), raw=True) from None
     repositories.bookkeeping(db, ctx, actor, ref, None, str(commit.id))
-    return OneBranch(full_path(ctx), _records(db, actor, ctx, [BranchRef(name, commit)])[0])
+    return OneBranch(ctx.full_path, _records(db, actor, ctx, [BranchRef(name, commit)])[0])
 
 
 def _hierarchy_message(name: str) -> str:

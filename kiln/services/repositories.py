@@ -57,6 +57,11 @@ class RepoContext:
         return self.subject.project
 
     @property
+    def full_path(self) -> str:
+        """The project's full path, as its web URLs name it."""
+        return f"{self.subject.namespace.full_path}/{self.project.path}"
+
+    @property
     def path(self) -> Path:
         return self.store.path(self.project.id)
 

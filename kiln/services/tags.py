@@ -23,9 +23,9 @@ from kiln.pagination import Page, PageResult
 from kiln.policy import Action
 from kiln.preconditions import require_unmodified_since
 from kiln.queries.paging import list_page
+from kiln.queries.text import matches_search
 from kiln.schemas.tags import TagCreate, TagList
 from kiln.services import repositories
-from kiln.services.branches import full_path, matches_search
 from kiln.services.repositories import RepoContext
 
 TARGET_EMPTY = "Target is empty"
@@ -76,7 +76,7 @@ def list_tags(
         tags.sort(key=lambda t: _version_key(t.name), reverse=reverse)
     else:
         tags.sort(key=lambda t: t.name, reverse=reverse)
-    return Tags(full_path(ctx), list_page(list(tags), page))
+    return Tags(ctx.full_path, list_page(list(tags), page))
 
 
 def _existing(ctx: RepoContext, name: str) -> TagRef:
@@ -88,7 +88,7 @@ def _existing(ctx: RepoContext, name: str) -> TagRef:
 
 def get_tag(db: Session, actor: Actor | None, ident: str, settings: Settings, name: str) -> OneTag:
     ctx = repositories.for_read(db, actor, ident, settings)
-    return OneTag(full_path(ctx), _existing(ctx, name))
+    return OneTag(ctx.full_path, _existing(ctx, name))
 
 
 def create_tag(db: Session, actor: Actor, ident: str, settings: Settings, p: TagCreate) -> OneTag:
@@ -125,7 +125,7 @@ def create_tag(db: Session, actor: Actor, ident: str, settings: Settings, p: Tag
     except ConcurrentUpdate:
         raise exists from None  # a push made the tag (or a clashing one) after the checks
     repositories.bookkeeping(db, ctx, actor, ref, None, target)
-    return OneTag(full_path(ctx), _existing(ctx, name))
+    return OneTag(ctx.full_path, _existing(ctx, name))
 
 
 def delete_tag(
