@@ -3,6 +3,7 @@ and served back at their URL to whoever may read the project."""
 
 from __future__ import annotations
 
+import mimetypes
 import secrets
 from dataclasses import dataclass
 from typing import Any
@@ -80,3 +81,17 @@ def find_upload(db: Session, actor: Actor | None, project_path: str, secret: str
     if row is None:
         raise NotFound()
     return row
+
+
+@dataclass(frozen=True, slots=True)
+class Avatar:
+    key: str
+    media_type: str
+
+
+def user_avatar(files: Storage, user_id: int, filename: str) -> Avatar:
+    """A user's avatar (public, as GitLab serves them): a plain file name that exists."""
+    key = f"-/system/user/avatar/{user_id}/{filename}"
+    if "/" in filename or filename.startswith(".") or not files.exists(key):
+        raise NotFound()
+    return Avatar(key, mimetypes.guess_type(filename)[0] or "application/octet-stream")
