@@ -6,20 +6,19 @@ from __future__ import annotations
 
 import fcntl
 import os
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
 from sqlalchemy import update
 
-from kiln.db import make_engine, make_sessionmaker, transaction
+from kiln.db import make_engine, make_sessionmaker
 from kiln.models import User
 from kiln.runtime import Runtime
+from tests.writers import writer_held
 
 UNAVAILABLE = {"message": "503 Service Unavailable"}
 # Bounds that only a stuck test reaches: nothing here measures a time.
-STUCK_S = 30.0
 
 
 @pytest.fixture
@@ -31,27 +30,6 @@ def impatient(runtime: Runtime, db, monkeypatch: pytest.MonkeyPatch) -> Iterator
     monkeypatch.setattr(runtime, "sessions", make_sessionmaker(engine))
     yield
     engine.dispose()
-
-
-@contextmanager
-def held_by_another_thread(runtime: Runtime) -> Iterator[None]:
-    """A write transaction open in another thread of this process (a job, a git write)."""
-    holding, done = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with runtime.sessions() as s, transaction(s):
-            s.execute(update(User).where(User.id == 1).values(status_message="held"))
-            holding.set()
-            done.wait(STUCK_S)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    try:
-        assert holding.wait(STUCK_S)
-        yield
-    finally:
-        done.set()
-        holder.join()
 
 
 @contextmanager
@@ -75,7 +53,7 @@ def test_a_write_while_another_thread_holds_the_writer_is_503_then_goes_through(
 ):
     user = make.user()
 
-    with held_by_another_thread(runtime):
+    with writer_held(runtime, update(User).where(User.id == 1).values(status_message="held")):
         refused = set_status(api, user, "waiting")
     written = set_status(api, user, "written")
 

@@ -5,46 +5,18 @@ requests go on, and a token's use is recorded only when that needs no wait."""
 from __future__ import annotations
 
 import asyncio
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 import pytest
 from sqlalchemy import select, update
-from sqlalchemy.sql.expression import Update
 
 from kiln.db import transaction
 from kiln.models import PersonalAccessToken, User
 from kiln.runtime import Runtime
 from tests.conftest import EXTERNAL_URL
-
-# Bounds that only a stuck request reaches: nothing here measures a time.
-STUCK_S = 30.0
-
-
-@contextmanager
-def writer_held(runtime: Runtime, change: Update) -> Iterator[None]:
-    """Another thread's write transaction, open (and holding what `change` locks) until the
-    block ends: the writer a job or a git write holds while the requests come in."""
-    holding, done = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with runtime.sessions() as s, transaction(s):
-            s.execute(change)
-            holding.set()
-            done.wait(STUCK_S)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    try:
-        assert holding.wait(STUCK_S)
-        yield
-    finally:
-        done.set()
-        holder.join()
+from tests.writers import STUCK_S, writer_held
 
 
 def last_used(runtime: Runtime, token_user: int) -> Any:
