@@ -4,6 +4,7 @@ from kiln.models.base import Base
 from kiln.models.jobs import Job
 from kiln.models.namespaces import GroupCustomAttribute, Member, Namespace
 from kiln.models.projects import (
+    IdHighWater,
     Project,
     ProjectCustomAttribute,
     ProjectGroupLink,
@@ -23,6 +24,7 @@ __all__ = [
     "CommitNote",
     "Event",
     "GroupCustomAttribute",
+    "IdHighWater",
     "Identity",
     "Job",
     "Member",

@@ -6,7 +6,21 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, Index, String, Text, UniqueConstraint, text
+from sqlalchemy import (
+    JSON,
+    Connection,
+    ForeignKey,
+    Index,
+    String,
+    Text,
+    UniqueConstraint,
+    event,
+    func,
+    insert,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from kiln.models.base import Base, Timestamps, utcnow
@@ -242,3 +256,30 @@ class ProjectCustomAttribute(Timestamps, Base):
     project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"), index=True)
     key: Mapped[str] = mapped_column(String(255))
     value: Mapped[str] = mapped_column(Text)
+
+
+class IdHighWater(Base):
+    """The highest id a table has handed out. SQLite gives a new row the highest id in use
+    plus one, so deleting the newest project would hand its id to the next one; a project's
+    id names its repository and uploads on disk, whose removal is queued after the delete."""
+
+    __tablename__ = "id_high_water"
+
+    table_name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    last_id: Mapped[int]
+
+
+@event.listens_for(Project, "before_insert")
+def _never_reuse_a_project_id(_mapper: Any, connection: Connection, project: Project) -> None:
+    """Inside the insert's write transaction (SQLite's one writer), so two inserts never
+    draw the same id; PostgreSQL's sequences never hand an id out twice."""
+    if project.id is not None or connection.dialect.name != "sqlite":
+        return
+    marks, projects = IdHighWater.__table__, Project.__table__
+    in_use = connection.execute(select(func.max(projects.c.id))).scalar() or 0
+    last = connection.execute(select(marks.c.last_id).where(marks.c.table_name == "projects")).scalar()
+    project.id = max(in_use, last or 0) + 1
+    if last is None:
+        connection.execute(insert(marks).values(table_name="projects", last_id=project.id))
+    else:
+        connection.execute(update(marks).where(marks.c.table_name == "projects").values(last_id=project.id))

@@ -1143,3 +1143,16 @@ def test_starred_lists_each_callers_own_stars(api, make):
     api(bob).post(f"/projects/{two.id}/star")
     assert [p["id"] for p in api(ada).get("/projects?starred=true").json()] == [one.id]
     assert [p["id"] for p in api(bob).get("/projects?starred=true").json()] == [two.id]
+
+
+def test_a_deleted_projects_id_is_never_handed_out_again(api, make, drain):
+    """A project's id names its repository and uploads, removed by a job after the delete:
+    a new project must not take the id (and so the path) of the newest deleted one."""
+    owner = make.user()
+    caller = api(owner)
+    first = caller.post("/projects", json={"name": "first", "initialize_with_readme": True}).json()
+    assert caller.delete(f"/projects/{first['id']}").status_code == 202
+    second = caller.post("/projects", json={"name": "second"}).json()
+    assert second["id"] > first["id"]
+    drain()
+    assert caller.get(f"/projects/{second['id']}").status_code == 200
