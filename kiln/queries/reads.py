@@ -1,28 +1,177 @@
 """The one way hot reads run a Core statement: on the session's connection, past the ORM.
 
 `Session.execute` sends even a plain Core select through the ORM's compile and result
-machinery, which measured as a third of a cheap request (~55 us a statement on SQLite). Rows
-come back as SQLAlchemy rows; the queries modules turn them into their records, whose times
-are the API's strings already (utc_iso, row_columns)."""
+machinery, which measured as a third of a cheap request (~55 us a statement on SQLite); and
+`Connection.execute` still derives the statement's cache key, rebuilds its parameters from it
+and wraps each row (~100 us a statement). A statement object seen a second time is one the
+caller keeps (the cached statement per shape that queries modules build): from then on it
+runs compiled once per dialect, straight on the driver's cursor, with SQLAlchemy's own bind
+and result processors and the engine's statement events (metrics, the statement counts
+tests assert). Rows come back as named tuples; the queries modules turn them into their
+records, whose times are the API's strings already (utc_iso, row_columns)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections import OrderedDict, namedtuple
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, CursorResult, Executable, String, Table
+from sqlalchemy import ColumnElement, Connection, Dialect, Executable, String, Table
+from sqlalchemy.engine.interfaces import DBAPICursor
+from sqlalchemy.exc import MultipleResultsFound, NoResultFound
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
 from kiln.models.base import UTCDateTime
 
 
-def run(db: Session, statement: Executable, params: Mapping[str, Any] | None = None) -> CursorResult[Any]:
+class Rows:
+    """A statement's rows, read to the end: what the queries modules use of a result."""
+
+    __slots__ = ("_rows",)
+
+    def __init__(self, rows: Sequence[Any]) -> None:
+        self._rows = rows
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def all(self) -> list[Any]:
+        return list(self._rows)
+
+    def first(self) -> Any | None:
+        return self._rows[0] if self._rows else None
+
+    def scalar_one(self) -> Any:
+        if not self._rows:
+            raise NoResultFound("No row was found when one was required")
+        if len(self._rows) > 1:
+            raise MultipleResultsFound("Multiple rows were found when exactly one was required")
+        return self._rows[0][0]
+
+
+def run(db: Session, statement: Executable, params: Mapping[str, Any] | None = None) -> Rows:
     # Pending ORM changes must be visible to the read, as Session.execute's autoflush makes them.
     if not db._is_clean():
         db.flush()
-    return db.connection().execute(statement, params or {})  # type: ignore[arg-type]
+    conn = db.connection()
+    compiled = _compiled_for(statement, conn.dialect)
+    if compiled is None or conn.engine.echo:
+        return Rows(conn.execute(statement, params or {}).all())  # type: ignore[call-overload]
+    return compiled.execute(conn, params or {})
+
+
+# Statements seen once, by id (held so that the id stays theirs), and those compiled: a
+# statement built afresh per request never gets past the first, and both stay bounded.
+_SEEN_LIMIT = 1024
+_COMPILED_LIMIT = 4096
+_seen: OrderedDict[int, Executable] = OrderedDict()
+_compiled: dict[tuple[int, str], _Compiled | None] = {}
+_lock = threading.Lock()
+
+
+def _compiled_for(statement: Executable, dialect: Dialect) -> _Compiled | None:
+    key = (id(statement), dialect.name)
+    found = _compiled.get(key, _ABSENT)
+    if found is not _ABSENT:
+        return found  # type: ignore[return-value]
+    with _lock:
+        if _seen.pop(id(statement), None) is not statement:
+            _seen[id(statement)] = statement
+            if len(_seen) > _SEEN_LIMIT:
+                _seen.popitem(last=False)
+            return None
+        if len(_compiled) >= _COMPILED_LIMIT:
+            return None
+        _compiled[key] = _Compiled.of(statement, dialect)
+        return _compiled[key]
+
+
+_ABSENT = object()
+
+
+class _Compiled:
+    """A statement compiled for one dialect, with what running it needs besides the driver."""
+
+    def __init__(self, statement: Executable, compiled: SQLCompiler, dialect: Dialect) -> None:
+        self.statement = statement  # keeps id(statement) this statement's
+        self.compiled = compiled
+        self.dialect = dialect
+        self.expanding = bool(compiled.post_compile_params or compiled.literal_execute_params)
+        self.positional = compiled.positional
+        # Known once SQLAlchemy has run it (its first run here): the row's names and processors.
+        self.row: Callable[..., Any] | None = None
+        self.processors: list[tuple[int, Callable[[Any], Any]]] = []
+
+    @classmethod
+    def of(cls, statement: Executable, dialect: Dialect) -> _Compiled | None:
+        compiled = statement.compile(dialect=dialect)
+        if not statement.is_select or not isinstance(compiled, SQLCompiler) or compiled.escaped_bind_names:
+            return None
+        return cls(statement, compiled, dialect)
+
+    def learn(self, keys: Sequence[str], description: Sequence[Any] | None) -> None:
+        columns = self.compiled._result_columns
+        if description is None or len(columns) != len(description) or len(keys) != len(description):
+            return
+        processors = []
+        for index, (column, described) in enumerate(zip(columns, description, strict=True)):
+            processor = column[3]._cached_result_processor(self.dialect, described[1])
+            if processor is not None:
+                processors.append((index, processor))
+        self.processors = processors
+        self.row = namedtuple("Row", [str(key) for key in keys], rename=True)._make  # type: ignore[misc]
+
+    def execute(self, conn: Connection, params: Mapping[str, Any]) -> Rows:
+        compiled = self.compiled
+        if self.row is None:
+            # Not learnt yet (its first run here): SQLAlchemy runs it and run() learns from it.
+            result = conn.execute(self.statement, params)  # type: ignore[call-overload]
+            self.learn(list(result.keys()), result.cursor.description)
+            return Rows(result.all())
+        if self.expanding:
+            state = compiled.construct_expanded_state(params, escape_names=False)
+            sql, values, order, binders = (
+                state.statement,
+                state.parameters,
+                state.positiontup,
+                state.processors,
+            )
+        else:
+            values = compiled.construct_params(params, escape_names=False)
+            sql, order, binders = compiled.string, compiled.positiontup, compiled._bind_processors
+        for name, binder in binders.items():
+            if name in values:
+                values[name] = binder(values[name])  # type: ignore[operator]
+        parameters: Any = tuple(values[name] for name in order or ()) if self.positional else values
+        cursor: DBAPICursor | None = None
+        try:
+            cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+            conn.dispatch.before_cursor_execute(conn, cursor, sql, parameters, None, False)
+            cursor.execute(sql, parameters)
+            conn.dispatch.after_cursor_execute(conn, cursor, sql, parameters, None, False)
+            raw = cursor.fetchall()
+            cursor.close()
+        except Exception as error:
+            # SQLAlchemy's own handling: its exception types, a lost connection invalidated.
+            conn._handle_dbapi_exception(error, sql, parameters, cursor, None)
+        make = self.row
+        if self.processors:
+            return Rows([make(_processed(row, self.processors)) for row in raw])
+        return Rows([make(row) for row in raw])
+
+
+def _processed(row: Sequence[Any], processors: list[tuple[int, Callable[[Any], Any]]]) -> list[Any]:
+    values = list(row)
+    for index, processor in processors:
+        values[index] = processor(values[index])
+    return values
 
 
 class utc_iso(FunctionElement[str]):  # noqa: N801 - named as the SQL function it stands for

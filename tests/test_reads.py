@@ -1,0 +1,121 @@
+"""The read path (kiln.queries.reads.run): a statement the caller keeps runs compiled once,
+straight on the driver, and answers exactly as SQLAlchemy would; one built afresh per call
+runs through SQLAlchemy and is never kept."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+import pytest
+from sqlalchemy import Integer, bindparam, cast, event, func, literal, select
+from sqlalchemy.exc import DBAPIError, NoResultFound
+from sqlalchemy.orm import Session
+
+from kiln.models import PersonalAccessToken, User
+from kiln.queries import reads
+from kiln.queries.reads import row_column, run
+
+_TOKENS = PersonalAccessToken.__table__
+_USERS = User.__table__
+# Kept, as the queries modules keep theirs: JSON, Boolean, Date, a time formatted in SQL, and
+# an expanding IN.
+KEPT = (
+    select(
+        _TOKENS.c.id,
+        _TOKENS.c.name,
+        _TOKENS.c.scopes,
+        _TOKENS.c.revoked,
+        _TOKENS.c.expires_at,
+        _TOKENS.c.last_used_at,
+        row_column(_USERS.c.created_at),
+        _USERS.c.username,
+    )
+    .join(_USERS, _USERS.c.id == _TOKENS.c.user_id)
+    .where(_TOKENS.c.user_id.in_(bindparam("user_ids", expanding=True)))
+    .order_by(_TOKENS.c.id)
+)
+
+
+def sqlalchemy_rows(db: Session, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    return [tuple(row) for row in db.connection().execute(KEPT, params)]
+
+
+def test_a_kept_statement_answers_as_sqlalchemy_does_on_every_run(db, make):
+    alice, bob = make.user(), make.user()
+    make.token(alice, scopes=["api", "read_user"], expires_at=date(2031, 1, 2), name="dated")
+    make.token(bob, revoked=True, name="revoked")
+    expected = sqlalchemy_rows(db, {"user_ids": [alice.id, bob.id]})
+    assert len(expected) == 4  # besides each user's own token
+    for _ in range(4):
+        rows = run(db, KEPT, {"user_ids": [alice.id, bob.id]})
+        assert [tuple(row) for row in rows] == expected
+    by_name = {row.name: row for row in run(db, KEPT, {"user_ids": [alice.id, bob.id]})}
+    assert by_name["dated"].scopes == ["api", "read_user"]
+    assert by_name["dated"].expires_at == date(2031, 1, 2)
+    assert by_name["dated"].revoked is False
+    assert by_name["dated"].created_at.endswith("Z")
+    assert by_name["revoked"].revoked is True
+
+
+def test_the_number_of_values_in_an_expanding_list_may_change_between_runs(db, make):
+    users = [make.user() for _ in range(3)]  # one token each
+    ids = [user.id for user in users]
+    for size in (1, 3, 2, 3, 1):
+        assert len(run(db, KEPT, {"user_ids": ids[:size]})) == size
+    assert run(db, KEPT, {"user_ids": []}).first() is None
+
+
+def test_each_run_is_one_statement_to_the_engine_events(db, make, runtime):
+    user = make.user()
+    run(db, KEPT, {"user_ids": [user.id]})
+    seen: list[str] = []
+
+    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        seen.append(statement)
+
+    event.listen(runtime.engine, "before_cursor_execute", record)
+    try:
+        for _ in range(3):
+            run(db, KEPT, {"user_ids": [user.id]})
+    finally:
+        event.remove(runtime.engine, "before_cursor_execute", record)
+    assert len(seen) == 3
+    assert all("FROM personal_access_tokens" in statement for statement in seen)
+
+
+def test_a_read_sees_what_the_session_has_not_flushed_yet(db, make):
+    user = make.user()
+    db.add(PersonalAccessToken(user_id=user.id, name="pending", digest="d" * 64, scopes=["api"]))
+    assert "pending" in [row.name for row in run(db, KEPT, {"user_ids": [user.id]})]
+    db.rollback()
+
+
+REFUSED = select(cast(bindparam("text", type_=Integer), Integer) + literal(1))
+
+
+def test_an_error_of_the_database_comes_as_sqlalchemy_s(db, runtime):
+    if runtime.engine.dialect.name == "sqlite":
+        statement: Any = select(func.json_extract(bindparam("text"), "$.a"))  # malformed JSON
+    else:
+        statement = REFUSED  # invalid input syntax for type integer
+    for _ in range(3):
+        with pytest.raises(DBAPIError):
+            run(db, statement, {"text": "not a number {"})
+        db.rollback()
+
+
+def test_one_value_is_asked_of_a_statement_that_has_none(db):
+    statement = select(_USERS.c.id).where(_USERS.c.id == bindparam("id"))
+    for _ in range(3):
+        with pytest.raises(NoResultFound):
+            run(db, statement, {"id": -1}).scalar_one()
+
+
+def test_a_statement_built_for_each_call_is_never_kept(db, make):
+    user = make.user()
+    kept = len(reads._compiled)
+    for _ in range(50):
+        statement = select(_USERS.c.username).where(_USERS.c.id == user.id)
+        assert run(db, statement).scalar_one() == user.row.username
+    assert len(reads._compiled) == kept
