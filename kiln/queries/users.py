@@ -15,6 +15,7 @@ from kiln.models import Identity, Member, Namespace, User, UserCustomAttribute
 from kiln.models.namespaces import KIND_GROUP, OWNER
 from kiln.models.users import USER_TYPE_GHOST, USER_TYPE_HUMAN
 from kiln.queries.reads import row_columns, run
+from kiln.queries.shapes import Shapes, parameters_key
 from kiln.queries.text import ESCAPE, contains
 from kiln.schemas.users import UserList
 
@@ -136,8 +137,16 @@ def email_taken(db: Session, email: str, *, except_user: int | None = None) -> b
     return db.execute(select(exists(q))).scalar_one()
 
 
+_LISTINGS: Shapes[Select[Any]] = Shapes()
+
+
 def listing(q: UserList, *, admin: bool) -> Select[Any]:
-    """Non-admins' date, order, two-factor and project filters are dropped, as GitLab does."""
+    """Non-admins' date, order, two-factor and project filters are dropped, as GitLab does.
+    Built once per shape (the caller's kind and every parameter)."""
+    return _LISTINGS.get((admin, parameters_key(q)), lambda: _listing(q, admin))
+
+
+def _listing(q: UserList, admin: bool) -> Select[Any]:
     # Only ids: the page's rows come from rows_by_ids, a statement built once.
     stmt = select(User.id)
     search = (q.search or "").removeprefix("@").lower()

@@ -23,6 +23,7 @@ SHARED_QUERIES = {
     "access": "the caller's access level in projects and groups, used by every scoped read",
     "paging": "running any list statement for one page",
     "reads": "how every hot read runs a Core statement",
+    "shapes": "keeping a list's statements per shape, for every list built from parameters",
     "text": "matching user-typed text, for every search filter",
 }
 

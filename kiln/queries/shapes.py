@@ -1,0 +1,42 @@
+"""Statements kept per shape. Building a list's statement, and SQLAlchemy deriving its cache
+key, cost more than running it; a statement kept and reused also runs compiled once
+(queries.reads.run). A shape is whatever changes the statement's SQL: the caller's kind and
+the list's parameters; values that change per caller (the viewer's id, today's date) are bind
+parameters given at execution instead."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable
+from typing import Any, Generic, TypeVar
+
+import orjson
+from pydantic import BaseModel
+
+T = TypeVar("T")
+
+
+class Shapes(Generic[T]):
+    """Built once per shape; bounded: past `limit` shapes (a stream of distinct searches), it
+    starts over rather than grow."""
+
+    def __init__(self, limit: int = 512) -> None:
+        self.limit = limit
+        self._built: dict[Hashable, T] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, build: Callable[[], T]) -> T:
+        found = self._built.get(key)
+        if found is None:
+            found = build()
+            with self._lock:
+                if len(self._built) >= self.limit:
+                    self._built.clear()
+                self._built[key] = found
+        return found
+
+
+def parameters_key(params: BaseModel) -> bytes:
+    """A list's parameters as one hashable value, equal for equal parameters."""
+    dumped: Any = params.model_dump(warnings=False)
+    return orjson.dumps(dumped, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str)
