@@ -21,10 +21,12 @@ def offset_page(
     scalars: bool = True,
     core: bool = False,
     params: Mapping[str, Any] | None = None,
+    count: Select[Any] | None = None,
 ) -> PageResult:
     """`core`: a Core statement whose rows the caller turns into records (queries.reads.run);
     otherwise ORM entities (`scalars`) or ORM tuples. `params`: values of the statement's bind
-    parameters (a filter built once, like the caller's visibility, takes its values here)."""
+    parameters (a filter built once, like the caller's visibility, takes its values here).
+    `count`: a cheaper statement counting the same rows, when the caller has one."""
     bounds = {"page_limit": page.per_page + 1, "page_offset": page.offset}
     rows = _fetch(db, _page_of(stmt), scalars=scalars, core=core, params={**(params or {}), **bounds})
     has_next = len(rows) > page.per_page
@@ -35,12 +37,15 @@ def offset_page(
         if total > TOTAL_LIMIT:
             total = None
     else:
-        total = count_capped(db, stmt, params)
+        total = count_capped(db, stmt, params, count)
     return PageResult(items=rows, total=total, has_next=has_next)
 
 
-def count_capped(db: Session, stmt: Select[Any], params: Mapping[str, Any] | None = None) -> int | None:
-    n = run(db, _count_of(stmt, db.get_bind().dialect.name == "sqlite"), params).scalar_one()
+def count_capped(
+    db: Session, stmt: Select[Any], params: Mapping[str, Any] | None = None, count: Select[Any] | None = None
+) -> int | None:
+    counting = count if count is not None else _count_of(stmt, db.get_bind().dialect.name == "sqlite")
+    n = run(db, counting, params).scalar_one()
     return None if n > TOTAL_LIMIT else n
 
 

@@ -6,10 +6,9 @@ from collections import namedtuple
 from dataclasses import dataclass
 from datetime import date
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import unquote
 
-import orjson
 from sqlalchemy import (
     ColumnElement,
     Date,
@@ -19,6 +18,7 @@ from sqlalchemy import (
     exists,
     false,
     func,
+    literal,
     null,
     or_,
     select,
@@ -41,8 +41,10 @@ from kiln.models import (
 )
 from kiln.models.namespaces import KIND_GROUP, OWNER, PUBLIC, ancestor_ids
 from kiln.models.projects import DISABLED, storage_size
+from kiln.pagination import TOTAL_LIMIT
 from kiln.queries import access
 from kiln.queries.reads import row_column, row_columns, run, unindexed
+from kiln.queries.shapes import Shapes, parameters_key
 from kiln.queries.text import ESCAPE, contains, escape_like
 from kiln.schemas.projects import ProjectList
 
@@ -149,11 +151,15 @@ def viewer_params(actor: Actor | None) -> dict[str, Any]:
     return {} if actor is None else {"viewer_id": actor.id, "viewer_today": date.today()}
 
 
-# Listing statements by shape: building one and generating its cache key cost more than
-# running it. A shape is the viewer's kind and every parameter; the viewer's own id and the
-# date come at execution (viewer_params), so callers with the same shape share one statement.
-_LISTINGS: dict[tuple[Any, ...], Select[Any]] = {}
-_LISTINGS_MAX = 512
+class Listing(NamedTuple):
+    """A list's statements: the ids it shows, in order, and, where counting that statement
+    itself would be slow, a statement that counts the same rows (at most TOTAL_LIMIT + 1)."""
+
+    ids: Select[Any]
+    count: Select[Any] | None
+
+
+_LISTINGS: Shapes[Listing] = Shapes()
 
 
 def listing(
@@ -165,30 +171,26 @@ def listing(
     owner_user_id: int | None = None,
     starred_by: int | None = None,
     forked_from: int | None = None,
-) -> Select[Any]:
-    """The ids of the projects a list shows, filtered and ordered, built once per shape."""
-    if isinstance(namespace_ids, Select):
+) -> Listing:
+    """The projects a list shows, filtered and ordered, built once per shape (the viewer's
+    kind and every parameter; the viewer's id and the date come from viewer_params)."""
+
+    def build() -> Listing:
         return _listing(actor, q, namespace_ids, shared_with_group, owner_user_id, starred_by, forked_from)
+
+    if isinstance(namespace_ids, Select):
+        return build()
     viewer = None if actor is None else ("admin" if actor.is_admin else policy.open_visibilities(actor))
     key = (
         viewer,
-        orjson.dumps(
-            q.model_dump(warnings=False), option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str
-        ),
+        parameters_key(q),
         None if namespace_ids is None else tuple(namespace_ids),
         shared_with_group,
         owner_user_id,
         starred_by,
         forked_from,
     )
-    stmt = _LISTINGS.get(key)
-    if stmt is None:
-        if len(_LISTINGS) >= _LISTINGS_MAX:
-            _LISTINGS.clear()
-        stmt = _LISTINGS[key] = _listing(
-            actor, q, namespace_ids, shared_with_group, owner_user_id, starred_by, forked_from
-        )
-    return stmt
+    return _LISTINGS.get(key, build)
 
 
 def _listing(
@@ -199,12 +201,10 @@ def _listing(
     owner_user_id: int | None,
     starred_by: int | None,
     forked_from: int | None,
-) -> Select[Any]:
-    # Only ids are read: the page's views come from view_rows.
-    # Administrators see everything: no condition at all, so an unfiltered count stays cheap.
+) -> Listing:
+    # Only ids are read: the page's views come from view_rows. The filters come first, the
+    # viewer's visibility last (below), so that the count may split on it.
     stmt = select(Project.id)
-    if actor is None or not actor.is_admin:
-        stmt = stmt.where(visible_to(actor))
     user_id = actor.user.id if actor is not None else None
     if namespace_ids is not None:
         if shared_with_group is not None:
@@ -316,7 +316,27 @@ def _listing(
                     )
                 )
             )
-    return _ordered(stmt, q)
+    if actor is not None and actor.is_admin:
+        # Administrators see everything: no condition at all, so an unfiltered count stays cheap.
+        return Listing(_ordered(stmt, q), None)
+    count = None if actor is None else _visible_count(policy.open_visibilities(actor), stmt.whereclause)
+    return Listing(_ordered(stmt.where(visible_to(actor)), q), count)
+
+
+def _visible_count(open_levels: tuple[str, ...], filters: ColumnElement[bool] | None) -> Select[Any]:
+    """How many projects a signed-in viewer's list holds (each part at most TOTAL_LIMIT + 1),
+    as the open ones plus the closed ones a membership reaches: both disjoint parts are counted
+    from an index, where `open OR reached` made the database test every project against the
+    viewer's memberships (three times the cost at 10,000 projects)."""
+
+    def part(condition: ColumnElement[bool]) -> Any:
+        rows = select(literal(1)).select_from(Project).where(condition)
+        if filters is not None:
+            rows = rows.where(filters)
+        return select(func.count()).select_from(rows.limit(TOTAL_LIMIT + 1).subquery()).scalar_subquery()
+
+    reached_closed = and_(Project.id.in_(_reachable(None)), unindexed(Project.visibility).not_in(open_levels))
+    return select(part(Project.visibility.in_(open_levels)) + part(reached_closed))
 
 
 def _reached(

@@ -129,12 +129,14 @@ def record(db: Session, actor: Actor | None, project: Any, **kw: Any) -> Project
 def list_projects(
     db: Session, actor: Actor | None, q: ProjectList, page: Page, **scope: Any
 ) -> ProjectListing:
-    stmt = finder.listing(actor, q, **scope)
+    listing = finder.listing(actor, q, **scope)
     params = finder.viewer_params(actor)
     if page.keyset:
-        result = keyset_page(db, stmt, page, Project.id, q.id_after, q.id_before, core=True, params=params)
+        result = keyset_page(
+            db, listing.ids, page, Project.id, q.id_after, q.id_before, core=True, params=params
+        )
     else:
-        result = offset_page(db, stmt, page, core=True, params=params)
+        result = offset_page(db, listing.ids, page, core=True, params=params, count=listing.count)
     recs = records(
         db, actor, result.items, statistics=q.statistics, custom_attributes=q.with_custom_attributes
     )
