@@ -119,3 +119,25 @@ def test_a_statement_built_for_each_call_is_never_kept(db, make):
         statement = select(_USERS.c.username).where(_USERS.c.id == user.id)
         assert run(db, statement).scalar_one() == user.row.username
     assert len(reads._compiled) == kept
+
+
+@pytest.mark.parametrize(
+    ("stored", "shown"),
+    [
+        ("2026-11-25 17:31:40.123956", "2026-11-25T17:31:40.123Z"),
+        ("2026-11-25 17:31:40.999999", "2026-11-25T17:31:40.999Z"),  # cut, not rounded
+        ("2026-11-25 17:31:40.5", "2026-11-25T17:31:40.500Z"),
+        ("2026-11-25 17:31:40", "2026-11-25T17:31:40.000Z"),  # written by SQL, no fraction
+    ],
+)
+def test_a_time_is_read_as_the_api_shows_it(db, make, stored, shown):
+    user = make.user()
+    if db.get_bind().dialect.name == "sqlite":
+        db.connection().exec_driver_sql("UPDATE users SET created_at = ? WHERE id = ?", (stored, user.id))
+    else:
+        db.connection().exec_driver_sql(
+            "UPDATE users SET created_at = %s::timestamp AT TIME ZONE 'UTC' WHERE id = %s", (stored, user.id)
+        )
+    statement = select(row_column(_USERS.c.created_at)).where(_USERS.c.id == bindparam("id"))
+    for _ in range(3):
+        assert run(db, statement, {"id": user.id}).scalar_one() == shown

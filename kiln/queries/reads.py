@@ -24,6 +24,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
+from sqlalchemy.types import TypeEngine
 
 from kiln.models.base import UTCDateTime
 
@@ -174,21 +175,39 @@ def _processed(row: Sequence[Any], processors: list[tuple[int, Callable[[Any], A
     return values
 
 
-class utc_iso(FunctionElement[str]):  # noqa: N801 - named as the SQL function it stands for
-    """A UTC time as the API renders it ("2026-11-25T17:31:40.123Z"), formatted by the
-    database: parsing a time per column and row in Python cost more than reading the row."""
+class _APITime(TypeEngine[str]):
+    """utc_iso's result: the API's string. SQLite's stored text is cut into it in Python, which
+    costs a fifth of strftime's formatting in SQL (0.75 us a value: a third of the statement
+    for a page of users); PostgreSQL formats it (to_char) on the server."""
 
-    type = String()
+    cache_ok = True
+
+    def result_processor(self, dialect: Dialect, coltype: object) -> Callable[[Any], Any] | None:
+        return _api_time_from_sqlite if dialect.name == "sqlite" else None
+
+
+def _api_time_from_sqlite(value: str | None) -> str | None:
+    # Stored as naive UTC text: "2026-11-25 17:31:40.123956", or without a fraction when
+    # written by SQL ("2026-11-25 17:31:40"). Milliseconds are cut, not rounded, as to_char's MS.
+    if value is None:
+        return None
+    if len(value) > 22:
+        return value[:10] + "T" + value[11:23] + "Z"
+    return f"{value[:10]}T{value[11:19]}.{value[20:23]:0<3}Z"
+
+
+class utc_iso(FunctionElement[str]):  # noqa: N801 - named as the SQL function it stands for
+    """A UTC time as the API renders it ("2026-11-25T17:31:40.123Z"): parsing a time per
+    column and row into a datetime, and formatting it back, cost more than reading the row."""
+
+    type = _APITime()
     inherit_cache = True
     name = "utc_iso"
 
 
 @compiles(utc_iso, "sqlite")
 def _utc_iso_sqlite(element: utc_iso, compiler: Any, **kw: Any) -> str:
-    # Stored as naive UTC text ("2026-11-25 17:31:40.123956"). strftime's %f rounds (to .124),
-    # so the milliseconds are cut from the text instead, truncated as iso() and to_char's MS do.
-    value = compiler.process(element.clauses, **kw)
-    return f"(strftime('%Y-%m-%dT%H:%M:%S.', {value}) || substr(substr({value}, 21) || '000', 1, 3) || 'Z')"
+    return f"({compiler.process(element.clauses, **kw)})"  # the text, cut by _APITime
 
 
 @compiles(utc_iso, "postgresql")
