@@ -3,12 +3,16 @@ server-side prepared statements, and stay so across the rollback that ends every
 
 from __future__ import annotations
 
-import pytest
-from sqlalchemy import func, select
-from sqlalchemy.exc import DBAPIError, OperationalError
+from typing import Any
 
-from kiln.db import make_engine_unpooled
-from kiln.models import User
+import psycopg
+import pytest
+from sqlalchemy import delete, func, select
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.orm import Session
+
+from kiln.db import make_engine_unpooled, make_sessionmaker, transaction
+from kiln.models import Job, User
 from kiln.runtime import Runtime
 
 
@@ -72,3 +76,46 @@ def test_a_read_whose_connection_the_server_dropped_ends_as_a_lost_connection(po
         assert lost.value.connection_invalidated
     with postgresql.engine.connect() as conn:
         assert conn.execute(statement).scalar_one() >= 0
+
+
+def transaction_status(db: Session) -> Any:
+    return db.connection().connection.dbapi_connection.info.transaction_status  # type: ignore[union-attr]
+
+
+def test_sessions_read_outside_any_transaction_and_write_inside_one_on_postgresql(postgresql):
+    """No BEGIN and no ROLLBACK around reads (two round trips per request); a write is one
+    transaction, and the session reads in autocommit again after it."""
+    idle, in_transaction = psycopg.pq.TransactionStatus.IDLE, psycopg.pq.TransactionStatus.INTRANS
+    with make_sessionmaker(postgresql.engine)() as db:
+        db.execute(select(func.count(User.id))).scalar_one()
+        assert transaction_status(db) == idle
+        with transaction(db):
+            db.execute(select(func.count(User.id))).scalar_one()
+            assert transaction_status(db) == in_transaction
+        db.execute(select(func.count(User.id))).scalar_one()
+        assert transaction_status(db) == idle
+
+
+PROBE = "kiln-test-probe"
+
+
+def failing_write(db: Session) -> None:
+    with transaction(db):
+        db.add(Job(kind=PROBE, payload={}))
+        db.flush()
+        raise RuntimeError("the write fails after its first statement")
+
+
+def test_a_failed_write_leaves_nothing_behind_on_postgresql(postgresql):
+    sessions = make_sessionmaker(postgresql.engine)
+    probe = PROBE
+    try:
+        with sessions() as db:
+            db.execute(select(func.count(User.id))).scalar_one()  # a read first, in autocommit
+            with pytest.raises(RuntimeError):
+                failing_write(db)
+        with sessions() as db:
+            assert db.execute(select(func.count(Job.id)).where(Job.kind == probe)).scalar_one() == 0
+    finally:
+        with postgresql.engine.begin() as conn:
+            conn.execute(delete(Job).where(Job.kind == probe))
