@@ -22,7 +22,7 @@ from sqlalchemy.engine.interfaces import DBAPICursor
 from sqlalchemy.exc import MultipleResultsFound, NoResultFound
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Session
-from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.compiler import ExpandedState, SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.types import TypeEngine
 
@@ -97,6 +97,10 @@ def _compiled_for(statement: Executable, dialect: Dialect) -> _Compiled | None:
 _ABSENT = object()
 
 
+# Sets of list lengths kept per statement (a page's ids: at most per_page + 1 lengths).
+_EXPANSIONS_LIMIT = 128
+
+
 class _Compiled:
     """A statement compiled for one dialect, with what running it needs besides the driver."""
 
@@ -105,6 +109,14 @@ class _Compiled:
         self.compiled = compiled
         self.dialect = dialect
         self.expanding = bool(compiled.post_compile_params or compiled.literal_execute_params)
+        # Lists expanded into `IN (?, ?, ...)`: the SQL depends on their lengths only, so it is
+        # expanded once per set of lengths (SQLAlchemy re-renders it on every run). Values
+        # rendered into the SQL itself (literal_execute) or tuples are expanded each time.
+        post_compile = compiled.post_compile_params
+        self.lists = tuple(compiled.bind_names[bind] for bind in post_compile)
+        self.by_lengths = bool(post_compile) and not compiled.literal_execute_params
+        self.by_lengths &= all(bind.expanding and not bind.type._is_tuple_type for bind in post_compile)
+        self.expansions: dict[tuple[int, ...], ExpandedState] = {}
         self.positional = compiled.positional
         # Known once SQLAlchemy has run it (its first run here): the row's names and processors.
         self.row: Callable[..., Any] | None = None
@@ -136,7 +148,18 @@ class _Compiled:
             result = conn.execute(self.statement, params)  # type: ignore[call-overload]
             self.learn(list(result.keys()), result.cursor.description)
             return Rows(result.all())
-        if self.expanding:
+        if self.by_lengths:
+            values = compiled.construct_params(params, escape_names=False)
+            lengths = tuple(len(values[name]) for name in self.lists)
+            state = self.expansions.get(lengths)
+            if state is None:
+                state = compiled.construct_expanded_state(params, escape_names=False)
+                if len(self.expansions) < _EXPANSIONS_LIMIT:
+                    self.expansions[lengths] = state
+            for name, expanded in state.parameter_expansion.items():
+                values.update(zip(expanded, values.pop(name), strict=True))
+            sql, order, binders = state.statement, state.positiontup, state.processors
+        elif self.expanding:
             state = compiled.construct_expanded_state(params, escape_names=False)
             sql, values, order, binders = (
                 state.statement,
