@@ -1,10 +1,9 @@
 """All tables, imported here so metadata is complete for Alembic and tests."""
 
-from kiln.models.base import Base
+from kiln.models.base import Base, IdHighWater
 from kiln.models.jobs import Job
 from kiln.models.namespaces import GroupCustomAttribute, Member, Namespace
 from kiln.models.projects import (
-    IdHighWater,
     Project,
     ProjectCustomAttribute,
     ProjectGroupLink,

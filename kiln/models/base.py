@@ -5,7 +5,21 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, DateTime, Integer, MetaData, TypeDecorator
+from sqlalchemy import (
+    BigInteger,
+    Connection,
+    DateTime,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    TypeDecorator,
+    event,
+    func,
+    insert,
+    select,
+    update,
+)
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -61,3 +75,36 @@ def contribution(**kw: Any) -> dict[str, Any]:
     """Column info marking a user reference that soft deletion hands to the ghost user
     and hard deletion removes with its row (see services/users.delete)."""
     return {"contribution": True, **kw}
+
+
+class IdHighWater(Base):
+    """The highest id a table has handed out. SQLite gives a new row the highest id in use
+    plus one, so deleting the newest row would hand its id to the next one; the ids of
+    projects and namespaces name their repositories and uploads on disk, whose removal is
+    queued after the delete and would then remove the new row's."""
+
+    __tablename__ = "id_high_water"
+
+    table_name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    last_id: Mapped[int]
+
+
+def never_reuse_ids(model: type[Base]) -> None:
+    """Rows of `model` draw their ids from IdHighWater on SQLite, inside the insert's write
+    transaction (SQLite's one writer), so two inserts never draw the same id; PostgreSQL's
+    sequences never hand an id out twice."""
+    table: Table = model.__table__  # type: ignore[assignment]
+    marks: Table = IdHighWater.__table__  # type: ignore[assignment]
+    name = table.name
+
+    @event.listens_for(model, "before_insert")
+    def draw(_mapper: Any, connection: Connection, row: Any) -> None:
+        if row.id is not None or connection.dialect.name != "sqlite":
+            return
+        in_use = connection.execute(select(func.max(table.c.id))).scalar() or 0
+        last = connection.execute(select(marks.c.last_id).where(marks.c.table_name == name)).scalar()
+        row.id = max(in_use, last or 0) + 1
+        if last is None:
+            connection.execute(insert(marks).values(table_name=name, last_id=row.id))
+        else:
+            connection.execute(update(marks).where(marks.c.table_name == name).values(last_id=row.id))

@@ -12,7 +12,7 @@ from datetime import date, datetime
 from sqlalchemy import CheckConstraint, ForeignKey, Index, String, Text, UniqueConstraint, select, text
 from sqlalchemy.orm import Mapped, column_property, mapped_column
 
-from kiln.models.base import Base, Timestamps
+from kiln.models.base import Base, Timestamps, never_reuse_ids
 from kiln.models.users import User
 
 KIND_USER = "user"
@@ -134,3 +134,6 @@ class GroupCustomAttribute(Timestamps, Base):
 User.namespace_id = column_property(  # type: ignore[misc,assignment]
     select(Namespace.id).where(Namespace.owner_id == User.id).correlate_except(Namespace).scalar_subquery()
 )
+
+# A group's id names its uploads on disk, removed by a job after the group is deleted.
+never_reuse_ids(Namespace)

@@ -8,22 +8,16 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
-    Connection,
     ForeignKey,
     Index,
     String,
     Text,
     UniqueConstraint,
-    event,
-    func,
-    insert,
-    select,
     text,
-    update,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from kiln.models.base import Base, Timestamps, utcnow
+from kiln.models.base import Base, Timestamps, never_reuse_ids, utcnow
 from kiln.models.namespaces import PRIVATE
 
 # Feature access levels (GitLab's *_access_level): who may use a project feature.
@@ -258,28 +252,4 @@ class ProjectCustomAttribute(Timestamps, Base):
     value: Mapped[str] = mapped_column(Text)
 
 
-class IdHighWater(Base):
-    """The highest id a table has handed out. SQLite gives a new row the highest id in use
-    plus one, so deleting the newest project would hand its id to the next one; a project's
-    id names its repository and uploads on disk, whose removal is queued after the delete."""
-
-    __tablename__ = "id_high_water"
-
-    table_name: Mapped[str] = mapped_column(String(64), primary_key=True)
-    last_id: Mapped[int]
-
-
-@event.listens_for(Project, "before_insert")
-def _never_reuse_a_project_id(_mapper: Any, connection: Connection, project: Project) -> None:
-    """Inside the insert's write transaction (SQLite's one writer), so two inserts never
-    draw the same id; PostgreSQL's sequences never hand an id out twice."""
-    if project.id is not None or connection.dialect.name != "sqlite":
-        return
-    marks, projects = IdHighWater.__table__, Project.__table__
-    in_use = connection.execute(select(func.max(projects.c.id))).scalar() or 0
-    last = connection.execute(select(marks.c.last_id).where(marks.c.table_name == "projects")).scalar()
-    project.id = max(in_use, last or 0) + 1
-    if last is None:
-        connection.execute(insert(marks).values(table_name="projects", last_id=project.id))
-    else:
-        connection.execute(update(marks).where(marks.c.table_name == "projects").values(last_id=project.id))
+never_reuse_ids(Project)

@@ -1177,3 +1177,15 @@ def test_lists_cost_the_same_whatever_their_length(api, make, db, runtime, path)
     few = statements(runtime, lambda: api(u).get(path))
     grow(10)
     assert statements(runtime, lambda: api(u).get(path)) == few
+
+
+def test_a_deleted_groups_id_is_never_handed_out_again(api, make, drain):
+    """A group's id names its uploads, removed by a job after the delete: a new group must
+    not take the id of the newest deleted one."""
+    u = make.user()
+    first = make.group(path="first", owners=[u])
+    assert api(u).delete(f"/groups/{first.id}").status_code == 202
+    second = api("root").post("/groups", json={"name": "second", "path": "second"}).json()
+    assert second["id"] > first.id
+    drain()
+    assert api("root").get(f"/groups/{second['id']}").status_code == 200
