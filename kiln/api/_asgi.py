@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from kiln.api._deps import SESSION_SCOPE_KEY
+from kiln.api._deps import DATABASE_WHILE_STREAMING, SESSION_SCOPE_KEY
 from kiln.api._errors import UNAVAILABLE
 from kiln.errors import PayloadTooLarge
 from kiln.services import git_http as transport
@@ -241,16 +241,13 @@ class KilnASGI:
         if admission is not None and not await admission.enter():
             await _reply(send, 503, UNAVAILABLE, [(b"retry-after", str(admission.retry_after).encode())])
             return
-        try:
-            await self.app(scope, receive, send)
-        except asyncio.CancelledError:
-            # Only the server cancels a request: at shutdown, once its deadline has passed. The
-            # request ends here, with a line in the log rather than a traceback.
-            log.warning("%s %s ended unfinished at shutdown", scope["method"], scope["path"])
-            task = asyncio.current_task()
-            if task is not None:
-                task.uncancel()
-        finally:
+        done = False
+
+        def done_with_database() -> None:
+            nonlocal done
+            if done:
+                return
+            done = True
             try:
                 db = scope.get(SESSION_SCOPE_KEY)
                 if db is not None:
@@ -259,6 +256,26 @@ class KilnASGI:
                 # After the close: the connection is back in the pool for whoever gets the slot.
                 if admission is not None:
                     admission.leave()
+
+        async def answering(message: dict[str, Any]) -> None:
+            # Once the answer starts, the request is done with the database (unless it said
+            # otherwise): a clone or an archive streamed to a slow client holds neither a
+            # connection nor a slot for as long as the client takes.
+            if message["type"] == "http.response.start" and not scope.get(DATABASE_WHILE_STREAMING):
+                done_with_database()
+            await send(message)
+
+        try:
+            await self.app(scope, receive, answering)
+        except asyncio.CancelledError:
+            # Only the server cancels a request: at shutdown, once its deadline has passed. The
+            # request ends here, with a line in the log rather than a traceback.
+            log.warning("%s %s ended unfinished at shutdown", scope["method"], scope["path"])
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+        finally:
+            done_with_database()
 
 
 def _limited(receive: Any, limit: int) -> Any:

@@ -24,6 +24,9 @@ from kiln.runtime import Runtime
 SESSION_COOKIE = "_service_session"
 # Where a request keeps its database session for KilnASGI to close.
 SESSION_SCOPE_KEY = "kiln_db"
+# Set by a handler whose streamed answer still uses the database (a push records itself once
+# git has taken the pack): it keeps its admission slot until the answer ends.
+DATABASE_WHILE_STREAMING = "kiln_database_while_streaming"
 MAX_ID = 2**63 - 1  # ids are BIGINT: anything larger names nothing
 _SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 T = TypeVar("T")

@@ -15,7 +15,7 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
 from litestar.response import Stream
 
-from kiln.api._deps import in_thread, runtime
+from kiln.api._deps import DATABASE_WHILE_STREAMING, in_thread, runtime
 from kiln.api._routes import route
 from kiln.errors import KilnError, RouteNotFound, Unauthorized
 from kiln.services import git_http as service
@@ -119,6 +119,7 @@ async def _receive_pack(
     request: Req, access: service.GitAccess, db: Session, body: AsyncIterator[bytes]
 ) -> Response[Any]:
     rt = runtime(request)
+    request.scope[DATABASE_WHILE_STREAMING] = True  # type: ignore[literal-required]
     media = service.content_type(RECEIVE_PACK, "result")
     answer = await service.receive_pack(
         db, rt.settings, access, body, request.headers.get("git-protocol"), in_thread

@@ -1,10 +1,11 @@
-"""Overload of a real `kiln serve`: more requests that hold a database connection than its
-pool has connections. It keeps answering its probes, refuses what it cannot take on with a
-503 and Retry-After (never a 500, never a hang), keeps running jobs, recovers fully once the
-load goes, and stops within its deadline on SIGTERM however loaded.
+"""Overload of a real `kiln serve`: more requests taken on for the database than its pool has
+connections for. It keeps answering its probes, refuses what it cannot take on with a 503 and
+Retry-After (never a 500, never a hang), keeps running jobs, recovers fully once the load
+goes, and stops within its deadline on SIGTERM however loaded.
 
-The slow requests are archive downloads whose clients read nothing: each holds its request,
-and with it a database connection, for as long as the client wants."""
+The slow requests are project creations whose clients send half their body, then nothing:
+each holds its place among the requests using the database for as long as the client wants.
+A slow download does not: once its answer starts it is done with the database."""
 
 from __future__ import annotations
 
@@ -43,6 +44,7 @@ SMALL = {
     "KILN_SHUTDOWN_TIMEOUT": "2",
 }
 SLOW_REQUESTS = 8  # more than the pool's 5 connections
+WAITING = "waiting for the rest of its body"
 BIG_FILE = 8 * 1024 * 1024  # far more than the socket buffers between server and client
 ANSWER_WITHIN = 10.0  # "answers at all", not a latency
 
@@ -90,25 +92,54 @@ class SlowDownload:
         self.sock.close()
 
 
+class SlowUpload:
+    """A project creation whose client sends its headers and the start of its body, then
+    nothing more: taken on, the request waits for the rest for as long as the client wants."""
+
+    BODY = b'{"name": "never-finished"}'
+
+    def __init__(self, server: Server) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", server.port), timeout=ANSWER_WITHIN)
+        self.sock.sendall(
+            f"POST /api/v4/projects HTTP/1.1\r\nHost: 127.0.0.1\r\nPrivate-Token: {ROOT_TOKEN}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(self.BODY)}\r\n\r\n".encode()
+            + self.BODY[:5]
+        )
+
+    def status(self) -> int | str:
+        """A refusal comes at once (the queue waits 50 ms); a request taken on answers nothing."""
+        self.sock.settimeout(1.0)
+        try:
+            head = self.sock.recv(1024)
+        except TimeoutError:
+            return WAITING
+        finally:
+            self.sock.settimeout(ANSWER_WITHIN)
+        return int(head.split(b" ", 2)[1])
+
+    def close(self) -> None:
+        self.sock.close()
+
+
 @dataclass
 class Flood:
     server: Server
     project: int
-    downloads: list[SlowDownload]
-    statuses: list[int]
+    uploads: list[SlowUpload]
+    statuses: list[int | str]
 
     def end(self) -> None:
-        for d in self.downloads:
-            d.close()
+        for u in self.uploads:
+            u.close()
 
 
 def flood(base: Path, database_url: str | None) -> Flood:
-    """A server whose pool the slow downloads exceed, with the statuses they got."""
+    """A server whose pool the slow uploads exceed, with the statuses they got."""
     server = start_server(base / "data", database_url, base / "logs", **SMALL)
     try:
         project = project_with_big_file(server)
-        downloads = [SlowDownload(server, project) for _ in range(SLOW_REQUESTS)]
-        return Flood(server, project, downloads, [d.status() for d in downloads])
+        uploads = [SlowUpload(server) for _ in range(SLOW_REQUESTS)]
+        return Flood(server, project, uploads, [u.status() for u in uploads])
     except BaseException:
         server.stop()
         raise
@@ -154,8 +185,8 @@ def run_a_job(server: Server) -> str:
         time.sleep(0.05)
 
 
-def test_past_the_pool_some_slow_requests_are_served_and_the_rest_refused_with_503(flooded):
-    assert set(flooded.statuses) == {200, 503}, flooded.statuses
+def test_past_the_pool_some_slow_requests_are_taken_on_and_the_rest_refused_with_503(flooded):
+    assert set(flooded.statuses) == {WAITING, 503}, flooded.statuses
 
 
 def test_under_overload_probes_answer(flooded):
@@ -205,11 +236,34 @@ def test_once_the_load_is_gone_everything_is_served_again(own_flood):
     assert "Traceback" not in own_flood.server.output()
 
 
+def test_slow_downloads_hold_no_place_among_the_requests_using_the_database(
+    tmp_path: Path, new_database_url: Callable[[], str | None]
+):
+    server = start_server(tmp_path / "data", new_database_url(), tmp_path / "logs", **SMALL)
+    downloads: list[SlowDownload] = []
+    try:
+        project = project_with_big_file(server)
+        downloads = [SlowDownload(server, project) for _ in range(SLOW_REQUESTS)]
+        statuses = [d.status() for d in downloads]
+        answers = [
+            httpx.get(
+                f"{server.url}/api/v4/projects/{project}", headers=ROOT, timeout=ANSWER_WITHIN
+            ).status_code
+            for _ in range(10)
+        ]
+    finally:
+        for d in downloads:
+            d.close()
+        server.stop()
+    assert statuses == [200] * SLOW_REQUESTS
+    assert answers == [200] * 10
+
+
 def test_sigterm_stops_a_loaded_server_within_its_deadline(own_flood):
     process = own_flood.server.process
 
     process.terminate()
 
-    # Shutdown gets 2 s (KILN_SHUTDOWN_TIMEOUT) for the stalled downloads, then ends them.
+    # Shutdown gets 2 s (KILN_SHUTDOWN_TIMEOUT) for the stalled uploads, then ends them.
     assert process.wait(timeout=30) is not None
     assert "Traceback" not in own_flood.server.output()
