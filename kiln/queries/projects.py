@@ -153,10 +153,11 @@ def viewer_params(actor: Actor | None) -> dict[str, Any]:
 
 class Listing(NamedTuple):
     """A list's statements: the ids it shows, in order, and, where counting that statement
-    itself would be slow, a statement that counts the same rows (at most TOTAL_LIMIT + 1)."""
+    itself is slow on SQLite, a statement that counts the same rows there (at most
+    TOTAL_LIMIT + 1 in each part)."""
 
     ids: Select[Any]
-    count: Select[Any] | None
+    sqlite_count: Select[Any] | None
 
 
 _LISTINGS: Shapes[Listing] = Shapes()
@@ -319,15 +320,18 @@ def _listing(
     if actor is not None and actor.is_admin:
         # Administrators see everything: no condition at all, so an unfiltered count stays cheap.
         return Listing(_ordered(stmt, q), None)
-    count = None if actor is None else _visible_count(policy.open_visibilities(actor), stmt.whereclause)
-    return Listing(_ordered(stmt.where(visible_to(actor)), q), count)
+    sqlite_count = (
+        None if actor is None else _visible_count(policy.open_visibilities(actor), stmt.whereclause)
+    )
+    return Listing(_ordered(stmt.where(visible_to(actor)), q), sqlite_count)
 
 
 def _visible_count(open_levels: tuple[str, ...], filters: ColumnElement[bool] | None) -> Select[Any]:
     """How many projects a signed-in viewer's list holds (each part at most TOTAL_LIMIT + 1),
-    as the open ones plus the closed ones a membership reaches: both disjoint parts are counted
-    from an index, where `open OR reached` made the database test every project against the
-    viewer's memberships (three times the cost at 10,000 projects)."""
+    as the open ones plus the closed ones a membership reaches: on SQLite both disjoint parts
+    are counted from an index, where `open OR reached` made it test every project against the
+    viewer's memberships (0.95 -> 0.7 ms at 10,000 projects). PostgreSQL plans the reached
+    part worse than the whole (4.2 against 2.7 ms) and keeps counting the list itself."""
 
     def part(condition: ColumnElement[bool]) -> Any:
         rows = select(literal(1)).select_from(Project).where(condition)

@@ -136,7 +136,9 @@ def list_projects(
             db, listing.ids, page, Project.id, q.id_after, q.id_before, core=True, params=params
         )
     else:
-        result = offset_page(db, listing.ids, page, core=True, params=params, count=listing.count)
+        result = offset_page(
+            db, listing.ids, page, core=True, params=params, sqlite_count=listing.sqlite_count
+        )
     recs = records(
         db, actor, result.items, statistics=q.statistics, custom_attributes=q.with_custom_attributes
     )
