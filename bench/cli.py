@@ -250,6 +250,7 @@ def run_backend(
         project_id = dataset.middle_public_project_id(url)
         # The bare route's user doubles as the ordinary viewer: a bench user, not an admin.
         dataset.user_token(url, user_id, USER_TOKEN)
+        dataset.analyze(url)
         step(f"[{backend}] writing project {project_id}'s repository")
         content = dataset.repository(data_dir, project_id)
 
