@@ -118,23 +118,37 @@ async def drive(url: str, headers: list[str], connections: int, duration: float)
     return _summary(tally, time.perf_counter() - started)
 
 
+# A keep-alive connection idle this long is closed rather than reused, as HTTP clients do
+# (httpx's keepalive_expiry is 5 s): the servers close theirs after 5 s idle (uvicorn's
+# timeout_keep_alive), and a request sent on one they have just closed fails as no client's
+# would.
+KEEPALIVE_EXPIRY_S = 4.0
+
+
 class Idle:
-    """Keep-alive connections not busy with a request."""
+    """Keep-alive connections not busy with a request, with when each became idle."""
 
     def __init__(self, host: str, port: int) -> None:
         self.host = host
         self.port = port
-        self.free: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+        self.free: list[tuple[asyncio.StreamReader, asyncio.StreamWriter, float]] = []
         self.opened = 0
 
     async def take(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        if self.free:
-            return self.free.pop()
+        now = time.monotonic()
+        while self.free:
+            reader, writer, since = self.free.pop()
+            if now - since < KEEPALIVE_EXPIRY_S:
+                return reader, writer
+            writer.close()
         self.opened += 1
         return await asyncio.open_connection(self.host, self.port)
 
+    def give_back(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.free.append((reader, writer, time.monotonic()))
+
     def close(self) -> None:
-        for _reader, writer in self.free:
+        for _reader, writer, _since in self.free:
             writer.close()
 
 
@@ -154,7 +168,7 @@ async def scheduled(idle: Idle, request: bytes, due: float, tally: Tally, late: 
         if not 200 <= status < 400:
             tally.non_2xx += 1
         if keep_alive:
-            idle.free.append((reader, writer))
+            idle.give_back(reader, writer)
         else:
             writer.close()
     except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ValueError) as exc:
