@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cache
+from ipaddress import IPv4Network, IPv6Network, ip_network
 from pathlib import Path
 
 from pydantic import field_validator
@@ -13,6 +15,10 @@ SERVE_PARENT_ENV = "KILN_SERVE_PARENT_PID"
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="KILN_", extra="ignore")
+
+    # Who may read /-/metrics: comma-separated addresses or networks, GitLab's
+    # monitoring_whitelist (and its default, this machine only). Others get 404.
+    monitoring_whitelist: str = "127.0.0.0/8,::1/128"
 
     data_dir: Path = Path(".kiln-data")
     database_url: str | None = None
@@ -78,6 +84,12 @@ class Settings(BaseSettings):
     def _strip_slash(cls, value: str) -> str:
         return value.rstrip("/")
 
+    @field_validator("monitoring_whitelist")
+    @classmethod
+    def _valid_networks(cls, value: str) -> str:
+        _networks(value)  # a bad entry fails here, when kiln starts
+        return value
+
     @property
     def sqlalchemy_url(self) -> str:
         if self.database_url:
@@ -99,6 +111,11 @@ class Settings(BaseSettings):
         return size, overflow
 
     @property
+    def monitoring_networks(self) -> tuple[IPv4Network | IPv6Network, ...]:
+        """monitoring_whitelist, parsed."""
+        return _networks(self.monitoring_whitelist)
+
+    @property
     def db_request_limit(self) -> int:
         """Requests one HTTP process admits to the database at once: never more than its pool
         serves alongside its job workers, so no request ever waits for a connection."""
@@ -115,3 +132,8 @@ class Settings(BaseSettings):
 
 def load_settings(**overrides: object) -> Settings:
     return Settings(**overrides)  # type: ignore[arg-type]
+
+
+@cache
+def _networks(entries: str) -> tuple[IPv4Network | IPv6Network, ...]:
+    return tuple(ip_network(entry.strip(), strict=False) for entry in entries.split(",") if entry.strip())

@@ -10,9 +10,10 @@ rules here stay pure functions of what they are given.
 
 from __future__ import annotations
 
-from collections.abc import Container
+from collections.abc import Container, Iterable
 from dataclasses import dataclass
 from enum import Enum, auto
+from ipaddress import IPv4Network, IPv6Address, IPv6Network, ip_address
 
 from kiln.auth.actor import Actor
 from kiln.errors import Forbidden, NotFound
@@ -311,6 +312,20 @@ def may_create_projects(user: UserRow | User) -> bool:
 def counts_toward_projects_limit(actor: Actor | None, namespace: Namespace) -> bool:
     """A user's projects_limit caps personal projects created by non-administrators."""
     return not namespace.is_group and not is_admin(actor)
+
+
+def may_scrape(address: str | None, allowed: Iterable[IPv4Network | IPv6Network]) -> bool:
+    """GitLab's monitoring allowlist for /-/metrics: the client's address is in one of the
+    `allowed` networks. A Unix socket (no address) is this machine; a client address that
+    is no IP address is nobody's."""
+    if address is None:
+        return True
+    try:
+        ip = ip_address(address)
+    except ValueError:
+        return False
+    mapped = ip.ipv4_mapped if isinstance(ip, IPv6Address) else None
+    return any(ip in network or (mapped is not None and mapped in network) for network in allowed)
 
 
 def require(actor: Actor | None, action: Action, subject: object = None) -> None:

@@ -13,12 +13,14 @@ import pytest
 from litestar import Litestar, get
 from litestar.testing import TestClient
 from prometheus_client.parser import text_string_to_metric_families
+from pydantic import ValidationError
 from sqlalchemy import event
 
-from kiln import jobs
+from kiln import jobs, policy
 from kiln.api._asgi import KilnASGI
 from kiln.api._errors import HANDLERS
 from kiln.api._observe import observe
+from kiln.config import Settings
 from kiln.db import transaction
 from tests.conftest import EXTERNAL_URL, ROOT_PASSWORD
 
@@ -336,3 +338,34 @@ def test_git_process_time_is_measured(api):
     commits = api("root").get(f"/projects/{r.json()['id']}/repository/commits?path=README.md")
     assert commits.status_code == 200
     assert metrics(api)[key] > before
+
+
+def test_metrics_answer_only_the_monitoring_allowlist(api, configure):
+    assert api().get("/-/metrics").status_code == 200  # the tests' client is 127.0.0.1
+    configure(monitoring_whitelist="10.0.0.0/8, 192.168.1.7")
+    r = api().get("/-/metrics")
+    assert (r.status_code, r.json()) == (404, {"message": "404 Not Found"})
+    configure(monitoring_whitelist="10.0.0.0/8,127.0.0.1")
+    assert api().get("/-/metrics").status_code == 200
+
+
+def test_the_monitoring_allowlist_is_checked_when_kiln_starts():
+    with pytest.raises(ValidationError):
+        Settings(monitoring_whitelist="127.0.0.0/8,not-a-network")
+
+
+@pytest.mark.parametrize(
+    ("address", "allowed"),
+    [
+        ("127.0.0.1", True),
+        ("127.3.2.1", True),
+        ("::1", True),
+        ("::ffff:127.0.0.1", True),  # IPv4 on a dual-stack socket
+        (None, True),  # a Unix socket: this machine
+        ("10.1.2.3", False),
+        ("2001:db8::1", False),
+        ("testclient", False),  # no address at all
+    ],
+)
+def test_the_default_monitoring_allowlist_is_this_machine(address, allowed):
+    assert policy.may_scrape(address, Settings().monitoring_networks) is allowed
