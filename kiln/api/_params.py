@@ -99,9 +99,13 @@ def query_pairs(request: Request[Any, Any, Any]) -> list[tuple[str, str]]:
 
 
 async def body_params(request: Request[Any, Any, Any]) -> dict[str, Any]:
-    content_type = (request.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
-    if request.headers.get("content-length", "").strip() == "0":
+    headers = request.headers
+    length = headers.get("content-length")
+    if length is None and "transfer-encoding" not in headers:
+        return {}  # no body at all (RFC 9112 6.3): most GETs, nothing to wait for
+    if (length or "").strip() == "0":
         return {}  # an empty body means no parameters, whatever its declared type
+    content_type = (headers.get("content-type") or "").split(";", 1)[0].strip().lower()
     if content_type.startswith("multipart/form-data"):
         return await _multipart(request)
     body = await read_body(request)

@@ -4,8 +4,10 @@ Grape), Rack-style arrays and hashes, booleans in every spelling clients send, J
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
+import orjson
 import pytest
 from litestar import Litestar, Request, Response
 from litestar.datastructures import State
@@ -58,6 +60,18 @@ def test_query_and_json_body_are_merged(api):
     )
     assert r.status_code == 201, r.text
     assert (r.json()["username"], r.json()["name"], r.json()["bio"]) == ("mixed", "Name mixed", "from body")
+
+
+def test_a_chunked_body_without_content_length_is_read(api):
+    body = orjson.dumps(new_user_fields("chunked") | {"bio": "in chunks"})
+
+    def chunks() -> Iterator[bytes]:
+        yield body[:10]
+        yield body[10:]
+
+    r = api("root").post("/users", content=chunks(), headers={"Content-Type": "application/json"})
+    assert r.status_code == 201, r.text
+    assert (r.json()["username"], r.json()["bio"]) == ("chunked", "in chunks")
 
 
 def test_form_body_is_read(api):
