@@ -20,6 +20,7 @@ from kiln.api._asgi import Admission, KilnASGI
 from kiln.api._deps import DEPENDENCIES
 from kiln.api._errors import HANDLERS
 from kiln.api._observe import observe
+from kiln.api._read_loops import ReadLoops
 from kiln.config import SERVE_PARENT_ENV, Settings, load_settings
 from kiln.jobs import Worker
 from kiln.runtime import Runtime
@@ -39,6 +40,7 @@ def create_app(
     admission = Admission(
         s.db_request_limit, s.request_queue, s.request_queue_timeout, s.max_loop_lag, s.retry_after_seconds
     )
+    read_loops = ReadLoops(s.read_loop_count)
 
     async def on_startup() -> None:
         loop = asyncio.get_running_loop()
@@ -49,6 +51,7 @@ def create_app(
                 max_workers=max(1, rt.settings.request_threads), thread_name_prefix="kiln-request"
             )
         )
+        read_loops.start()
         if rt.settings.workers > 0:
             worker = Worker(rt.sessions, rt.settings, threads=rt.settings.workers)
             worker.start()
@@ -72,6 +75,7 @@ def create_app(
             # Lets the running jobs finish, up to the deadline; off the event loop, which still
             # serves the last answers.
             await asyncio.to_thread(workers.pop().stop, deadline)
+        await asyncio.to_thread(read_loops.stop, deadline)
         rt.engine.dispose()
 
     litestar = Litestar(
@@ -87,7 +91,7 @@ def create_app(
         logging_config=None,
         debug=False,
     )
-    return observe(KilnASGI(litestar, s.max_request_body_bytes, admission), rt)
+    return observe(KilnASGI(litestar, s.max_request_body_bytes, admission, read_loops), rt)
 
 
 def _exit_after(seconds: float) -> None:

@@ -76,6 +76,9 @@ class Settings(BaseSettings):
     retry_after_seconds: int = 1
     # Threads per HTTP process for work that waits (git, archives); bounded, never grown.
     request_threads: int = 8
+    # Event loops on threads of their own for reads (API GETs) while they wait on the
+    # database server (kiln/api/_read_loops.py); unset: 8 on PostgreSQL, none on SQLite.
+    read_threads: int | None = None
     # SIGTERM: open requests and running jobs get this long to finish, then the process exits.
     shutdown_timeout: float = 10.0
 
@@ -114,6 +117,12 @@ class Settings(BaseSettings):
     def monitoring_networks(self) -> tuple[IPv4Network | IPv6Network, ...]:
         """monitoring_whitelist, parsed."""
         return _networks(self.monitoring_whitelist)
+
+    @property
+    def read_loop_count(self) -> int:
+        if self.read_threads is not None:
+            return max(0, self.read_threads)
+        return 0 if self.is_sqlite else 8
 
     @property
     def db_request_limit(self) -> int:

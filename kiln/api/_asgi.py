@@ -26,6 +26,7 @@ import orjson
 
 from kiln.api._deps import DATABASE_WHILE_STREAMING, SESSION_SCOPE_KEY
 from kiln.api._errors import UNAVAILABLE
+from kiln.api._read_loops import ReadLoops
 from kiln.errors import PayloadTooLarge
 from kiln.services import git_http as transport
 
@@ -185,10 +186,13 @@ def _expire(slot: asyncio.Future[bool]) -> None:
 
 
 class KilnASGI:
-    def __init__(self, app: Any, max_body: int, admission: Admission | None = None) -> None:
+    def __init__(
+        self, app: Any, max_body: int, admission: Admission | None = None, read_loops: ReadLoops | None = None
+    ) -> None:
         self.app = app
         self.max_body = max_body
         self.admission = admission
+        self.read_loops = read_loops
 
     def body_limit(self) -> int:
         """Read per request from the runtime's settings, so a reconfigured limit applies at once."""
@@ -266,7 +270,11 @@ class KilnASGI:
             await send(message)
 
         try:
-            await self.app(scope, receive, answering)
+            loops = self.read_loops
+            if loops is not None and loops.running and _is_api_read(scope):
+                await loops.run(self.app, scope, receive, answering)
+            else:
+                await self.app(scope, receive, answering)
         except asyncio.CancelledError:
             # Only the server cancels a request: at shutdown, once its deadline has passed. The
             # request ends here, with a line in the log rather than a traceback.
@@ -276,6 +284,13 @@ class KilnASGI:
                 task.uncancel()
         finally:
             done_with_database()
+
+
+def _is_api_read(scope: Scope) -> bool:
+    return scope["method"] == "GET" and scope["path"].startswith(API_READS)
+
+
+API_READS = "/api/v4/"
 
 
 def _limited(receive: Any, limit: int) -> Any:

@@ -243,8 +243,10 @@ def test_slow_downloads_hold_no_place_among_the_requests_using_the_database(
     downloads: list[SlowDownload] = []
     try:
         project = project_with_big_file(server)
-        downloads = [SlowDownload(server, project) for _ in range(SLOW_REQUESTS)]
-        statuses = [d.status() for d in downloads]
+        statuses = []
+        for _ in range(SLOW_REQUESTS):  # each stalled before the next starts
+            downloads.append(SlowDownload(server, project))
+            statuses.append(downloads[-1].status())
         answers = [
             httpx.get(
                 f"{server.url}/api/v4/projects/{project}", headers=ROOT, timeout=ANSWER_WITHIN

@@ -1,0 +1,69 @@
+"""Reads on PostgreSQL run on event loops of their own threads.
+
+The database driver blocks its thread while PostgreSQL works on a statement. On the serving
+event loop that wait stalled every other request, so a page whose statements keep the
+server busy for milliseconds (a member's project list: its count, its views) served one
+request at a time however many came. Each read loop runs one request at a time; while its
+thread waits on the database (the GIL released), the serving loop and the other read loops
+go on. The serving loop keeps everything else: admission, the socket, writes (they wait on
+the database's writer through `in_thread`), git's smart HTTP. SQLite answers from this
+process's memory and disk without a server to wait on: its reads stay on the serving loop."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+Scope = dict[str, Any]
+ASGIApp = Callable[[Scope, Any, Any], Awaitable[None]]
+
+
+class ReadLoops:
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self._loops: list[asyncio.AbstractEventLoop] = []
+        self._threads: list[threading.Thread] = []
+        self._busy: list[int] = []
+
+    def start(self) -> None:
+        for n in range(self.count):
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(target=loop.run_forever, name=f"kiln-read-{n}", daemon=True)
+            thread.start()
+            self._loops.append(loop)
+            self._threads.append(thread)
+            self._busy.append(0)
+
+    def stop(self, timeout: float) -> None:
+        for loop in self._loops:
+            loop.call_soon_threadsafe(loop.stop)
+        for thread in self._threads:
+            thread.join(timeout)
+        self._loops, self._threads, self._busy = [], [], []
+
+    @property
+    def running(self) -> bool:
+        return bool(self._loops)
+
+    async def run(self, app: ASGIApp, scope: Scope, receive: Any, send: Any) -> None:
+        """`app` for this request on the least busy read loop; its messages cross back to
+        the serving loop, where the connection lives."""
+        serving = asyncio.get_running_loop()
+        n = min(range(len(self._loops)), key=self._busy.__getitem__)
+        loop = self._loops[n]
+
+        async def receive_here() -> Any:
+            return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(receive(), serving))
+
+        async def send_here(message: Any) -> None:
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(send(message), serving))
+
+        self._busy[n] += 1
+        try:
+            await asyncio.wrap_future(
+                asyncio.run_coroutine_threadsafe(app(scope, receive_here, send_here), loop)
+            )
+        finally:
+            self._busy[n] -= 1
