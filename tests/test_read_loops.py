@@ -86,3 +86,11 @@ def test_read_loops_are_postgresqls_only_by_default():
     assert Settings(database_url="sqlite:///kiln.db").read_loop_count == 0
     assert Settings(database_url="postgresql+psycopg://kiln@db/kiln").read_loop_count == 8
     assert Settings(database_url="postgresql+psycopg://kiln@db/kiln", read_threads=0).read_loop_count == 0
+
+
+def test_an_answer_whose_body_never_comes_still_starts(loops):
+    async def start_only(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+
+    sent = asyncio.run(call(loops, start_only))
+    assert [(m["type"], m.get("status")) for m in sent] == [("http.response.start", 204)]

@@ -57,8 +57,19 @@ class ReadLoops:
         async def receive_here() -> Any:
             return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(receive(), serving))
 
+        held: list[Any] = []
+
+        async def send_both(start: Any, message: Any) -> None:
+            await send(start)
+            await send(message)
+
         async def send_here(message: Any) -> None:
-            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(send(message), serving))
+            # The start of an answer waits for its first body message: one crossing for both.
+            if message["type"] == "http.response.start":
+                held.append(message)
+                return
+            sending = send_both(held.pop(), message) if held else send(message)
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(sending, serving))
 
         self._busy[n] += 1
         try:
@@ -67,3 +78,5 @@ class ReadLoops:
             )
         finally:
             self._busy[n] -= 1
+        if held:  # an answer without a body message
+            await send(held.pop())
