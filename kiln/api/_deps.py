@@ -18,6 +18,7 @@ from kiln import policy
 from kiln.auth.actor import Actor
 from kiln.auth.credentials import Credentials, authenticate
 from kiln.auth.sudo import apply_sudo
+from kiln.entities.projects import project_web_url
 from kiln.errors import RouteNotFound, Unauthorized
 from kiln.runtime import Runtime
 
@@ -49,6 +50,11 @@ async def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 
 def runtime(request: Request[Any, Any, Any]) -> Runtime:
     return request.app.state.kiln  # type: ignore[no-any-return]
+
+
+def project_web(request: Request[Any, Any, Any], full_path: str) -> str:
+    """A project's web URL, on this instance's external URL."""
+    return project_web_url(full_path, runtime(request).settings.external_url)
 
 
 def provide_db(request: Request[Any, Any, Any]) -> Session:

@@ -11,13 +11,12 @@ from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
 
-from kiln.api._deps import Authenticated, Db, Viewer, in_thread, runtime
+from kiln.api._deps import Authenticated, Db, Viewer, in_thread, project_web, runtime
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
 from kiln.api._render import no_content, render
 from kiln.api._routes import delete, get, post
 from kiln.entities.branches import branch as branch_view
-from kiln.entities.projects import project_web_url
 from kiln.errors import NotFound
 from kiln.preconditions import parse_http_date
 from kiln.schemas.branches import BranchCreate, BranchGet, BranchList, MergedBranchesDelete
@@ -27,16 +26,12 @@ Req = Request[Any, Any, Any]
 BASE = "/projects/{id:str}/repository"
 
 
-def _web(request: Req, full_path: str) -> str:
-    return project_web_url(full_path, runtime(request).settings.external_url)
-
-
 @get(f"{BASE}/branches", auth="optional", params=BranchList)
 async def list_branches(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Response[bytes]:
     q: BranchList = await params(request)
     page = page_of(q)
     found = service.list_branches(db, viewer, id, runtime(request).settings, q, page)
-    web = _web(request, found.full_path)
+    web = project_web(request, found.full_path)
     return paginated(request, [branch_view(b, web) for b in found.page.items], page, found.page)
 
 
@@ -55,7 +50,7 @@ async def get_branch(
 
 
 def _view(request: Req, found: service.OneBranch) -> dict[str, Any]:
-    return branch_view(found.branch, _web(request, found.full_path))
+    return branch_view(found.branch, project_web(request, found.full_path))
 
 
 @post(f"{BASE}/branches", params=BranchCreate)
