@@ -44,8 +44,24 @@ async def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """A service call that waits on git (a child process, a repository lock), on the
     database's writer (every write) or reads much, run off the event loop so other requests
     go on meanwhile (DESIGN.md: work that waits runs in a thread). Short reads stay inline:
-    the hop costs more than they do."""
-    return await asyncio.to_thread(fn, *args, **kwargs)
+    the hop costs more than they do.
+
+    A thread cannot be stopped: when the request is cancelled (at shutdown, past its
+    deadline), the cancellation waits for the call to return before it goes on, so the
+    request's cleanup never closes a session the thread is still using. A call that never
+    returns is ended with the process (`kiln serve` exits once the deadline has passed)."""
+    call = asyncio.ensure_future(asyncio.to_thread(fn, *args, **kwargs))
+    try:
+        return await asyncio.shield(call)
+    except asyncio.CancelledError:
+        while not call.done():
+            try:
+                await asyncio.wait({call})
+            except asyncio.CancelledError:
+                continue  # cancelled again: still not before the thread is done
+        if not call.cancelled():
+            call.exception()  # retrieved: the request is cancelled, its outcome goes unused
+        raise
 
 
 def runtime(request: Request[Any, Any, Any]) -> Runtime:
