@@ -71,12 +71,33 @@ class ReadLoops:
             sending = send_both(held.pop(), message) if held else send(message)
             await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(sending, serving))
 
+        ended = serving.create_future()
+
+        async def answer() -> None:
+            try:
+                await app(scope, receive_here, send_here)
+            finally:
+                serving.call_soon_threadsafe(_end, ended)
+
         self._busy[n] += 1
         try:
-            await asyncio.wrap_future(
-                asyncio.run_coroutine_threadsafe(app(scope, receive_here, send_here), loop)
-            )
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(answer(), loop))
+        except asyncio.CancelledError:
+            # The read loop's task is cancelled too, but takes effect only at its next await:
+            # a thread blocked in the driver goes on. The request's cleanup (closing its
+            # session) waits until the read has really ended.
+            while not ended.done():
+                try:
+                    await asyncio.wait({ended})
+                except asyncio.CancelledError:
+                    continue
+            raise
         finally:
             self._busy[n] -= 1
         if held:  # an answer without a body message
             await send(held.pop())
+
+
+def _end(ended: asyncio.Future[None]) -> None:
+    if not ended.done():
+        ended.set_result(None)
