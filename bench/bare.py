@@ -3,7 +3,8 @@
 - `GET /users/{id}` reads one user row (SQLAlchemy Core) and renders it with orjson: the
   ceiling for kiln's database-backed routes. The database is BENCH_DATABASE_URL (the same
   file or PostgreSQL server kiln uses), through kiln's own engine settings (pool, prepared
-  statements on PostgreSQL), so both run their database the same way.
+  statements on PostgreSQL) and reading as kiln reads (`kiln.db.read_bind`: no transaction
+  around a read on PostgreSQL), so both run their database the same way.
 - `GET /blob` resolves `main` in the repository at BENCH_REPO_PATH, finds BENCH_REPO_FILE
   and base64s the blob with pygit2: the ceiling for the files API.
 
@@ -25,7 +26,7 @@ from sqlalchemy import Engine, MetaData, Table, select
 from sqlalchemy.exc import SAWarning
 
 from kiln.config import Settings
-from kiln.db import make_engine
+from kiln.db import make_engine, read_bind
 
 DATABASE_URL_ENV = "BENCH_DATABASE_URL"
 REPO_ENV = "BENCH_REPO_PATH"
@@ -75,7 +76,8 @@ def create_app() -> Litestar:
     handlers: list[Any] = []
     url = os.environ.get(DATABASE_URL_ENV)
     if url:
-        engine = make_engine(Settings(database_url=url))
+        # Read as kiln reads (read_bind: no transaction around a read on PostgreSQL).
+        engine = read_bind(make_engine(Settings(database_url=url)))
         with warnings.catch_warnings():
             # Expression indexes (lower(username)) cannot be reflected; the select does not need them.
             warnings.simplefilter("ignore", SAWarning)

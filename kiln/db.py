@@ -212,14 +212,17 @@ def _configure_sqlite(engine: Engine) -> None:
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
-    """On PostgreSQL, sessions read outside any transaction (autocommit): a transaction's
+    return sessionmaker(read_bind(engine), expire_on_commit=False, autoflush=True)
+
+
+def read_bind(engine: Engine) -> Engine:
+    """How kiln reads: on PostgreSQL outside any transaction (autocommit): a transaction's
     BEGIN and the ROLLBACK that ends every read cost two round trips, each the price of a
     cheap statement, and bought nothing. At READ COMMITTED every statement takes its own
     snapshot, in a transaction or not, so reads see the same rows; each write still runs in
     one transaction (`transaction` below). SQLite keeps its read transactions: one snapshot
     for all of a request's statements, at no round trip."""
-    bind = engine if engine.dialect.name == "sqlite" else engine.execution_options(isolation_level=AUTOCOMMIT)
-    return sessionmaker(bind, expire_on_commit=False, autoflush=True)
+    return engine if engine.dialect.name == "sqlite" else engine.execution_options(isolation_level=AUTOCOMMIT)
 
 
 AUTOCOMMIT = "AUTOCOMMIT"
