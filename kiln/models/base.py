@@ -80,8 +80,10 @@ def contribution(**kw: Any) -> dict[str, Any]:
 class IdHighWater(Base):
     """The highest id a table has handed out. SQLite gives a new row the highest id in use
     plus one, so deleting the newest row would hand its id to the next one; the ids of
-    projects and namespaces name their repositories and uploads on disk, whose removal is
-    queued after the delete and would then remove the new row's."""
+    projects, namespaces and users name their repositories and files on disk, removed after
+    the delete (the new row's with them), and clients hold ids. SQLite's own AUTOINCREMENT
+    would do this, but only for a table created with it: existing databases would have to
+    rebuild these tables, which half the schema references, with foreign keys switched off."""
 
     __tablename__ = "id_high_water"
 

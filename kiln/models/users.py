@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import ForeignKey, Index, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from kiln.models.base import Base, Timestamps
+from kiln.models.base import Base, Timestamps, never_reuse_ids
 
 USER_TYPE_HUMAN = "human"
 USER_TYPE_GHOST = "ghost"
@@ -107,3 +107,7 @@ class UserCustomAttribute(Timestamps, Base):
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     key: Mapped[str] = mapped_column(String(255))
     value: Mapped[str] = mapped_column(Text)
+
+
+# A user's id names its avatar's files, and clients hold ids.
+never_reuse_ids(User)

@@ -987,6 +987,16 @@ def test_delete_user_frees_username_and_email(api, make):
     assert r.status_code == 201
 
 
+def test_a_deleted_users_id_is_never_handed_out_again(api, make):
+    """Ids are never reused (GitLab's are not): clients hold them, and a user's id names its
+    avatar's files, removed after the delete."""
+    newest = make.user()
+    assert api("root").delete(f"/users/{newest.id}?hard_delete=true").status_code == 204
+    r = api("root").post("/users", json=new_user(n="after", password="long-password-1"))
+    assert r.status_code == 201, r.text
+    assert r.json()["id"] > newest.id
+
+
 def test_soft_delete_creates_a_ghost_user_that_cannot_be_removed(api, make):
     first, second = make.user(), make.user()
     assert api("root").delete(f"/users/{first.id}").status_code == 204
