@@ -46,12 +46,13 @@ def create_app(
         loop = asyncio.get_running_loop()
         admission.watch(loop)
         # in_thread's pool: bounded, so work that waits queues instead of growing threads.
-        loop.set_default_executor(
-            ThreadPoolExecutor(
-                max_workers=max(1, rt.settings.request_threads), thread_name_prefix="kiln-request"
-            )
+        # One pool for the serving loop and every read loop: a read loop's own default pool
+        # would grow threads past the bound.
+        executor = ThreadPoolExecutor(
+            max_workers=max(1, rt.settings.request_threads), thread_name_prefix="kiln-request"
         )
-        read_loops.start()
+        loop.set_default_executor(executor)
+        read_loops.start(executor)
         if rt.settings.workers > 0:
             worker = Worker(rt.sessions, rt.settings, threads=rt.settings.workers)
             worker.start()

@@ -6,20 +6,26 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 
+from kiln.api._deps import in_thread
 from kiln.api._read_loops import ReadLoops
 from kiln.config import Settings
+
+POOL = "the-request-pool"
 
 
 @pytest.fixture
 def loops():
+    pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix=POOL)
     running = ReadLoops(2)
-    running.start()
+    running.start(pool)
     yield running
     running.stop(5)
+    pool.shutdown()
 
 
 def answering(body: bytes, ran_on: list[str], wait: threading.Barrier | None = None) -> Any:
@@ -55,6 +61,18 @@ def test_a_read_runs_on_a_read_loop_and_answers_through_the_serving_loop(loops):
     assert ran_on[0].startswith("kiln-read-")
     assert [m["type"] for m in sent] == ["http.response.start", "http.response.body"]
     assert sent[1]["body"] == b"answer:asked"
+
+
+def test_work_a_read_runs_on_a_thread_uses_the_serving_loops_bounded_pool(loops):
+    """Not the read loop's own default pool, which would grow threads past the bound."""
+
+    async def threaded(scope: Any, receive: Any, send: Any) -> None:
+        name = await in_thread(lambda: threading.current_thread().name)
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": name.encode()})
+
+    sent = asyncio.run(call(loops, threaded))
+    assert sent[1]["body"].decode().startswith(f"{POOL}_")
 
 
 def test_reads_that_block_their_thread_go_on_side_by_side(loops):

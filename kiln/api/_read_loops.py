@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 Scope = dict[str, Any]
@@ -27,9 +28,12 @@ class ReadLoops:
         self._threads: list[threading.Thread] = []
         self._busy: list[int] = []
 
-    def start(self) -> None:
+    def start(self, executor: ThreadPoolExecutor) -> None:
+        """`executor`: the serving loop's bounded pool, which `in_thread` on a read loop uses
+        too."""
         for n in range(self.count):
             loop = asyncio.new_event_loop()
+            loop.set_default_executor(executor)
             thread = threading.Thread(target=loop.run_forever, name=f"kiln-read-{n}", daemon=True)
             thread.start()
             self._loops.append(loop)
@@ -37,6 +41,7 @@ class ReadLoops:
             self._busy.append(0)
 
     def stop(self, timeout: float) -> None:
+        """The loops stop unclosed: closing one would shut the shared pool down."""
         for loop in self._loops:
             loop.call_soon_threadsafe(loop.stop)
         for thread in self._threads:
