@@ -35,8 +35,8 @@ def comments(
 ) -> tuple[list[tuple[Any, UserRow]], PageResult]:
     """One page of a commit's comments, oldest first, each with its author: the page's rows,
     then their authors by one statement."""
-    stmt = _comments_statement().params(project_id=project_id, sha=sha)
-    result = offset_page(db, stmt, page, core=True)
+    values = {"project_id": project_id, "sha": sha}
+    result = offset_page(db, _comments_statement(), page, core=True, params=values)
     notes = [CommitNoteRow._make(row) for row in result.items]
     authors = {u.id: u for u in rows_by_ids(db, list(dict.fromkeys(n.author_id for n in notes)))}
     result.items = notes

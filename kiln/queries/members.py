@@ -156,9 +156,10 @@ def listing(
     skip_users: list[int] | None = None,
 ) -> Select[Any]:
     """Member rows (member_id, user_id, level, created_at, expires_at, created_by_id), one per
-    user, in the order their rows were created (GitLab's); the users come from records()."""
+    user, in the order their rows were created (GitLab's); the users come from records().
+    Without filters it is the statement kept per shape; filters are added to it."""
     m = _reach(on_project, deep)
-    stmt = select(*_columns(m)).where(m.c.position == 1)
+    stmt = _plain_listing(on_project, deep)
     if query:
         term = contains(query)
         stmt = stmt.join(User, User.id == m.c.user_id).where(
@@ -172,7 +173,13 @@ def listing(
         stmt = stmt.where(m.c.user_id.in_(user_ids))
     if skip_users:
         stmt = stmt.where(m.c.user_id.not_in(skip_users))
-    return stmt.order_by(m.c.member_id.asc(), m.c.user_id.asc())
+    return stmt
+
+
+@cache
+def _plain_listing(on_project: bool, deep: bool) -> Select[Any]:
+    m = _reach(on_project, deep)
+    return select(*_columns(m)).where(m.c.position == 1).order_by(m.c.member_id.asc(), m.c.user_id.asc())
 
 
 @cache
@@ -205,6 +212,7 @@ def one(
     )
 
 
+@cache
 @cache
 def access_requests(on_project: bool) -> Select[Any]:
     """Pending access requests, oldest first: member rows with `requested_at`."""

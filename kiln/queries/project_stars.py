@@ -50,7 +50,7 @@ def starrers(
     Without `all_profiles`, private profiles are left out but the viewer's own."""
     stmt = _starrers_statement(all_profiles=all_profiles, search=bool(search))
     values = {"project_id": project_id, "viewer_id": viewer_id or -1, "term": contains(search or "")}
-    result = offset_page(db, stmt.params(values), page, core=True)
+    result = offset_page(db, stmt, page, core=True, params=values)
     stars = [StarRow._make(row) for row in result.items]
     users = {u.id: u for u in rows_by_ids(db, [s.user_id for s in stars])}
     result.items = [(s, users[s.user_id]) for s in stars if s.user_id in users]

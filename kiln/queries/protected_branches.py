@@ -49,7 +49,7 @@ def page_of_rules(db: Session, project_id: int, search: str | None, page: Page) 
     values: dict[str, Any] = {"project_id": project_id}
     if search:
         values["term"] = contains(search)
-    result = offset_page(db, stmt.params(values), page, core=True)
+    result = offset_page(db, stmt, page, core=True, params=values)
     result.items = [ProtectedBranchRow._make(row) for row in result.items]
     return result
 

@@ -157,7 +157,7 @@ def list_members(
         user_ids=q.user_ids,
         skip_users=q.skip_users if isinstance(q, MemberList) else None,
     )
-    result = offset_page(db, stmt.params(_params(source, deep=deep)), page, core=True)
+    result = offset_page(db, stmt, page, core=True, params=_params(source, deep=deep))
     return MemberListing(page=result, records=finder.records(db, result.items))
 
 
@@ -381,7 +381,7 @@ def _remove_from_descendants(db: Session, group: Namespace, user_id: int) -> Non
 def list_access_requests(db: Session, actor: Actor, kind: Kind, ident: str, page: Page) -> MemberListing:
     source = load_source(db, actor, kind, ident, Action.ADMIN_MEMBERS, rows=True)
     stmt = finder.access_requests(source.project is not None)
-    result = offset_page(db, stmt.params(_params(source, deep=False)), page, core=True)
+    result = offset_page(db, stmt, page, core=True, params=_params(source, deep=False))
     return MemberListing(page=result, records=finder.records(db, result.items))
 
 
