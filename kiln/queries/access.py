@@ -58,7 +58,7 @@ def project_level_rows(
     user_id: Any, project_ids: Iterable[int] | BindParameter[Any] | None = None, today: Any = None
 ) -> Select[Any]:
     """(project_id, level) rows, one per way the user reaches a project; not yet reduced.
-    Arguments may be bind parameters (see _project_access_statement)."""
+    Arguments may be bind parameters."""
     today = date.today() if today is None else today
     ids: Any = None
     if isinstance(project_ids, BindParameter):
@@ -121,28 +121,11 @@ def project_levels(
     )
 
 
-@cache
-def _project_access_statement() -> Select[Any]:
-    """Built once with bind parameters: constructing the union costs more than running it."""
-    levels = project_levels(
-        bindparam("user_id"), bindparam("project_ids", expanding=True), bindparam("today", type_=Date())
-    )
-    return select(levels.c.project_id, levels.c.level)
-
-
 def project_level_of(user_id: Any, project_id: Any, today: Any) -> Any:
     """A scalar subquery: the user's effective level on one project (NULL when none).
     `project_id` may be a bind parameter or an uncorrelated scalar subquery."""
     rows = project_level_rows(user_id, [project_id], today).subquery("reach")
     return select(func.max(rows.c.level)).scalar_subquery()
-
-
-def project_access(db: Session, user_id: int, project_ids: Iterable[int]) -> dict[int, int]:
-    ids = list(project_ids)
-    if not ids:
-        return {}
-    params = {"user_id": user_id, "project_ids": ids, "today": date.today()}
-    return {row[0]: row[1] for row in db.execute(_project_access_statement(), params)}
 
 
 def group_levels(
@@ -163,22 +146,6 @@ def group_levels(
     elif group_ids is not None:
         stmt = stmt.where(inner_ns.id.in_(list(group_ids)))
     return stmt.subquery("group_levels")
-
-
-@cache
-def _group_access_statement() -> Select[Any]:
-    levels = group_levels(
-        bindparam("user_id"), bindparam("group_ids", expanding=True), bindparam("today", type_=Date())
-    )
-    return select(levels.c.namespace_id, levels.c.level)
-
-
-def group_access(db: Session, user_id: int, group_ids: Iterable[int]) -> dict[int, int]:
-    ids = list(group_ids)
-    if not ids:
-        return {}
-    params = {"user_id": user_id, "group_ids": ids, "today": date.today()}
-    return {row[0]: row[1] for row in db.execute(_group_access_statement(), params)}
 
 
 def related_group_ids(user_id: int) -> Select[Any]:
