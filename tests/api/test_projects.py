@@ -314,9 +314,12 @@ def _delete(api, user, project, path: str, *, branch: str = "main") -> None:
 
 def test_readme_url_names_the_readme_of_the_default_branch(api, make):
     u = make.user()
-    p = new_project(api, make, u)
-    assert p["readme_url"] == f"{p['web_url']}/-/blob/main/README.md"
-    assert api(u).get(f"/projects/{p['id']}").json()["readme_url"] == p["readme_url"]
+    r = api(u).post("/projects", json={"name": "readme", "initialize_with_readme": True})
+    assert r.status_code == 201, r.text
+    created = r.json()
+    expected = f"{created['web_url']}/-/blob/main/README.md"
+    assert created["readme_url"] == expected
+    assert api(u).get(f"/projects/{created['id']}").json()["readme_url"] == expected
 
 
 def test_readme_url_is_null_without_a_readme(api, make):
@@ -339,6 +342,7 @@ def test_readme_url_prefers_a_rendered_readme_over_a_plain_one(api, make):
 def test_readme_url_follows_the_readme_and_the_default_branch(api, make):
     u = make.user()
     p = new_project(api, make, u)
+    assert p["readme_url"] == f"{p['web_url']}/-/blob/main/README.md"
     api(u).post(f"/projects/{p['id']}/repository/branches", json={"branch": "bare", "ref": "main"})
     _delete(api, u, p, "README.md", branch="bare")
     assert api(u).get(f"/projects/{p['id']}").json()["readme_url"] == p["readme_url"]
@@ -354,7 +358,8 @@ def test_readme_url_is_hidden_from_those_who_may_not_read_code(api, make, db):
     u, guest = make.user(), make.user()
     p = new_project(api, make, u)
     make.member(db.get(Project, p["id"]), guest, GUEST)
-    assert api(u).get(f"/projects/{p['id']}").json()["readme_url"] == p["readme_url"] is not None
+    readme_url = f"{p['web_url']}/-/blob/main/README.md"
+    assert api(u).get(f"/projects/{p['id']}").json()["readme_url"] == readme_url
     assert api(guest).get(f"/projects/{p['id']}").json()["readme_url"] is None
 
 
