@@ -10,32 +10,13 @@ import threading
 import pytest
 
 from kiln.api._deps import in_thread
-
-
-def blocking(started: threading.Event, release: threading.Event, returned: list[str]) -> str:
-    started.set()
-    release.wait(10)
-    returned.append("returned")
-    return "result"
+from tests.threads import Blocked, cancel_while_blocked
 
 
 @pytest.mark.parametrize("cancellations", [1, 3])
 def test_a_cancelled_request_goes_on_only_once_its_thread_has_returned(cancellations):
-    async def scenario() -> None:
-        started, release, returned = threading.Event(), threading.Event(), []
-        request = asyncio.ensure_future(in_thread(blocking, started, release, returned))
-        await asyncio.to_thread(started.wait, 10)
-        for _ in range(cancellations):
-            request.cancel()
-            await asyncio.sleep(0.02)
-        assert not request.done()  # still waiting for the thread
-        assert returned == []
-        release.set()
-        with pytest.raises(asyncio.CancelledError):
-            await request
-        assert returned == ["returned"]
-
-    asyncio.run(scenario())
+    blocked = Blocked()
+    asyncio.run(cancel_while_blocked(in_thread(blocked.block), blocked, cancellations))
 
 
 def test_a_call_that_fails_after_the_cancellation_leaves_no_unretrieved_error(caplog):

@@ -14,6 +14,7 @@ import pytest
 from kiln.api._deps import in_thread
 from kiln.api._read_loops import ReadLoops
 from kiln.config import Settings
+from tests.threads import Blocked, cancel_while_blocked
 
 POOL = "the-request-pool"
 
@@ -117,24 +118,9 @@ def test_an_answer_whose_body_never_comes_still_starts(loops):
 def test_a_cancelled_read_goes_on_only_once_its_thread_is_done_with_it(loops):
     """At shutdown the request is cancelled; a read blocked in the driver cannot be: the
     request's cleanup (closing its session) must wait until the read has really ended."""
-    started, release = threading.Event(), threading.Event()
-    ended: list[str] = []
+    blocked = Blocked()
 
-    async def blocked(scope: Any, receive: Any, send: Any) -> None:
-        started.set()
-        release.wait(10)  # a statement the database is still working on
-        ended.append("ended")
+    async def reading(scope: Any, receive: Any, send: Any) -> None:
+        blocked.block()  # blocks the read loop's thread
 
-    async def scenario() -> None:
-        request = asyncio.ensure_future(call(loops, blocked))
-        await asyncio.to_thread(started.wait, 10)
-        request.cancel()
-        await asyncio.sleep(0.02)
-        assert not request.done()
-        assert ended == []
-        release.set()
-        with pytest.raises(asyncio.CancelledError):
-            await request
-        assert ended == ["ended"]
-
-    asyncio.run(scenario())
+    asyncio.run(cancel_while_blocked(call(loops, reading), blocked))

@@ -54,14 +54,21 @@ async def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     try:
         return await asyncio.shield(call)
     except asyncio.CancelledError:
-        while not call.done():
-            try:
-                await asyncio.wait({call})
-            except asyncio.CancelledError:
-                continue  # cancelled again: still not before the thread is done
-        if not call.cancelled():
-            call.exception()  # retrieved: the request is cancelled, its outcome goes unused
+        await outlast_cancellation(call)
         raise
+
+
+async def outlast_cancellation(work: asyncio.Future[Any]) -> None:
+    """Waits, in a cancelled request, for work that cannot be stopped (a thread, a read loop's
+    task) to end, however often the request is cancelled again: its cleanup must not close
+    a session the work still uses. The work's outcome goes unused, an error included."""
+    while not work.done():
+        try:
+            await asyncio.wait({work})
+        except asyncio.CancelledError:
+            continue  # cancelled again: still not before the work is done
+    if not work.cancelled():
+        work.exception()  # retrieved: no "never retrieved" report
 
 
 def runtime(request: Request[Any, Any, Any]) -> Runtime:

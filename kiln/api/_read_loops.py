@@ -17,6 +17,8 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from kiln.api._deps import outlast_cancellation
+
 Scope = dict[str, Any]
 ASGIApp = Callable[[Scope, Any, Any], Awaitable[None]]
 
@@ -91,11 +93,7 @@ class ReadLoops:
             # The read loop's task is cancelled too, but takes effect only at its next await:
             # a thread blocked in the driver goes on. The request's cleanup (closing its
             # session) waits until the read has really ended.
-            while not ended.done():
-                try:
-                    await asyncio.wait({ended})
-                except asyncio.CancelledError:
-                    continue
+            await outlast_cancellation(ended)
             raise
         finally:
             self._busy[n] -= 1
