@@ -3,22 +3,62 @@ statements built once per kind. The ORM models are for writes."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cache
 from typing import Any, Literal
 
-from sqlalchemy import Select, Table, bindparam, select
+from sqlalchemy import ColumnElement, Select, Table, bindparam, exists, select
 from sqlalchemy.orm import Session
 
 from kiln.models import GroupCustomAttribute, ProjectCustomAttribute, UserCustomAttribute
 from kiln.queries.reads import run
 
 Kind = Literal["users", "groups", "projects"]
-# Each kind's table and the column naming what the attributes hang on.
-TABLES: dict[str, tuple[Table, str]] = {
-    "users": (UserCustomAttribute.__table__, "user_id"),
-    "groups": (GroupCustomAttribute.__table__, "namespace_id"),
-    "projects": (ProjectCustomAttribute.__table__, "project_id"),
+Attribute = UserCustomAttribute | GroupCustomAttribute | ProjectCustomAttribute
+# Each kind's model and the column naming what the attributes hang on: the one mapping that
+# reads (TABLES) and writes (services.custom_attributes) derive from.
+MODELS: dict[str, tuple[type[Attribute], str]] = {
+    "users": (UserCustomAttribute, "user_id"),
+    "groups": (GroupCustomAttribute, "namespace_id"),
+    "projects": (ProjectCustomAttribute, "project_id"),
 }
+TABLES: dict[str, tuple[Table, str]] = {
+    kind: (model.__table__, column)  # type: ignore[misc]
+    for kind, (model, column) in MODELS.items()
+}
+
+
+def matching(kind: Kind, owner_column: Any, pairs: Mapping[str, str]) -> list[ColumnElement[bool]]:
+    """A list filter (`custom_attributes[key]=value`): one EXISTS per pair, all to hold, on the
+    listed table's `owner_column`."""
+    table, column = TABLES[kind]
+    return [
+        exists(
+            select(table.c.id).where(
+                table.c[column] == owner_column, table.c.key == key, table.c.value == value
+            )
+        )
+        for key, value in pairs.items()
+    ]
+
+
+@cache
+def _of_owners_statement(kind: Kind) -> Select[Any]:
+    table, column = TABLES[kind]
+    return (
+        select(table.c[column], table.c.key, table.c.value)
+        .where(table.c[column].in_(bindparam("ids", expanding=True)))
+        .order_by(table.c.key)
+    )
+
+
+def of_owners(db: Session, kind: Kind, owner_ids: list[int]) -> dict[int, list[tuple[str, str]]]:
+    """Every attribute of each owner, by key, in one statement (a page's `with_custom_attributes`)."""
+    out: dict[int, list[tuple[str, str]]] = {owner: [] for owner in owner_ids}
+    if owner_ids:
+        for owner, key, value in run(db, _of_owners_statement(kind), {"ids": owner_ids}):
+            out[owner].append((key, value))
+    return out
 
 
 @cache

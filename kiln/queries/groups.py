@@ -16,7 +16,6 @@ from sqlalchemy import (
     Date,
     Select,
     bindparam,
-    exists,
     false,
     func,
     null,
@@ -29,10 +28,10 @@ from sqlalchemy.orm import Session
 
 from kiln import policy
 from kiln.auth.actor import Actor
-from kiln.models import ApplicationSetting, GroupCustomAttribute, Namespace, Project, ProjectStatistics
+from kiln.models import ApplicationSetting, Namespace, Project, ProjectStatistics
 from kiln.models.namespaces import KIND_GROUP, OWNER, PUBLIC
 from kiln.models.projects import STORAGE_SIZES
-from kiln.queries import access
+from kiln.queries import access, custom_attributes
 from kiln.queries.projects import NamespaceRow
 from kiln.queries.reads import row_columns, run
 from kiln.queries.text import ESCAPE, contains
@@ -196,23 +195,6 @@ def view_by_ident(db: Session, user_id: int | None, ident: str) -> GroupViewRow 
     return None if row is None else _view_row(row, user_id is not None, False)
 
 
-@cache
-def _custom_attributes_statement() -> Select[Any]:
-    return (
-        select(GroupCustomAttribute.namespace_id, GroupCustomAttribute.key, GroupCustomAttribute.value)
-        .where(GroupCustomAttribute.namespace_id.in_(bindparam("ids", expanding=True)))
-        .order_by(GroupCustomAttribute.key)
-    )
-
-
-def custom_attributes_of(db: Session, group_ids: list[int]) -> dict[int, list[tuple[str, str]]]:
-    out: dict[int, list[tuple[str, str]]] = {gid: [] for gid in group_ids}
-    if group_ids:
-        for gid, key, value in run(db, _custom_attributes_statement(), {"ids": group_ids}):
-            out[gid].append((key, value))
-    return out
-
-
 # ---------------------------------------------------------------------------- lists
 
 
@@ -283,16 +265,7 @@ def listing(
     if q.marked_for_deletion_on is not None:
         stmt = stmt.where(Namespace.marked_for_deletion_on == q.marked_for_deletion_on)
     if policy.is_admin(actor):
-        for key, value in (q.custom_attributes or {}).items():
-            stmt = stmt.where(
-                exists(
-                    select(GroupCustomAttribute.id).where(
-                        GroupCustomAttribute.namespace_id == Namespace.id,
-                        GroupCustomAttribute.key == key,
-                        GroupCustomAttribute.value == value,
-                    )
-                )
-            )
+        stmt = stmt.where(*custom_attributes.matching("groups", Namespace.id, q.custom_attributes or {}))
     order = "name" if q.order_by == "similarity" else q.order_by
     column = getattr(Namespace, order)
     primary = column.desc() if (q.sort or "asc") == "desc" else column.asc()

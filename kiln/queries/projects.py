@@ -32,7 +32,6 @@ from kiln.models import (
     Member,
     Namespace,
     Project,
-    ProjectCustomAttribute,
     ProjectGroupLink,
     ProjectStar,
     ProjectStatistics,
@@ -42,7 +41,7 @@ from kiln.models import (
 from kiln.models.namespaces import KIND_GROUP, OWNER, PUBLIC, ancestor_ids
 from kiln.models.projects import DISABLED, storage_size
 from kiln.pagination import TOTAL_LIMIT
-from kiln.queries import access
+from kiln.queries import access, custom_attributes
 from kiln.queries.reads import row_column, row_columns, run, unindexed
 from kiln.queries.shapes import Shapes, parameters_key
 from kiln.queries.text import ESCAPE, contains, escape_like
@@ -307,16 +306,7 @@ def _listing(
             )
         )
     if actor is not None and actor.is_admin:
-        for key, value in (q.custom_attributes or {}).items():
-            stmt = stmt.where(
-                exists(
-                    select(ProjectCustomAttribute.id).where(
-                        ProjectCustomAttribute.project_id == Project.id,
-                        ProjectCustomAttribute.key == key,
-                        ProjectCustomAttribute.value == value,
-                    )
-                )
-            )
+        stmt = stmt.where(*custom_attributes.matching("projects", Project.id, q.custom_attributes or {}))
     if actor is not None and actor.is_admin:
         # Administrators see everything: no condition at all, so an unfiltered count stays cheap.
         return Listing(_ordered(stmt, q), None)
@@ -376,21 +366,6 @@ def topics_of(db: Session, project_ids: list[int]) -> dict[int, list[str]]:
         )
         for pid, name in rows:
             out[pid].append(name)
-    return out
-
-
-def custom_attributes_of(db: Session, project_ids: list[int]) -> dict[int, list[tuple[str, str]]]:
-    out: dict[int, list[tuple[str, str]]] = {pid: [] for pid in project_ids}
-    if project_ids:
-        rows = db.execute(
-            select(
-                ProjectCustomAttribute.project_id, ProjectCustomAttribute.key, ProjectCustomAttribute.value
-            )
-            .where(ProjectCustomAttribute.project_id.in_(project_ids))
-            .order_by(ProjectCustomAttribute.key)
-        )
-        for pid, key, value in rows:
-            out[pid].append((key, value))
     return out
 
 

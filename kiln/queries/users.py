@@ -11,9 +11,10 @@ from typing import Any
 from sqlalchemy import ColumnElement, Select, and_, bindparam, exists, func, or_, select
 from sqlalchemy.orm import Session, aliased
 
-from kiln.models import Identity, Member, Namespace, User, UserCustomAttribute
+from kiln.models import Identity, Member, Namespace, User
 from kiln.models.namespaces import KIND_GROUP, OWNER
 from kiln.models.users import USER_TYPE_GHOST, USER_TYPE_HUMAN
+from kiln.queries import custom_attributes
 from kiln.queries.reads import row_columns, run
 from kiln.queries.shapes import Shapes, parameters_key
 from kiln.queries.text import ESCAPE, contains
@@ -199,16 +200,7 @@ def _listing(q: UserList, admin: bool) -> Select[Any]:
             stmt = stmt.where(User.two_factor_enabled.is_(False))
         if q.admins:
             stmt = stmt.where(User.admin.is_(True))
-        for key, value in (q.custom_attributes or {}).items():
-            stmt = stmt.where(
-                exists(
-                    select(UserCustomAttribute.id).where(
-                        UserCustomAttribute.user_id == User.id,
-                        UserCustomAttribute.key == key,
-                        UserCustomAttribute.value == value,
-                    )
-                )
-            )
+        stmt = stmt.where(*custom_attributes.matching("users", User.id, q.custom_attributes or {}))
     if q.id_after is not None:
         stmt = stmt.where(User.id > q.id_after)
     if q.id_before is not None:
@@ -218,20 +210,6 @@ def _listing(q: UserList, admin: bool) -> Select[Any]:
     primary = order_col.asc() if direction == "asc" else order_col.desc()
     tiebreak = User.id.asc() if direction == "asc" else User.id.desc()
     return stmt.order_by(primary, tiebreak) if order_col is not User.id else stmt.order_by(primary)
-
-
-def custom_attributes_of(db: Session, user_ids: list[int]) -> dict[int, list[tuple[str, str]]]:
-    out: dict[int, list[tuple[str, str]]] = {uid: [] for uid in user_ids}
-    if not user_ids:
-        return out
-    rows = db.execute(
-        select(UserCustomAttribute.user_id, UserCustomAttribute.key, UserCustomAttribute.value)
-        .where(UserCustomAttribute.user_id.in_(user_ids))
-        .order_by(UserCustomAttribute.key)
-    )
-    for uid, key, value in rows:
-        out[uid].append((key, value))
-    return out
 
 
 def solely_owned_group_ids(db: Session, user_id: int) -> list[int]:

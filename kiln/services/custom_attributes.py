@@ -13,19 +13,12 @@ from kiln import policy
 from kiln.auth.actor import Actor
 from kiln.db import transaction
 from kiln.errors import NotFound, ValidationFailed
-from kiln.models import GroupCustomAttribute, ProjectCustomAttribute, UserCustomAttribute
 from kiln.policy import Action
 from kiln.queries import custom_attributes as finder
 from kiln.queries import users
-from kiln.queries.custom_attributes import Kind
+from kiln.queries.custom_attributes import MODELS, Attribute, Kind
 from kiln.services import subjects
 
-Attribute = UserCustomAttribute | GroupCustomAttribute | ProjectCustomAttribute
-_MODELS: dict[str, tuple[type[Attribute], str]] = {
-    "users": (UserCustomAttribute, "user_id"),
-    "groups": (GroupCustomAttribute, "namespace_id"),
-    "projects": (ProjectCustomAttribute, "project_id"),
-}
 MAX_KEY = 255
 NOT_FOUND = "Custom Attribute"
 
@@ -46,7 +39,7 @@ def _owner_id(db: Session, actor: Actor, kind: Kind, ident: str) -> int:
 
 def _find(db: Session, kind: Kind, owner_id: int, key: str) -> Attribute | None:
     """The attribute a write changes."""
-    model, column = _MODELS[kind]
+    model, column = MODELS[kind]
     row = db.scalars(select(model).where(getattr(model, column) == owner_id, model.key == key)).first()
     return cast("Attribute | None", row)
 
@@ -72,7 +65,7 @@ def set_attribute(db: Session, actor: Actor, kind: Kind, ident: str, key: str, v
         errors["value"] = ["can't be blank"]
     if errors:
         raise ValidationFailed(errors)
-    model, column = _MODELS[kind]
+    model, column = MODELS[kind]
     with transaction(db):
         row = _find(db, kind, owner, key)
         if row is None:

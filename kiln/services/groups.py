@@ -31,6 +31,7 @@ from kiln.models.namespaces import KIND_GROUP, OWNER, VISIBILITY_LEVEL, capped, 
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action, GroupSubject
 from kiln.queries import access
+from kiln.queries import custom_attributes as attributes
 from kiln.queries import groups as finder
 from kiln.queries.groups import GroupRecord
 from kiln.queries.paging import offset_page
@@ -125,7 +126,7 @@ def records(
         return []
     admin = policy.is_admin(actor)
     views = finder.view_rows(db, ids, statistics=statistics and admin)
-    attrs = finder.custom_attributes_of(db, ids) if custom_attributes and admin else None
+    attrs = attributes.of_owners(db, "groups", ids) if custom_attributes and admin else None
     return [_build(views[gid], attrs) for gid in ids if gid in views]
 
 
@@ -177,7 +178,7 @@ def get_group(
     subject = GroupSubject(group=view.group, level=view.level, related=view.related)
     policy.authorize(actor, Action.READ_GROUP, subject, "Group")
     admin = policy.is_admin(actor)
-    attrs = finder.custom_attributes_of(db, [view.group.id]) if custom_attributes and admin else None
+    attrs = attributes.of_owners(db, "groups", [view.group.id]) if custom_attributes and admin else None
     rec = _build(view, attrs)
     return _with_projects(db, actor, rec) if with_projects else rec
 

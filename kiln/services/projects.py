@@ -17,6 +17,7 @@ from kiln.errors import NotFound
 from kiln.models import Project
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action, ProjectSubject
+from kiln.queries import custom_attributes as attributes
 from kiln.queries import projects as finder
 from kiln.queries.paging import keyset_page, offset_page
 from kiln.records import ProjectRecord
@@ -82,7 +83,9 @@ def _build(
     parents = finder.view_rows(db, user_id, sorted(parent_ids)) if parent_ids else {}
     shared_ids = [pid for pid, v in (views | parents).items() if v.shared]
     shared = finder.shared_groups_of(db, shared_ids) if shared_ids else {}
-    attrs = finder.custom_attributes_of(db, ids) if custom_attributes and policy.is_admin(actor) else None
+    attrs = (
+        attributes.of_owners(db, "projects", ids) if custom_attributes and policy.is_admin(actor) else None
+    )
 
     def build(v: finder.ViewRow, parent: ProjectRecord | None) -> ProjectRecord:
         s = ProjectSubject(project=v.project, namespace=v.namespace, level=v.level)

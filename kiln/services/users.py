@@ -24,6 +24,7 @@ from kiln.models.users import USER_TYPE_GHOST
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action
 from kiln.preconditions import require_unmodified_since
+from kiln.queries import custom_attributes as attributes
 from kiln.queries import users as finder
 from kiln.queries.paging import keyset_page, offset_page
 from kiln.queries.users import IdentityRow, UserRow
@@ -106,7 +107,7 @@ def list_users(db: Session, viewer: Actor | None, q: UserList, page: Page) -> Us
         return UserListing(result, [UserDetail(u, "basic") for u in result.items])
     ids = [u.id for u in result.items]
     identities = finder.identities_of(db, ids)
-    attrs = finder.custom_attributes_of(db, ids) if q.with_custom_attributes else None
+    attrs = attributes.of_owners(db, "users", ids) if q.with_custom_attributes else None
     details = [
         UserDetail(
             u,
@@ -144,7 +145,7 @@ def detail(
 ) -> UserDetail:
     """Which view of `user` the viewer is entitled to: admin, self, public or private profile."""
     if policy.is_admin(viewer):
-        attrs = finder.custom_attributes_of(db, [user.id])[user.id] if custom_attributes else None
+        attrs = attributes.of_owners(db, "users", [user.id])[user.id] if custom_attributes else None
         identities = finder.identities_of(db, [user.id])[user.id]
         return UserDetail(
             user, "admin", identities, attrs, can_create_project=policy.may_create_projects(user)
