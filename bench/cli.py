@@ -32,14 +32,12 @@ import httpx
 from bench import bare as bench_bare
 from bench import dataset
 from bench.load import TIMEOUT_S, LoadGenerator, Measurement, OpenLoop, Target, choose
-from bench.processes import Managed, cpu_count, free_port, kiln_server
+from bench.processes import ROOT_TOKEN, Managed, cpu_count, free_port, kiln_server, server_env
 from kiln.git.layout import repository_path
 from kiln.pagination import TOTAL_LIMIT
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results"
-ROOT_TOKEN = "kiln-bench-root-token"
-ROOT_PASSWORD = "kiln-bench-root-password"
 # A personal access token of an ordinary bench user (no admin), for the visibility-filtered list.
 USER_TOKEN = "kiln-bench-user-token"
 PER_PAGE = 20
@@ -227,18 +225,12 @@ def run_backend(
         data_dir = work / "data"
         data_dir.mkdir(parents=True)
         kiln_port, bare_port = free_port(), free_port()
-        env = {
-            **os.environ,
-            "KILN_DATA_DIR": str(data_dir),
-            "KILN_ROOT_TOKEN": ROOT_TOKEN,
-            "KILN_ROOT_PASSWORD": ROOT_PASSWORD,
-            "KILN_EXTERNAL_URL": f"http://127.0.0.1:{kiln_port}",
-        }
         if backend == "postgresql":
             url = start_postgres(stack)
-            env["KILN_DATABASE_URL"] = url
         else:
             url = f"sqlite:///{(data_dir / 'kiln.db').resolve()}"
+        # Named for kiln as for the bare app: both read this database and nothing else.
+        env = server_env(data_dir, kiln_port, KILN_DATABASE_URL=url)
 
         step(f"[{backend}] kiln migrate")
         dataset.migrate(bin_path("kiln"), env, work / "migrate.log")

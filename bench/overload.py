@@ -39,9 +39,9 @@ import httpx
 import uvloop
 from sqlalchemy import select
 
-from bench.cli import ROOT_PASSWORD, ROOT_TOKEN, bin_path, git_revision
+from bench.cli import bin_path, git_revision
 from bench.loadgen import percentile, read_response
-from bench.processes import Managed, cpu_count, free_port, kiln_server
+from bench.processes import ROOT_TOKEN, Managed, cpu_count, free_port, kiln_server, server_env
 from kiln.config import Settings
 from kiln.db import make_engine, make_sessionmaker, transaction
 from kiln.jobs import enqueue
@@ -204,22 +204,6 @@ async def open_loop(
         asyncio.gather(prober(), *(client(k) for k in range(connections))), duration + IO_TIMEOUT * 2
     )
     return tally, probes
-
-
-def server_env(data_dir: Path, port: int, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KILN_")}
-    env.update(
-        {
-            "KILN_DATA_DIR": str(data_dir),
-            "KILN_EXTERNAL_URL": f"http://127.0.0.1:{port}",
-            "KILN_ROOT_TOKEN": ROOT_TOKEN,
-            "KILN_ROOT_PASSWORD": ROOT_PASSWORD,
-            "KILN_PASSWORD_TIME_COST": "1",
-            "KILN_PASSWORD_MEMORY_COST": "8192",
-            **extra,
-        }
-    )
-    return env
 
 
 def start(

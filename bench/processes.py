@@ -14,6 +14,30 @@ from pathlib import Path
 import httpx
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+ROOT_TOKEN = "kiln-bench-root-token"
+ROOT_PASSWORD = "kiln-bench-root-password"
+
+
+def server_env(data_dir: Path, port: int, **extra: str) -> dict[str, str]:
+    """The environment of every server the harness starts (kiln, the bare app, `kiln migrate`).
+
+    The shell's own KILN_* settings are left out: kiln and the bare app (whose engine reads
+    the same settings) must see the same database and pool whatever the shell exports, and a
+    stray KILN_DATABASE_URL would point kiln elsewhere than the data it is measured on. Root's
+    password is hashed cheaply: no measured route checks a password."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KILN_")}
+    env.update(
+        {
+            "KILN_DATA_DIR": str(data_dir),
+            "KILN_EXTERNAL_URL": f"http://127.0.0.1:{port}",
+            "KILN_ROOT_TOKEN": ROOT_TOKEN,
+            "KILN_ROOT_PASSWORD": ROOT_PASSWORD,
+            "KILN_PASSWORD_TIME_COST": "1",
+            "KILN_PASSWORD_MEMORY_COST": "8192",
+            **extra,
+        }
+    )
+    return env
 
 
 def free_port() -> int:

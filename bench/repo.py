@@ -37,9 +37,18 @@ import pygit2
 
 from bench import bare as bare_app
 from bench import dataset
-from bench.cli import REPO, RESULTS, ROOT_PASSWORD, ROOT_TOKEN, bin_path, git_revision, step
+from bench.cli import REPO, RESULTS, bin_path, git_revision, step
 from bench.load import LoadGenerator, Measurement, Target, choose
-from bench.processes import CLOCK_TICKS, Managed, _tree, cpu_count, free_port, kiln_server
+from bench.processes import (
+    CLOCK_TICKS,
+    ROOT_TOKEN,
+    Managed,
+    _tree,
+    cpu_count,
+    free_port,
+    kiln_server,
+    server_env,
+)
 from kiln.git.layout import repository_path, repository_relpath
 
 FILE = "data/blob-10k.txt"
@@ -216,13 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         data_dir.mkdir()
         kiln_port, bare_port, backend_port = free_port(), free_port(), free_port()
         base = f"http://127.0.0.1:{kiln_port}"
-        env = {
-            **os.environ,
-            "KILN_DATA_DIR": str(data_dir),
-            "KILN_ROOT_TOKEN": ROOT_TOKEN,
-            "KILN_ROOT_PASSWORD": ROOT_PASSWORD,
-            "KILN_EXTERNAL_URL": base,
-        }
+        env = server_env(data_dir, kiln_port)
         step("kiln migrate")
         dataset.migrate(bin_path("kiln"), env, work / "migrate.log")
         kiln = kiln_server(bin_path("kiln"), kiln_port, env, work / "kiln.log", server_cpu)
