@@ -1173,12 +1173,15 @@ def test_starred_lists_each_callers_own_stars(api, make):
 
 def test_a_deleted_projects_id_is_never_handed_out_again(api, make, drain):
     """A project's id names its repository and uploads, removed by a job after the delete:
-    a new project must not take the id (and so the path) of the newest deleted one."""
+    a new project must not take the id (and so the path) of the newest deleted one, whose
+    removal would then take the new project's repository with it."""
     owner = make.user()
     caller = api(owner)
     first = caller.post("/projects", json={"name": "first", "initialize_with_readme": True}).json()
     assert caller.delete(f"/projects/{first['id']}").status_code == 202
-    second = caller.post("/projects", json={"name": "second"}).json()
+    second = caller.post("/projects", json={"name": "second", "initialize_with_readme": True}).json()
     assert second["id"] > first["id"]
     drain()
-    assert caller.get(f"/projects/{second['id']}").status_code == 200
+    readme = caller.get(f"/projects/{second['id']}/repository/files/README.md/raw?ref=main")
+    assert readme.status_code == 200, readme.text
+    assert readme.text == "# second\n"
