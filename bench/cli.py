@@ -575,7 +575,9 @@ def print_report(
             " connections x latency allows. Try fewer --connections or a longer --duration."
         )
     print("ratio = kiln req/s / its reference's req/s (the bare row route; the bare blob route for files)")
-    print("CPU ratio = reference CPU ms/request / kiln CPU ms/request (server process, user + system)")
+    print(
+        "CPU ratio = reference CPU ms/request / kiln CPU ms/request (server and its child processes, user + system)"
+    )
     print("SQL = statements per request (kiln's access log)")
     if args.rate > 0:
         print(

@@ -99,7 +99,8 @@ class Managed:
         raise RuntimeError(f"{self.name} not ready after {timeout:.0f}s ({last}):\n{self.tail()}")
 
     def cpu_seconds(self) -> float:
-        """CPU time (user + system) the server and its descendants have used so far.
+        """CPU time (user + system) the server and its descendants have used so far, with
+        the children they have reaped (kiln runs `git` per request on some routes).
 
         Per request, this stays comparable when other work on the machine slows the
         wall clock down; throughput alone does not."""
@@ -158,9 +159,11 @@ def _cpu_of(pid: int) -> float:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return 0.0
-    # Fields after the parenthesised command name; utime and stime are the 14th and 15th.
+    # Fields after the parenthesised command name: utime, stime (the 14th and 15th), then
+    # cutime and cstime, where the CPU of the children it has reaped lands. A live child is
+    # in the tree itself, a reaped one only in its parent's: nothing counts twice.
     fields = stat.rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    return sum(int(v) for v in fields[11:15]) / CLOCK_TICKS
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:

@@ -40,10 +40,8 @@ from bench import dataset
 from bench.cli import REPO, RESULTS, bin_path, git_revision, step
 from bench.load import LoadGenerator, Measurement, Target, choose
 from bench.processes import (
-    CLOCK_TICKS,
     ROOT_TOKEN,
     Managed,
-    _tree,
     cpu_count,
     free_port,
     kiln_server,
@@ -148,19 +146,6 @@ def build_history(path: Path, commits: int, size: int) -> bytes:
     return content
 
 
-def cpu_seconds(server: Managed) -> float:
-    """CPU of the server's processes and of the children they have reaped (kiln runs
-    `git` per request; the children's time lands in the parent's cutime and cstime)."""
-    total = 0.0
-    for pid in _tree(server.proc.pid):
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += sum(int(v) for v in fields[11:15]) / CLOCK_TICKS
-    return total
-
-
 def measure(
     generator: LoadGenerator,
     server: Managed,
@@ -173,10 +158,10 @@ def measure(
     if warmup > 0:
         generator.run(target, warmup)
     server.wait_idle()
-    before = cpu_seconds(server)
+    before = server.cpu_seconds()
     measured = generator.run(target, duration)
     server.wait_idle()
-    measured.server_cpu_s = round(cpu_seconds(server) - before, 3)
+    measured.server_cpu_s = round(server.cpu_seconds() - before, 3)
     measured.unfinished = connections
     return measured
 
