@@ -6,7 +6,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import delete, func, or_, select
+from sqlalchemy import delete
 from sqlalchemy.orm import Session
 
 from kiln.auth.passwords import MIN_PASSWORD_LENGTH, hash_password, verify_password
@@ -48,10 +48,7 @@ def _verified(user: UserRow | User | None, password: str) -> bool:
 
 def sign_in(db: Session, settings: Settings, fields: SignInFields, ip: str | None) -> SignedIn:
     # The model: signing in writes the user's sign-in times (and a changed password).
-    lowered = fields.login.lower()
-    user = db.scalars(
-        select(User).where(or_(func.lower(User.username) == lowered, func.lower(User.email) == lowered))
-    ).first()
+    user = session_reads.user_by_login(db, fields.login, orm=True)
     if not _verified(user, fields.password) or user is None:
         raise Unauthorized(INVALID_LOGIN)
     now = datetime.now(UTC)
