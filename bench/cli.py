@@ -31,7 +31,7 @@ import httpx
 
 from bench import bare as bench_bare
 from bench import dataset
-from bench.load import TIMEOUT_S, LoadGenerator, Measurement, OpenLoop, Target, choose
+from bench.load import TIMEOUT_S, LoadGenerator, Measurement, OpenLoop, Target, choose, measure
 from bench.processes import ROOT_TOKEN, Managed, cpu_count, free_port, kiln_server, server_env
 from kiln.git.layout import repository_path
 from kiln.pagination import TOTAL_LIMIT
@@ -63,7 +63,6 @@ EXTRA = ("kiln_projects", "kiln_projects_keyset")
 # Open loop: at this rate, p90 at most this and no errors.
 OPEN_RATE = 200.0
 OPEN_P90_MS = 50.0
-IDLE_WAIT_S = 600.0
 # The X-Request-Id of the requests whose access-log lines give the statement counts.
 COUNT_ID = "bench-count-{key}"
 
@@ -305,7 +304,6 @@ def run_backend(
                 result.rounds[target.key].append(
                     measure(generator, target, servers[target.key], (kiln, bare), args.duration)
                 )
-                result.rounds[target.key][-1].unfinished = args.connections
         if args.rate > 0:
             open_loop = OpenLoop(args.rate, generator.cpu)
             for target in targets:
@@ -317,25 +315,6 @@ def run_backend(
             if server.proc.poll() is not None:
                 raise RuntimeError(f"{server.name} died during the run:\n{server.tail()}")
         return result
-
-
-def measure(
-    generator: LoadGenerator,
-    target: Target,
-    server: Managed,
-    both: tuple[Managed, Managed],
-    duration: float,
-) -> Measurement:
-    """One measured run, with the server's CPU over it (until it is idle again)."""
-    # Both servers share one CPU: neither may still be working off an earlier run (after an
-    # open-loop run the server slower than the rate has a backlog of minutes to work off).
-    for busy in both:
-        busy.wait_idle(timeout=IDLE_WAIT_S)
-    cpu_before = server.cpu_seconds()
-    measured = generator.run(target, duration)
-    server.wait_idle(timeout=IDLE_WAIT_S)
-    measured.server_cpu_s = round(server.cpu_seconds() - cpu_before, 3)
-    return measured
 
 
 def bench_targets(kiln_port: int, bare_port: int, user_id: int, project_id: int, extra: bool) -> list[Target]:

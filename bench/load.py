@@ -11,14 +11,16 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bench.processes import run_bounded
+from bench.processes import Managed, run_bounded
 
 MARKER = "BENCH_JSON "
 TIMEOUT_S = 5
+# How long a server may take to work off an earlier run's backlog before a measured run.
+IDLE_WAIT_S = 600.0
 
 # wrk's own summary is text; this prints the numbers the report needs as one JSON line.
 WRK_SCRIPT = """
@@ -198,6 +200,29 @@ class OpenLoop(LoadGenerator):
         for name, value in target.headers.items():
             argv += ["--header", f"{name}: {value}"]
         return argv
+
+
+def measure(
+    generator: LoadGenerator,
+    target: Target,
+    server: Managed,
+    sharing: Iterable[Managed],
+    duration: float,
+) -> Measurement:
+    """One measured run, with the server's CPU over it (until it is idle again).
+
+    `sharing`: the servers on the measured one's CPU. None may still be working off an
+    earlier run (after an open-loop run, a server slower than the rate has a backlog of
+    minutes to work off), or its CPU would slow the measured one down."""
+    for busy in sharing:
+        busy.wait_idle(timeout=IDLE_WAIT_S)
+    cpu_before = server.cpu_seconds()
+    measured = generator.run(target, duration)
+    server.wait_idle(timeout=IDLE_WAIT_S)
+    measured.server_cpu_s = round(server.cpu_seconds() - cpu_before, 3)
+    # A closed loop ends with one request open per connection (an open loop has none).
+    measured.unfinished = generator.connections
+    return measured
 
 
 def find_wrk(install: bool) -> str | None:

@@ -38,7 +38,7 @@ import pygit2
 from bench import bare as bare_app
 from bench import dataset
 from bench.cli import REPO, RESULTS, bin_path, git_revision, step
-from bench.load import LoadGenerator, Measurement, Target, choose
+from bench.load import Measurement, Target, choose, measure
 from bench.processes import (
     ROOT_TOKEN,
     Managed,
@@ -144,26 +144,6 @@ def build_history(path: Path, commits: int, size: int) -> bytes:
         tree = repo[tree_id].peel(pygit2.Tree)
     subprocess.run(["git", "update-ref", "refs/heads/main", str(tip), str(old)], cwd=path, check=True)
     return content
-
-
-def measure(
-    generator: LoadGenerator,
-    server: Managed,
-    target: Target,
-    warmup: float,
-    duration: float,
-    connections: int,
-) -> Measurement:
-    step(f"{target.label}: {warmup:g}s warm-up, {duration:g}s measured")
-    if warmup > 0:
-        generator.run(target, warmup)
-    server.wait_idle()
-    before = server.cpu_seconds()
-    measured = generator.run(target, duration)
-    server.wait_idle()
-    measured.server_cpu_s = round(server.cpu_seconds() - before, 3)
-    measured.unfinished = connections
-    return measured
 
 
 def clone_times(url: str, work: Path, times: int) -> list[float]:
@@ -290,10 +270,12 @@ def main(argv: list[str] | None = None) -> int:
                 raise RuntimeError(f"{target.key} answered wrongly: {answer.status_code} {answer.text[:300]}")
 
         servers = {"bare_blob": bare, "kiln_file": kiln}
-        results = {
-            t.key: measure(generator, servers[t.key], t, args.warmup, args.duration, args.connections)
-            for t in targets
-        }
+        results: dict[str, Measurement] = {}
+        for target in targets:
+            step(f"{target.label}: {args.warmup:g}s warm-up, {args.duration:g}s measured")
+            if args.warmup > 0:
+                generator.run(target, args.warmup)
+            results[target.key] = measure(generator, target, servers[target.key], (bare, kiln), args.duration)
 
         backend_url = f"http://127.0.0.1:{backend_port}/{repository_relpath(project['id'])}"
         kiln_url = f"{base}/{project['path_with_namespace']}.git"
