@@ -10,7 +10,7 @@ from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
 
-from kiln.api._deps import Authenticated, Db, Viewer, in_thread, runtime
+from kiln.api._deps import Authenticated, Db, Viewer, in_thread, project_web, runtime
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
 from kiln.api._render import render
@@ -35,18 +35,15 @@ Req = Request[Any, Any, Any]
 BASE = "/projects/{id:str}/repository/commits"
 
 
-def _web(request: Req, where: service.Where) -> str:
-    return f"{runtime(request).settings.external_url}/{where.full_path}"
-
-
 def _detail(request: Req, d: service.CommitDetail, status: int = 200) -> Response[bytes]:
-    return render(commit_detail(d.commit, _web(request, d.where), d.where.project_id, d.stats), status=status)
+    web = project_web(request, d.where.full_path)
+    return render(commit_detail(d.commit, web, d.where.project_id, d.stats), status=status)
 
 
 def _picked(request: Req, p: service.Picked) -> Response[bytes]:
     if p.commit is None:
         return render({"dry_run": "success"}, status=200)
-    return render(commit_view(p.commit, _web(request, p.where)), status=201)
+    return render(commit_view(p.commit, project_web(request, p.where.full_path)), status=201)
 
 
 @get(BASE, auth="optional", params=CommitList)
@@ -54,7 +51,7 @@ async def list_commits(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) 
     q: CommitList = await params(request)
     page = page_of(q)
     listing = await in_thread(service.list_commits, db, viewer, id, q, page, runtime(request).settings)
-    web = _web(request, listing.where)
+    web = project_web(request, listing.where.full_path)
     items = [
         commit_view(c.commit, web, c.trailers)
         if c.stats is None

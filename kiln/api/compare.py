@@ -11,7 +11,7 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
 from litestar.response import Stream
 
-from kiln.api._deps import Db, Viewer, in_thread, runtime
+from kiln.api._deps import Db, Viewer, in_thread, project_web, runtime
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
 from kiln.api._render import content_disposition, render
@@ -27,7 +27,8 @@ Req = Request[Any, Any, Any]
 async def compare(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Response[bytes]:
     q: CompareParams = await params(request)
     result = await in_thread(service.compare, db, viewer, id, q, runtime(request).settings)
-    return render(compare_view(result.comparison, result.web_url, unidiff=q.unidiff))
+    web = project_web(request, result.full_path)
+    return render(compare_view(result.comparison, web, unidiff=q.unidiff))
 
 
 @get("/projects/{id:str}/repository/contributors", auth="optional", params=ContributorList)

@@ -72,7 +72,7 @@ def _readme_url(rec: ProjectRecord, web_url: str) -> str | None:
 def project_simple(rec: ProjectRecord, base: str) -> dict[str, Any]:
     p, ns = rec.project, rec.namespace
     full_path = project_full_path(rec)
-    web_url = f"{base}/{full_path}"
+    web_url = project_web_url(full_path, base)
     view: dict[str, Any] = {
         "id": p.id,
         "description": p.description or None,

@@ -21,7 +21,7 @@ from kiln.git.errors import RefNotFound
 from kiln.git.refs import resolve_commit
 from kiln.git.writes import path_problem
 from kiln.pagination import Page, PageResult
-from kiln.policy import Action, ProjectSubject
+from kiln.policy import Action
 from kiln.queries import compare as compare_reads
 from kiln.queries.paging import list_page
 from kiln.schemas.compare import ArchiveParams, CompareParams, ContributorList
@@ -31,10 +31,6 @@ from kiln.services.repositories import RepoContext, for_read
 NO_ACCESS_TO_FORK = "You don't have access to this fork's parent project"
 # The archive formats a route may name (archive.zip, archive.tar.gz, …).
 ARCHIVE_FORMATS = git_archive.FORMATS
-
-
-def project_web_url(settings: Settings, s: ProjectSubject) -> str:
-    return f"{settings.external_url}/{s.namespace.full_path}/{s.project.path}"
 
 
 def _commit(repo: pygit2.Repository | None, ref: str) -> pygit2.Commit:
@@ -52,7 +48,7 @@ def _commit(repo: pygit2.Repository | None, ref: str) -> pygit2.Commit:
 class CompareResult:
     comparison: diffs.Comparison
     # The project whose repository answered `from` (GitLab links the comparison there).
-    web_url: str
+    full_path: str
 
 
 def compare(
@@ -73,7 +69,7 @@ def compare(
     comparison = diffs.compare(
         repo, repo[start.id].peel(pygit2.Commit), repo[head.id].peel(pygit2.Commit), straight=q.straight
     )
-    return CompareResult(comparison=comparison, web_url=project_web_url(settings, from_ctx.subject))
+    return CompareResult(comparison=comparison, full_path=from_ctx.full_path)
 
 
 def _from_project(
