@@ -32,11 +32,19 @@ import httpx
 from bench import bare as bench_bare
 from bench import dataset
 from bench.load import TIMEOUT_S, LoadGenerator, Measurement, OpenLoop, Target, choose, measure
-from bench.processes import ROOT_TOKEN, Managed, cpu_count, free_port, kiln_server, server_env
+from bench.processes import (
+    REPO,
+    ROOT_TOKEN,
+    Managed,
+    bare_server,
+    cpu_count,
+    free_port,
+    kiln_server,
+    server_env,
+)
 from kiln.git.layout import repository_path
 from kiln.pagination import TOTAL_LIMIT
 
-REPO = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results"
 # A personal access token of an ordinary bench user (no admin), for the visibility-filtered list.
 USER_TOKEN = "kiln-bench-user-token"
@@ -248,30 +256,8 @@ def run_backend(
         step(f"[{backend}] starting kiln and the bare app")
         kiln = kiln_server(bin_path("kiln"), kiln_port, env, work / "kiln.log", server_cpu)
         stack.callback(kiln.stop)
-        bare = Managed(
-            "bare app",
-            [
-                sys.executable,
-                "-m",
-                "uvicorn",
-                "bench.bare:create_app",
-                "--factory",
-                "--app-dir",
-                str(REPO),
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(bare_port),
-                "--loop",
-                "uvloop",
-                "--http",
-                "httptools",
-                "--log-level",
-                "warning",
-                "--proxy-headers",
-                "--workers",
-                "1",
-            ],
+        bare = bare_server(
+            bare_port,
             {
                 **env,
                 bench_bare.DATABASE_URL_ENV: url,

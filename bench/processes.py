@@ -7,6 +7,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -14,6 +15,7 @@ from pathlib import Path
 import httpx
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+REPO = Path(__file__).resolve().parent.parent
 ROOT_TOKEN = "kiln-bench-root-token"
 ROOT_PASSWORD = "kiln-bench-root-password"
 
@@ -195,3 +197,32 @@ def kiln_server(kiln_bin: Path, port: int, env: Mapping[str, str], log: Path, cp
     """`kiln serve` exactly as an operator starts it: one process, on localhost."""
     argv = [str(kiln_bin), "serve", "--host", "127.0.0.1", "--port", str(port), "--processes", "1"]
     return Managed("kiln serve", argv, env, log, cpu)
+
+
+def bare_server(port: int, env: Mapping[str, str], log: Path, cpu: int | None) -> Managed:
+    """The bare app (bench.bare) served as `kiln serve` serves kiln: uvicorn with uvloop and
+    httptools, proxy headers on, one process. What it serves comes from `env` (its BENCH_*
+    variables)."""
+    argv = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "bench.bare:create_app",
+        "--factory",
+        "--app-dir",
+        str(REPO),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--loop",
+        "uvloop",
+        "--http",
+        "httptools",
+        "--log-level",
+        "warning",
+        "--proxy-headers",
+        "--workers",
+        "1",
+    ]
+    return Managed("bare app", argv, env, log, cpu)

@@ -37,11 +37,12 @@ import pygit2
 
 from bench import bare as bare_app
 from bench import dataset
-from bench.cli import REPO, RESULTS, bin_path, git_revision, step
+from bench.cli import RESULTS, bin_path, git_revision, step
 from bench.load import Measurement, Target, choose, measure
 from bench.processes import (
     ROOT_TOKEN,
     Managed,
+    bare_server,
     cpu_count,
     free_port,
     kiln_server,
@@ -209,29 +210,8 @@ def main(argv: list[str] | None = None) -> int:
         step(f"writing {args.commits:,} commits")
         content = build_history(repo_dir, args.commits, args.size)
 
-        bare = Managed(
-            "bare blob app",
-            [
-                sys.executable,
-                "-m",
-                "uvicorn",
-                "bench.bare:create_app",
-                "--factory",
-                "--app-dir",
-                str(REPO),
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(bare_port),
-                "--loop",
-                "uvloop",
-                "--http",
-                "httptools",
-                "--log-level",
-                "warning",
-                "--workers",
-                "1",
-            ],
+        bare = bare_server(
+            bare_port,
             {**env, bare_app.REPO_ENV: str(repo_dir), bare_app.FILE_ENV: FILE},
             work / "bare.log",
             server_cpu,
