@@ -69,9 +69,13 @@ class Measurement:
     send_late_p99_ms: float = 0.0
 
     @property
+    def served(self) -> int:
+        """Answers with a 2xx/3xx status: a fast refusal (503) is not throughput."""
+        return self.requests - self.non_2xx
+
+    @property
     def rps(self) -> float:
-        """Answers with a 2xx/3xx status per second: a fast refusal (503) is not throughput."""
-        return (self.requests - self.non_2xx) / self.duration_s if self.duration_s else 0.0
+        return self.served / self.duration_s if self.duration_s else 0.0
 
     @property
     def failures(self) -> int:
@@ -79,10 +83,12 @@ class Measurement:
 
     @property
     def cpu_ms_per_request(self) -> float:
-        """Includes the requests left open at the end: the server finishes them after the run
-        (their CPU is counted), and for a slow route they are many per completed one."""
-        served = self.requests + self.unfinished
-        return self.server_cpu_s * 1000 / served if self.requests else 0.0
+        """Per served answer, as `rps` counts them: the CPU of refused ones is part of the
+        price of those served, so the CPU ratio of two targets stays their throughput ratio on
+        a saturated core. Includes the requests left open at the end: the server finishes them
+        after the run (their CPU is counted), and for a slow route they are many per completed
+        one."""
+        return self.server_cpu_s * 1000 / (self.served + self.unfinished) if self.served else 0.0
 
     def as_dict(self) -> dict[str, float | int]:
         return {
