@@ -42,6 +42,14 @@ def member_namespace() -> Any:
     return _MEMBER_NS
 
 
+def opened_by(visibility: Any, visibilities: tuple[str, ...]) -> ColumnElement[bool]:
+    """`visibility` is one the policy opens (policy.open_visibilities): a plain equality for
+    one value, so the SQL stays what an index on the column answers best."""
+    if len(visibilities) == 1:
+        return visibility == visibilities[0]  # type: ignore[no-any-return]
+    return visibility.in_(visibilities)  # type: ignore[no-any-return]
+
+
 def within(inner: Any, outer: Any) -> ColumnElement[bool]:
     """`inner` is `outer` or below it: its traversal starts with outer's. Written as a range
     ("1/5/" <= t < "1/5/~"; traversals hold only digits and slashes) so the traversal index

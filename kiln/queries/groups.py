@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session
 from kiln import policy
 from kiln.auth.actor import Actor
 from kiln.models import ApplicationSetting, Namespace, Project, ProjectStatistics
-from kiln.models.namespaces import KIND_GROUP, OWNER, PUBLIC
+from kiln.models.namespaces import KIND_GROUP, OWNER
 from kiln.models.projects import STORAGE_SIZES
 from kiln.queries import access, custom_attributes
 from kiln.queries.projects import NamespaceRow
@@ -220,7 +220,7 @@ def _listed(actor: Actor | None, q: GroupList) -> ColumnElement[bool]:
     admin = policy.is_admin(actor)
     all_available = q.all_available if q.all_available is not None else admin
     if actor is None:
-        return false() if q.owned else Namespace.visibility == PUBLIC
+        return false() if q.owned else access.opened_by(Namespace.visibility, policy.open_visibilities(None))
     if q.owned:
         return Namespace.id.in_(_member_group_ids(actor.user.id, OWNER))
     if q.min_access_level is not None:

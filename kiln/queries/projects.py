@@ -38,7 +38,7 @@ from kiln.models import (
     ProjectTopic,
     User,
 )
-from kiln.models.namespaces import KIND_GROUP, OWNER, PUBLIC, ancestor_ids
+from kiln.models.namespaces import KIND_GROUP, OWNER, ancestor_ids
 from kiln.models.projects import DISABLED, storage_size
 from kiln.pagination import TOTAL_LIMIT
 from kiln.queries import access, custom_attributes
@@ -126,7 +126,7 @@ def visible_to(actor: Actor | None) -> ColumnElement[bool]:
     and private ones some membership reaches. Admins see everything. A signed-in caller's
     condition is built once per set of open visibilities; its values come from viewer_params."""
     if actor is None:
-        return Project.visibility == PUBLIC
+        return access.opened_by(Project.visibility, policy.open_visibilities(None))
     if actor.is_admin:
         return true()
     return _visible_through(policy.open_visibilities(actor))
