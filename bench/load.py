@@ -162,6 +162,10 @@ class PythonLoad(LoadGenerator):
     def describe(self) -> str:
         return f"bench.loadgen (asyncio, {self.connections} keep-alive connections)"
 
+    def pace(self) -> list[str]:
+        """bench.loadgen's options for how requests follow one another."""
+        return ["--connections", str(self.connections)]
+
     def command(self, target: Target, duration: float) -> list[str]:
         argv = [
             sys.executable,
@@ -169,8 +173,7 @@ class PythonLoad(LoadGenerator):
             "bench.loadgen",
             "--url",
             target.url,
-            "--connections",
-            str(self.connections),
+            *self.pace(),
             "--duration",
             str(duration),
         ]
@@ -179,7 +182,7 @@ class PythonLoad(LoadGenerator):
         return argv
 
 
-class OpenLoop(LoadGenerator):
+class OpenLoop(PythonLoad):
     """A fixed rate of requests, each on schedule however late the answers (bench.loadgen)."""
 
     name = "open loop"
@@ -191,21 +194,8 @@ class OpenLoop(LoadGenerator):
     def describe(self) -> str:
         return f"bench.loadgen open loop, {self.rate:g} requests/s"
 
-    def command(self, target: Target, duration: float) -> list[str]:
-        argv = [
-            sys.executable,
-            "-m",
-            "bench.loadgen",
-            "--url",
-            target.url,
-            "--rate",
-            str(self.rate),
-            "--duration",
-            str(duration),
-        ]
-        for name, value in target.headers.items():
-            argv += ["--header", f"{name}: {value}"]
-        return argv
+    def pace(self) -> list[str]:
+        return ["--rate", str(self.rate)]
 
 
 def measure(
