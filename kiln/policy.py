@@ -18,7 +18,17 @@ from ipaddress import IPv4Network, IPv6Address, IPv6Network, ip_address
 from kiln.auth.actor import Actor
 from kiln.errors import Forbidden, NotFound
 from kiln.models import Namespace, Project, User
-from kiln.models.namespaces import DEVELOPER, GUEST, INTERNAL, MAINTAINER, OWNER, PRIVATE, PUBLIC, REPORTER
+from kiln.models.namespaces import (
+    DEVELOPER,
+    GUEST,
+    INTERNAL,
+    MAINTAINER,
+    OWNER,
+    PRIVATE,
+    PUBLIC,
+    REPORTER,
+    VISIBILITY_LEVEL,
+)
 from kiln.models.projects import DISABLED, ENABLED
 from kiln.queries.users import UserRow
 
@@ -302,6 +312,16 @@ def may_share_at(actor: Actor | None, s: ProjectSubject, group_access: int) -> b
 def may_use_visibility(actor: Actor | None, visibility: str, restricted: Container[str]) -> bool:
     """The instance's restricted visibility levels bind everyone but administrators."""
     return visibility not in restricted or is_admin(actor)
+
+
+def exceeds(visibility: str, ceiling: str) -> bool:
+    """A visibility wider than `ceiling` (a group's, a fork source's): not allowed below it."""
+    return VISIBILITY_LEVEL[visibility] > VISIBILITY_LEVEL[ceiling]
+
+
+def capped(visibility: str, ceiling: str) -> str:
+    """`visibility`, lowered to `ceiling` where it is wider."""
+    return ceiling if exceeds(visibility, ceiling) else visibility
 
 
 def may_create_projects(user: UserRow | User) -> bool:

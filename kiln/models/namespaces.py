@@ -27,16 +27,6 @@ VISIBILITIES = (PRIVATE, INTERNAL, PUBLIC)
 VISIBILITY_LEVEL = {PRIVATE: 0, INTERNAL: 10, PUBLIC: 20}
 
 
-def exceeds(visibility: str, ceiling: str) -> bool:
-    """A visibility wider than `ceiling` (a group's, a fork source's): not allowed below it."""
-    return VISIBILITY_LEVEL[visibility] > VISIBILITY_LEVEL[ceiling]
-
-
-def capped(visibility: str, ceiling: str) -> str:
-    """`visibility`, lowered to `ceiling` where it is wider."""
-    return ceiling if exceeds(visibility, ceiling) else visibility
-
-
 class Namespace(Timestamps, Base):
     __tablename__ = "namespaces"
     __table_args__ = (

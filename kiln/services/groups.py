@@ -27,7 +27,7 @@ from kiln.models import (
     ProjectGroupLink,
     Upload,
 )
-from kiln.models.namespaces import KIND_GROUP, OWNER, VISIBILITY_LEVEL, capped, exceeds
+from kiln.models.namespaces import KIND_GROUP, OWNER, VISIBILITY_LEVEL
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action, GroupSubject
 from kiln.queries import access
@@ -255,12 +255,12 @@ def _check_visibility(
     errors: dict[str, list[str]],
 ) -> None:
     messages = errors.setdefault("visibility_level", [])
-    if parent is not None and exceeds(visibility, parent.visibility):
+    if parent is not None and policy.exceeds(visibility, parent.visibility):
         messages.append(
             f"{visibility} is not allowed since the parent group has a {parent.visibility} visibility."
         )
     if group is not None:
-        lower = [v for v in VISIBILITY_LEVEL if exceeds(v, visibility)]
+        lower = [v for v in VISIBILITY_LEVEL if policy.exceeds(v, visibility)]
         if lower and db.scalar(
             select(Project.id).where(Project.namespace_id == group.id, Project.visibility.in_(lower)).limit(1)
         ):
@@ -332,7 +332,7 @@ def create_group(db: Session, actor: Actor, p: GroupCreate) -> GroupRecord:
             # Not asked for: the instance default, lowered to what the parent allows.
             visibility = inst["default_group_visibility"]
             if parent is not None:
-                visibility = capped(visibility, parent.visibility)
+                visibility = policy.capped(visibility, parent.visibility)
         _check_visibility(db, actor, None, parent, visibility, errors)
         if errors:
             raise _save_failed(errors)
@@ -465,7 +465,7 @@ def _height(db: Session, group: Namespace) -> int:
 
 
 def _cap_visibility(db: Session, group: Namespace, ceiling: str) -> None:
-    allowed = [v for v in VISIBILITY_LEVEL if not exceeds(v, ceiling)]
+    allowed = [v for v in VISIBILITY_LEVEL if not policy.exceeds(v, ceiling)]
     below = ns_service.descendant_ids(group)
     db.execute(
         update(Namespace)

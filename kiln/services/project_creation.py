@@ -15,7 +15,6 @@ from kiln.db import transaction
 from kiln.errors import ParamError, ValidationFailed
 from kiln.git.writes import FileAction, Person, commit_actions
 from kiln.models import Namespace, Project, ProjectStatistics, User
-from kiln.models.namespaces import capped
 from kiln.policy import Action
 from kiln.queries import namespaces as namespace_finder
 from kiln.records import ProjectRecord
@@ -145,4 +144,4 @@ def _create_repository(
 
 
 def _default_visibility(default: str, ns: Namespace) -> str:
-    return capped(default, ns.visibility) if ns.is_group else default
+    return policy.capped(default, ns.visibility) if ns.is_group else default

@@ -13,7 +13,6 @@ from kiln.config import Settings
 from kiln.db import transaction
 from kiln.errors import ConflictList, NotFound
 from kiln.models import Namespace, Project, ProjectStatistics
-from kiln.models.namespaces import capped
 from kiln.policy import Action
 from kiln.queries import namespaces as namespace_finder
 from kiln.queries import projects as finder
@@ -51,9 +50,9 @@ def fork_project(db: Session, actor: Actor, ident: str, p: ProjectFork, settings
         name = p.name or source.name
         path = p.path or source.path
         visibility = p.visibility or source.visibility
-        visibility = capped(visibility, source.visibility)
+        visibility = policy.capped(visibility, source.visibility)
         if ns.is_group:
-            visibility = capped(visibility, ns.visibility)
+            visibility = policy.capped(visibility, ns.visibility)
         errors: dict[str, list[str]] = {}
         check_name_path(db, ns, name, path, errors)
         if errors:

@@ -15,7 +15,6 @@ from kiln.db import transaction
 from kiln.errors import ValidationFailed
 from kiln.git.files import readme_name
 from kiln.models import Namespace, Project, ProjectTopic
-from kiln.models.namespaces import exceeds
 from kiln.models.projects import DISABLED, ENABLED
 from kiln.policy import Action
 from kiln.records import ProjectRecord
@@ -98,7 +97,7 @@ MAX_TOPICS = 20
 
 
 def _check_visibility(ns: Namespace, visibility: str, errors: dict[str, list[str]]) -> None:
-    if ns.is_group and exceeds(visibility, ns.visibility):
+    if ns.is_group and policy.exceeds(visibility, ns.visibility):
         errors.setdefault("visibility_level", []).append(
             f"{visibility} is not allowed in a {ns.visibility} group."
         )
