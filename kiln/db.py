@@ -37,7 +37,7 @@ class SQLiteWriter:
     def acquire(self, timeout: float) -> None:
         """The writer within `timeout` seconds, or `database is locked` (a 503 with
         Retry-After): a writer held long elsewhere (a long job, a stuck `kiln worker`) must
-        not hold request threads with it."""
+        not hold request threads with it. A timeout of 0 never waits."""
         deadline = time.monotonic() + timeout
         if not self._threads.acquire(timeout=max(timeout, 0)):
             raise _locked()
@@ -58,22 +58,6 @@ class SQLiteWriter:
             self._depth -= 1
             self._threads.release()
             raise
-
-    def try_acquire(self) -> bool:
-        """The writer if nobody holds it right now, in this process or another; never waits."""
-        if not self._threads.acquire(blocking=False):
-            return False
-        try:
-            self._depth += 1
-            if self._depth == 1 and self._path is not None:
-                fcntl.flock(self._file(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BaseException as exc:
-            self._depth -= 1
-            self._threads.release()
-            if isinstance(exc, BlockingIOError):
-                return False
-            raise
-        return True
 
     def release(self) -> None:
         try:
@@ -136,7 +120,7 @@ def make_engine(settings: Settings) -> Engine:
             # A failed statement's message would carry its parameters (session CSRF tokens,
             # runners tokens, upload secrets) into the logs.
             hide_parameters=not settings.sql_echo,
-            connect_args={"check_same_thread": False, "timeout": 30},
+            connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_S},
             pool_size=settings.pool_limits[0],
             max_overflow=settings.pool_limits[1],
             pool_timeout=settings.db_pool_timeout,
@@ -200,7 +184,7 @@ def _configure_sqlite(engine: Engine) -> None:
         cur.execute("PRAGMA journal_mode=WAL")
         cur.execute("PRAGMA synchronous=NORMAL")
         cur.execute("PRAGMA foreign_keys=ON")
-        cur.execute("PRAGMA busy_timeout=30000")
+        cur.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
         cur.close()
 
     @event.listens_for(engine, "begin")
@@ -291,7 +275,12 @@ def try_transaction(db: Session) -> Iterator[bool]:
         return
     if is_sqlite(db):
         writer = _sqlite_writer(db)
-        if not writer.try_acquire():
+        try:
+            writer.acquire(0)
+            free = True
+        except OperationalError:  # another thread or process holds it right now
+            free = False
+        if not free:  # outside the handler: an error in the caller's block is not chained to it
             yield False
             return
         try:
