@@ -1,9 +1,18 @@
-"""The soundness check for repositories tests write: `git fsck` finds nothing wrong."""
+"""What tests over repositories share: a project with its repository as the API answers it,
+and the soundness check for repositories tests write (`git fsck` finds nothing wrong)."""
 
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
+
+
+def new_project(api: Any, make: Any, owner: Any, *, readme: bool = True, **fields: Any) -> dict[str, Any]:
+    """A project with its repository (a README.md commit on the default branch unless
+    readme=False), written by the factories; its record as the API answers it to `owner`."""
+    project = make.project_with_repository(owner=owner, readme=readme, **fields)
+    return api(owner).get(f"/projects/{project.id}").json()
 
 
 def fsck_errors(path: Path) -> str:

@@ -20,20 +20,13 @@ from sqlalchemy import select
 from kiln.models import Event, Project, ProtectedBranch
 from kiln.services import repositories
 from tests.factories.repositories import write_commit
-from tests.repositories import fsck_errors
+from tests.repositories import fsck_errors, new_project
 
 WEB = "http://kiln.test"
 ZERO = "0" * 40
 
 
 # ----------------------------------------------------------------------------- helpers
-
-
-def new_project(api, make, owner, *, visibility="private", readme=True, **fields) -> dict:
-    """A project with its repository (a README.md commit on the default branch unless
-    readme=False), written by the factories; its record as the API answers it."""
-    project = make.project_with_repository(owner=owner, visibility=visibility, readme=readme, **fields)
-    return api(owner).get(f"/projects/{project.id}").json()
 
 
 def add_member(db, make, project: dict, user, level: int) -> None:

@@ -16,7 +16,7 @@ from kiln.models import Project
 from kiln.models.namespaces import DEVELOPER, GUEST, MAINTAINER, REPORTER
 from kiln.services.repositories import store
 from tests.bodies import COMMIT_KEYS
-from tests.repositories import fsck_errors
+from tests.repositories import fsck_errors, new_project
 
 _names = itertools.count(1)
 
@@ -32,13 +32,6 @@ REVERT_FAILED = (
 
 
 # ------------------------------------------------------------------ helpers
-
-
-def new_project(api: Any, make: Any, owner: Any, *, readme: bool = True, **fields: Any) -> dict[str, Any]:
-    """A project with its repository (README.md on main unless readme=False), written by the
-    factories; its record as the API answers it."""
-    project = make.project_with_repository(owner=owner, readme=readme, **fields)
-    return api(owner).get(f"/projects/{project.id}").json()
 
 
 def commits_url(pid: int) -> str:

@@ -20,7 +20,7 @@ from kiln.models import Event, Project, ProtectedBranch
 from kiln.models.namespaces import DEVELOPER, GUEST, MAINTAINER, REPORTER
 from kiln.services.repositories import store
 from tests.factories.repositories import write_commit
-from tests.repositories import fsck_errors
+from tests.repositories import fsck_errors, new_project
 
 BOT = Person("Setup Bot", "bot@example.com")
 NOT_ON_BRANCH = "You can only create or edit files when you are on a branch"
@@ -28,13 +28,6 @@ BAD_PATH = {"error": "file_path should be a valid file path"}
 
 
 # ---------------------------------------------------------------------------- helpers
-
-
-def new_project(api, make, owner, *, readme: bool = True, **fields):
-    """A project with its repository (README.md on main by default), written by the
-    factories; its record as the API answers it."""
-    project = make.project_with_repository(owner=owner, readme=readme, **fields)
-    return api(owner).get(f"/projects/{project.id}").json()
 
 
 def repo_path(settings, project) -> Path:

@@ -15,7 +15,8 @@ from kiln.models.namespaces import DEVELOPER, GUEST, MAINTAINER, OWNER, REPORTER
 from kiln.queries.users import row_by_id
 from kiln.services import instance_settings, project_lifecycle
 from kiln.services.project_lifecycle import DESTROY_ADJOURNED, REMOVE_FILES
-from tests.api.test_files import files_url, new_project, write_body
+from tests.api.test_files import files_url, write_body
+from tests.repositories import new_project
 
 # ------------------------------------------------------------------ create
 

@@ -9,7 +9,8 @@ from email.utils import format_datetime
 from sqlalchemy import select
 
 from kiln.models import ProtectedBranch
-from tests.api.test_branches import add_member, branches_url, commit_on, new_project
+from tests.api.test_branches import add_member, branches_url, commit_on
+from tests.repositories import new_project
 
 
 def rules_url(project: dict, name: str | None = None) -> str:

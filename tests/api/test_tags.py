@@ -15,12 +15,12 @@ from tests.api.test_branches import (
     expected_commit,
     last_event,
     new_commit_object,
-    new_project,
     push_lands_while_waiting,
     repo_of,
     repo_path,
     tip,
 )
+from tests.repositories import new_project
 
 
 def tags_url(project: dict, name: str | None = None) -> str:
