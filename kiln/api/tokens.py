@@ -51,8 +51,7 @@ async def revoke_current(request: Req, db: Db, actor: Authenticated) -> Response
 @post("/personal_access_tokens/self/rotate", params=TokenRotate, status=200)
 async def rotate_current(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
     p: TokenRotate = await params(request)
-    token = service.current_token_for_rotation(db, actor)
-    new, secret = await in_thread(service.rotate, db, actor, token, p.expires_at, runtime(request).settings)
+    new, secret = await in_thread(service.rotate_current, db, actor, p.expires_at, runtime(request).settings)
     return render(personal_access_token(new, secret), status=200)
 
 

@@ -97,13 +97,6 @@ def revoke(db: Session, actor: Actor, token_id: int) -> None:
         _model(db, token_id).revoked = True
 
 
-def current_token_for_rotation(db: Session, actor: Actor) -> PersonalAccessToken:
-    """Only a personal access token rotates itself; GitLab answers anything else with 405."""
-    if actor.via not in ("personal_access_token", "impersonation_token"):
-        raise NotAllowed()
-    return _current_model(db, actor)
-
-
 def revoke_current(db: Session, actor: Actor) -> None:
     token = _current_model(db, actor)
     with transaction(db):
@@ -145,6 +138,15 @@ def _revoke_if_live(db: Session, token_id: int) -> bool:
         .execution_options(synchronize_session=False)
     )
     return revoked.rowcount == 1
+
+
+def rotate_current(
+    db: Session, actor: Actor, expires_at: date | None, settings: Settings
+) -> tuple[PersonalAccessToken, str]:
+    """Only a personal access token rotates itself; GitLab answers anything else with 405."""
+    if actor.via not in ("personal_access_token", "impersonation_token"):
+        raise NotAllowed()
+    return rotate(db, actor, _current_model(db, actor), expires_at, settings)
 
 
 def rotate_by_id(
