@@ -15,11 +15,20 @@ import argparse
 import asyncio
 import json
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 MARKER = "BENCH_JSON "
 TIMEOUT_S = 5  # as wrk --timeout in bench.load
+# What a request may end with short of an answer: a connection refused, reset or closed
+# mid-answer, an answer that does not parse, or none in time.
+IO_ERRORS = (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ValueError)
+# A keep-alive connection idle this long is closed rather than reused, as HTTP clients do
+# (httpx's keepalive_expiry is 5 s): the servers close theirs after 5 s idle (uvicorn's
+# timeout_keep_alive), and a request sent on one they have just closed fails as no client's
+# would.
+KEEPALIVE_EXPIRY_S = 4.0
 
 
 @dataclass
@@ -29,6 +38,18 @@ class Tally:
     errors: int = 0
     timeouts: int = 0
     non_2xx: int = 0
+
+    def record(self, status: int, size: int, latency: float) -> None:
+        self.latencies.append(latency)
+        self.bytes += size
+        if not 200 <= status < 400:
+            self.non_2xx += 1
+
+    def failed(self, exc: BaseException) -> None:
+        if isinstance(exc, TimeoutError):
+            self.timeouts += 1
+        else:
+            self.errors += 1
 
 
 async def read_response(reader: asyncio.StreamReader) -> tuple[int, int, bool]:
@@ -73,24 +94,12 @@ async def connection(host: str, port: int, request: bytes, deadline: float, tall
             started = time.perf_counter()
             writer.write(request)
             status, size, keep_alive = await asyncio.wait_for(read_response(reader), timeout=TIMEOUT_S)
-            tally.latencies.append(time.perf_counter() - started)
-            tally.bytes += size
-            if not 200 <= status < 400:
-                tally.non_2xx += 1
+            tally.record(status, size, time.perf_counter() - started)
             if not keep_alive:
                 writer.close()
                 writer = None
-        except (
-            OSError,
-            asyncio.IncompleteReadError,
-            asyncio.LimitOverrunError,
-            TimeoutError,
-            ValueError,
-        ) as exc:
-            if isinstance(exc, TimeoutError):
-                tally.timeouts += 1
-            else:
-                tally.errors += 1
+        except IO_ERRORS as exc:
+            tally.failed(exc)
             if writer is not None:
                 writer.close()
                 writer = None
@@ -110,7 +119,7 @@ async def drive(url: str, headers: list[str], connections: int, duration: float)
     parts = urlsplit(url)
     host = parts.hostname or "127.0.0.1"
     port = parts.port or 80
-    request = _request(url, headers)
+    request = raw_request(url, headers)
     tally = Tally()
     started = time.perf_counter()
     deadline = started + duration
@@ -118,97 +127,95 @@ async def drive(url: str, headers: list[str], connections: int, duration: float)
     return _summary(tally, time.perf_counter() - started)
 
 
-# A keep-alive connection idle this long is closed rather than reused, as HTTP clients do
-# (httpx's keepalive_expiry is 5 s): the servers close theirs after 5 s idle (uvicorn's
-# timeout_keep_alive), and a request sent on one they have just closed fails as no client's
-# would.
-KEEPALIVE_EXPIRY_S = 4.0
-
-
-class Idle:
-    """Keep-alive connections not busy with a request, with when each became idle."""
+class Pool:
+    """Keep-alive connections to one server: the one idle last if it has not been idle too
+    long (KEEPALIVE_EXPIRY_S), else a new one."""
 
     def __init__(self, host: str, port: int) -> None:
         self.host = host
         self.port = port
-        self.free: list[tuple[asyncio.StreamReader, asyncio.StreamWriter, float]] = []
+        self.idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter, float]] = []
         self.opened = 0
 
-    async def take(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    async def request(self, raw: bytes, timeout: float) -> tuple[int, int]:
+        """Status and size of the answer to `raw`, which must be in within `timeout` seconds,
+        connecting included; a connection that fails or runs out of time is closed."""
+        return await asyncio.wait_for(self._exchange(raw), timeout)
+
+    async def _exchange(self, raw: bytes) -> tuple[int, int]:
+        reader, writer = await self._take()
+        try:
+            writer.write(raw)
+            status, size, keep_alive = await read_response(reader)
+        except BaseException:
+            writer.close()
+            raise
+        if keep_alive:
+            self.idle.append((reader, writer, time.monotonic()))
+        else:
+            writer.close()
+        return status, size
+
+    async def _take(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         now = time.monotonic()
-        while self.free:
-            reader, writer, since = self.free.pop()
+        while self.idle:
+            reader, writer, since = self.idle.pop()
             if now - since < KEEPALIVE_EXPIRY_S:
                 return reader, writer
             writer.close()
         self.opened += 1
-        return await asyncio.open_connection(self.host, self.port)
-
-    def give_back(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.free.append((reader, writer, time.monotonic()))
+        return await asyncio.open_connection(self.host, self.port, limit=1 << 20)
 
     def close(self) -> None:
-        for _reader, writer, _since in self.free:
-            writer.close()
+        while self.idle:
+            self.idle.pop()[1].close()
 
 
-async def scheduled(idle: Idle, request: bytes, due: float, tally: Tally, late: list[float]) -> None:
+async def scheduled(pool: Pool, request: bytes, due: float, tally: Tally, late: list[float]) -> None:
     delay = due - time.perf_counter()
     if delay > 0:
         await asyncio.sleep(delay)
     late.append(max(0.0, time.perf_counter() - due))
-    writer: asyncio.StreamWriter | None = None
     try:
-        reader, writer = await asyncio.wait_for(idle.take(), timeout=TIMEOUT_S)
-        writer.write(request)
-        remaining = max(0.001, due + TIMEOUT_S - time.perf_counter())
-        status, size, keep_alive = await asyncio.wait_for(read_response(reader), timeout=remaining)
-        tally.latencies.append(time.perf_counter() - due)
-        tally.bytes += size
-        if not 200 <= status < 400:
-            tally.non_2xx += 1
-        if keep_alive:
-            idle.give_back(reader, writer)
-        else:
-            writer.close()
-    except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ValueError) as exc:
-        if isinstance(exc, TimeoutError):
-            tally.timeouts += 1
-        else:
-            tally.errors += 1
-        if writer is not None:
-            writer.close()
+        status, size = await pool.request(request, max(0.001, due + TIMEOUT_S - time.perf_counter()))
+    except IO_ERRORS as exc:
+        tally.failed(exc)
+    else:
+        tally.record(status, size, time.perf_counter() - due)
 
 
 async def drive_open(url: str, headers: list[str], rate: float, duration: float) -> dict[str, float | int]:
     parts = urlsplit(url)
     host = parts.hostname or "127.0.0.1"
-    idle = Idle(host, parts.port or 80)
-    request = _request(url, headers)
+    pool = Pool(host, parts.port or 80)
+    request = raw_request(url, headers)
     tally = Tally()
     late: list[float] = []
     started = time.perf_counter() + 0.05
     count = int(rate * duration)
     tasks = [
-        asyncio.ensure_future(scheduled(idle, request, started + n / rate, tally, late)) for n in range(count)
+        asyncio.ensure_future(scheduled(pool, request, started + n / rate, tally, late)) for n in range(count)
     ]
     await asyncio.gather(*tasks)
     elapsed = time.perf_counter() - started
-    idle.close()
+    pool.close()
     result = _summary(tally, elapsed)
     ordered_late = sorted(late)
     # How far behind schedule the generator itself sent: its own overload shows here.
     result["send_late_p99_ms"] = round(percentile(ordered_late, 99) * 1000, 3)
-    result["connections_opened"] = idle.opened
+    result["connections_opened"] = pool.opened
     result["rate"] = rate
     return result
 
 
-def _request(url: str, headers: list[str]) -> bytes:
+def raw_request(url: str, headers: Iterable[str] = (), method: str = "GET", body: bytes = b"") -> bytes:
+    """One HTTP/1.1 request, headers given as "Name: value"; a body gets its Content-Length."""
     parts = urlsplit(url)
     target = parts.path + (f"?{parts.query}" if parts.query else "")
-    lines = [f"GET {target} HTTP/1.1", f"Host: {parts.netloc}", "Accept: */*", *headers]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+    lines = [f"{method} {target} HTTP/1.1", f"Host: {parts.netloc}", "Accept: */*", *headers]
+    if body:
+        lines.append(f"Content-Length: {len(body)}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
 
 
 def _summary(tally: Tally, elapsed: float) -> dict[str, float | int]:

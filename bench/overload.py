@@ -28,8 +28,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections import Counter, deque
-from collections.abc import Mapping
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,7 +39,7 @@ import uvloop
 from sqlalchemy import select
 
 from bench.cli import bin_path, git_revision
-from bench.loadgen import percentile, read_response
+from bench.loadgen import IO_ERRORS, Pool, percentile, raw_request
 from bench.processes import ROOT_TOKEN, Managed, cpu_count, free_port, kiln_server, server_env
 from kiln.config import Settings
 from kiln.db import make_engine, make_sessionmaker, transaction
@@ -57,7 +56,6 @@ ROUTES = {
 PROBE = "/api/v4/version"
 PROBE_EVERY = 0.1
 IO_TIMEOUT = 30.0
-KEEP_IDLE = 3.0
 
 
 @dataclass
@@ -87,76 +85,25 @@ class Tally:
         }
 
 
-class Connections:
-    """Keep-alive connections to one server: an idle one if there is one, else a new one."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self.host, self.port = host, port
-        self.idle: deque[tuple[asyncio.StreamReader, asyncio.StreamWriter, float]] = deque()
-        self.opened = 0
-
-    async def request(self, raw: bytes) -> int:
-        now = time.perf_counter()
-        # The server closes keep-alive connections idle for 5 s: never race it.
-        while self.idle and now - self.idle[0][2] > KEEP_IDLE:
-            self.idle.popleft()[1].close()
-        if self.idle:
-            reader, writer, _ = self.idle.pop()
-        else:
-            reader, writer = await asyncio.open_connection(self.host, self.port, limit=1 << 20)
-            self.opened += 1
-        try:
-            writer.write(raw)
-            status, _size, keep_alive = await asyncio.wait_for(read_response(reader), IO_TIMEOUT)
-        except BaseException:
-            writer.close()
-            raise
-        if keep_alive:
-            self.idle.append((reader, writer, time.perf_counter()))
-        else:
-            writer.close()
-        return status
-
-    def close(self) -> None:
-        while self.idle:
-            self.idle.pop()[1].close()
-
-
-def raw_get(path: str, headers: Mapping[str, str]) -> bytes:
-    lines = [f"GET {path} HTTP/1.1", "Host: 127.0.0.1", *(f"{k}: {v}" for k, v in headers.items())]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode()
-
-
-def raw_put_json(path: str, headers: Mapping[str, str], body: dict[str, Any]) -> bytes:
-    data = json.dumps(body).encode()
-    lines = [
-        f"PUT {path} HTTP/1.1",
-        "Host: 127.0.0.1",
-        "Content-Type: application/json",
-        f"Content-Length: {len(data)}",
-        *(f"{k}: {v}" for k, v in headers.items()),
-    ]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode() + data
-
-
-async def timed(conns: Connections, raw: bytes, departs: float, tally: Tally) -> None:
+async def timed(conns: Pool, raw: bytes, departs: float, tally: Tally) -> None:
     sent = time.perf_counter()
+    status: int | str
     try:
-        status: int | str = await conns.request(raw)
-    except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ValueError) as exc:
+        status, _size = await conns.request(raw, IO_TIMEOUT)
+    except IO_ERRORS as exc:
         status = type(exc).__name__
     now = time.perf_counter()
     tally.results.append((status, now - departs))
     tally.answered.append((status, now - sent))
 
 
-async def closed_loop(conns: Connections, raw: bytes, connections: int, duration: float) -> Tally:
+async def closed_loop(conns: Pool, raw: bytes, connections: int, duration: float) -> Tally:
     """`connections` clients, each sending its next request when the last is answered."""
     tally = Tally()
     end = time.perf_counter() + duration
 
     async def client() -> None:
-        own = Connections(conns.host, conns.port)
+        own = Pool(conns.host, conns.port)
         while time.perf_counter() < end:
             await timed(own, raw, time.perf_counter(), tally)
         own.close()
@@ -178,7 +125,7 @@ async def open_loop(
     end = start + duration
 
     async def client(k: int) -> None:
-        own = Connections(host, port)
+        own = Pool(host, port)
         n = 0
         while (due := start + (n * connections + k) / rate) < end:
             now = time.perf_counter()
@@ -190,7 +137,7 @@ async def open_loop(
         own.close()
 
     async def prober() -> None:
-        own = Connections(host, port)
+        own = Pool(host, port)
         n = 0
         while (due := start + n * PROBE_EVERY) < end:
             now = time.perf_counter()
@@ -237,9 +184,9 @@ def overload(args: argparse.Namespace, work: Path, server_cpu: int | None) -> di
         check = httpx.get(f"{url}{path}", headers=root, timeout=30)
         if check.status_code != 200:
             raise RuntimeError(f"{path}: {check.status_code} {check.text[:200]}")
-        raw = raw_get(path, root)
+        raw = raw_request(f"{url}{path}", [f"Private-Token: {ROOT_TOKEN}"])
         host_port = url.removeprefix("http://").split(":")
-        conns = Connections(host_port[0], int(host_port[1]))
+        conns = Pool(host_port[0], int(host_port[1]))
 
         uvloop.run(closed_loop(conns, raw, args.connections, 1.0))  # warm-up
         sustained = uvloop.run(closed_loop(conns, raw, args.connections, args.measure))
@@ -254,7 +201,13 @@ def overload(args: argparse.Namespace, work: Path, server_cpu: int | None) -> di
         flood_started = datetime.now(UTC)
         flood, probes = uvloop.run(
             open_loop(
-                conns.host, conns.port, raw, rate, args.duration, args.flood_connections, raw_get(PROBE, {})
+                conns.host,
+                conns.port,
+                raw,
+                rate,
+                args.duration,
+                args.flood_connections,
+                raw_request(f"{url}{PROBE}"),
             )
         )
         flood_ended = datetime.now(UTC)
@@ -304,8 +257,13 @@ def writers(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     server, url = start(2, work / "writers", log, None, **settings_of(args))
     try:
         host, port = url.removeprefix("http://").split(":")
-        raw = raw_put_json("/api/v4/user/status", {"Private-Token": ROOT_TOKEN}, {"message": "writing"})
-        conns = Connections(host, int(port))
+        raw = raw_request(
+            f"{url}/api/v4/user/status",
+            [f"Private-Token: {ROOT_TOKEN}", "Content-Type: application/json"],
+            method="PUT",
+            body=json.dumps({"message": "writing"}).encode(),
+        )
+        conns = Pool(host, int(port))
         uvloop.run(closed_loop(conns, raw, args.writers, 1.0))
         tally = uvloop.run(closed_loop(conns, raw, args.writers, args.measure))
         text = log.read_text(errors="replace")
