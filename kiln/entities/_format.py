@@ -21,3 +21,9 @@ def day(value: date | None) -> str | None:
 def git_time(seconds: int) -> str:
     """A git timestamp (author, committer, tagger) in the same UTC form as every other time."""
     return iso(datetime.fromtimestamp(seconds, UTC))
+
+
+def git_text(raw: bytes) -> str:
+    """Text git keeps as bytes (messages, names): bytes that are not UTF-8 show as U+FFFD
+    rather than fail the answer."""
+    return raw.decode("utf-8", errors="replace")

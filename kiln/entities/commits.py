@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kiln.entities._format import git_time, iso
+from kiln.entities._format import git_text, git_time, iso
 from kiln.entities.users import user_basic
 
 if TYPE_CHECKING:
@@ -22,10 +22,6 @@ if TYPE_CHECKING:
 NO_MESSAGE = "No commit message"
 
 
-def _text(raw: bytes) -> str:
-    return raw.decode("utf-8", errors="replace")
-
-
 def commit_title(message: str) -> str:
     """The first line, whole (GitLab's full_title)."""
     if not message.strip():
@@ -36,7 +32,7 @@ def commit_title(message: str) -> str:
 def commit_basic(commit: pygit2.Commit, web_base: str) -> dict[str, Any]:
     """GitLab's Commit entity; `web_base` is the project's web URL."""
     sha = str(commit.id)
-    message = _text(commit.raw_message)
+    message = git_text(commit.raw_message)
     author, committer = commit.author, commit.committer
     committed = git_time(committer.time)
     return {
@@ -46,11 +42,11 @@ def commit_basic(commit: pygit2.Commit, web_base: str) -> dict[str, Any]:
         "parent_ids": [str(p) for p in commit.parent_ids],
         "title": commit_title(message),
         "message": message,
-        "author_name": _text(author.raw_name),
-        "author_email": _text(author.raw_email),
+        "author_name": git_text(author.raw_name),
+        "author_email": git_text(author.raw_email),
         "authored_date": git_time(author.time),
-        "committer_name": _text(committer.raw_name),
-        "committer_email": _text(committer.raw_email),
+        "committer_name": git_text(committer.raw_name),
+        "committer_email": git_text(committer.raw_email),
         "committed_date": committed,
         "trailers": {},
         "extended_trailers": {},

@@ -8,7 +8,7 @@ from urllib.parse import quote
 
 import pygit2
 
-from kiln.entities._format import git_time
+from kiln.entities._format import git_text, git_time
 
 if TYPE_CHECKING:
     from kiln.queries.files import BlameRange, FileRecord
@@ -72,21 +72,17 @@ def _when(sig: pygit2.Signature) -> str | None:
     return git_time(sig.time)
 
 
-def _text(raw: bytes) -> str:
-    return raw.decode("utf-8", "replace")
-
-
 def blame_commit(commit: pygit2.Commit) -> dict[str, Any]:
     return {
         "id": str(commit.id),
         "message": commit.raw_message.decode("utf-8", "replace"),
         "parent_ids": [str(p) for p in commit.parent_ids],
         "authored_date": _when(commit.author),
-        "author_name": _text(commit.author.raw_name),
-        "author_email": _text(commit.author.raw_email),
+        "author_name": git_text(commit.author.raw_name),
+        "author_email": git_text(commit.author.raw_email),
         "committed_date": _when(commit.committer),
-        "committer_name": _text(commit.committer.raw_name),
-        "committer_email": _text(commit.committer.raw_email),
+        "committer_name": git_text(commit.committer.raw_name),
+        "committer_email": git_text(commit.committer.raw_email),
     }
 
 

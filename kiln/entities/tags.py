@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kiln.entities._format import git_time
+from kiln.entities._format import git_text, git_time
 from kiln.entities.commits import commit_basic
 from kiln.git.branches import TagRef
 
@@ -14,7 +14,7 @@ def tag(t: TagRef, web_base: str) -> dict[str, Any]:
     message = ""
     created_at = None
     if annotation is not None:
-        message = annotation.raw_message.decode("utf-8", errors="replace")
+        message = git_text(annotation.raw_message)
         # git ends a tag message with a newline; the API shows the message as it was given.
         message = message[:-1] if message.endswith("\n") else message
         tagger = annotation.tagger
