@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from datetime import date
 from functools import cache
 from typing import Any
-from urllib.parse import unquote
 
 from sqlalchemy import Date, Select, bindparam, func, literal, null, or_, select, union_all
 from sqlalchemy.orm import Session, aliased
@@ -27,12 +26,19 @@ _N, _O = len(_NAMESPACES.c), len(OwnerRow._fields)
 
 
 def by_ident(db: Session, ident: str) -> Namespace | None:
-    """The model of a namespace by numeric id or full path (case-insensitive; `%2F` decoded
-    here), for a write."""
-    ident = unquote(ident)
-    if ident.isdigit():
-        return db.get(Namespace, int(ident))
-    return db.scalars(select(Namespace).where(func.lower(Namespace.full_path) == ident.lower())).first()
+    """The model of a namespace by numeric id or full path, for a write: named as every
+    namespace read names it (groups.ident_params), so an id no row can have names nothing."""
+    params = ident_params(ident, None)
+    if params is None:
+        return None
+    if "id" in params:
+        return db.get(Namespace, params["id"])
+    return db.scalars(_by_path_statement(), params).first()
+
+
+@cache
+def _by_path_statement() -> Select[Any]:
+    return select(Namespace).where(func.lower(Namespace.full_path) == bindparam("path"))
 
 
 @dataclass(slots=True)

@@ -234,3 +234,20 @@ def test_namespace_list_costs_the_same_whatever_its_length(api, make, db, runtim
     few = count()
     grow(8)
     assert count() == few
+
+
+# A namespace named by an id too large for the database's integers names nothing: the write
+# that looks it up answers as for any namespace that does not exist.
+TOO_LARGE_ID = 99999999999999999999
+
+
+def test_project_create_in_a_namespace_id_too_large_is_refused(api, make):
+    r = api(make.user()).post(f"/projects?name=x&namespace_id={TOO_LARGE_ID}")
+    assert (r.status_code, r.json()) == (400, {"message": {"namespace": ["is not valid"]}})
+
+
+def test_fork_into_a_namespace_id_too_large_is_not_found(api, make):
+    u = make.user()
+    p = make.project(owner=u)
+    r = api(u).post(f"/projects/{p.id}/fork", json={"namespace": str(TOO_LARGE_ID)})
+    assert (r.status_code, r.json()) == (404, NAMESPACE_NOT_FOUND)
