@@ -19,7 +19,7 @@ from sqlalchemy import select
 
 from kiln.models import Event, Project, ProtectedBranch
 from kiln.services import repositories
-from tests.factories.repositories import write_commit
+from tests.factories.repositories import open_repository, write_commit
 from tests.repositories import fsck_errors, new_project
 
 WEB = "http://kiln.test"
@@ -33,10 +33,6 @@ def add_member(db, make, project: dict, user, level: int) -> None:
     make.member(db.get(Project, project["id"]), user, level)
 
 
-def repo_of(settings, project: dict) -> pygit2.Repository:
-    return repositories.store(settings).open(project["id"])
-
-
 def repo_path(settings, project: dict) -> Path:
     return repositories.store(settings).path(project["id"])
 
@@ -46,7 +42,7 @@ def commit_on(settings, project: dict, branch: str, path: str, start: str | None
     `when` is (seconds, UTC offset in minutes)."""
     moment = None if when is None else datetime.fromtimestamp(when[0], timezone(timedelta(minutes=when[1])))
     return write_commit(
-        repo_of(settings, project),
+        open_repository(settings, project),
         {path: path},
         branch=branch,
         start=start or project["default_branch"],
@@ -57,7 +53,7 @@ def commit_on(settings, project: dict, branch: str, path: str, start: str | None
 
 
 def tip(settings, project: dict, branch: str) -> str | None:
-    ref = repo_of(settings, project).references.get(f"refs/heads/{branch}")
+    ref = open_repository(settings, project).references.get(f"refs/heads/{branch}")
     return None if ref is None else str(ref.target)
 
 
@@ -66,7 +62,7 @@ def git_time(sig: pygit2.Signature) -> str:
 
 
 def expected_commit(settings, project: dict, sha: str) -> dict:
-    c = repo_of(settings, project)[sha]
+    c = open_repository(settings, project)[sha]
     return {
         "id": sha,
         "short_id": sha[:8],
@@ -143,7 +139,7 @@ def push_lands_while_waiting(repo: Path, ref: str, new: str, old: str | None) ->
 
 def new_commit_object(settings, project: dict, parent: str) -> str:
     """A commit that no ref names yet (what a push uploads before moving the ref)."""
-    repo = repo_of(settings, project)
+    repo = open_repository(settings, project)
     base = repo[parent].peel(pygit2.Commit)
     sig = pygit2.Signature("Pusher", "pusher@example.com")
     blob = repo.create_blob(b"pushed\n")
@@ -495,7 +491,7 @@ def test_create_in_an_empty_repository_first_commits_a_readme_to_the_default_bra
     p = new_project(api, make, u, readme=False)
     r = api(u).post(branches_url(p), json={"branch": "feature", "ref": "main"})
     assert r.status_code == 201
-    repo = repo_of(settings, p)
+    repo = open_repository(settings, p)
     main = repo.revparse_single("main").peel(pygit2.Commit)
     assert (main.message, [e.name for e in main.tree], main.tree["README.md"].data) == (
         "Add README.md",
@@ -746,7 +742,7 @@ def test_repository_stays_consistent_after_a_branch_scenario(api, make, settings
         f"/projects/{p['id']}/repository/tags", json={"tag_name": "v1", "ref": "copy/of.work", "message": "x"}
     )
     api(u).delete(f"/projects/{p['id']}/repository/merged_branches")
-    refs = sorted(repo_of(settings, p).references)
+    refs = sorted(open_repository(settings, p).references)
     assert refs == ["refs/heads/copy/of.work", "refs/heads/main", "refs/tags/v1"]
     rules = db.scalars(select(ProtectedBranch.name).where(ProtectedBranch.project_id == p["id"])).all()
     assert rules == ["main"]

@@ -16,6 +16,7 @@ from kiln.models import Project
 from kiln.models.namespaces import DEVELOPER, GUEST, MAINTAINER, REPORTER
 from kiln.services.repositories import store
 from tests.bodies import COMMIT_KEYS
+from tests.factories.repositories import open_repository
 from tests.repositories import fsck_errors, new_project
 
 _names = itertools.count(1)
@@ -55,17 +56,13 @@ def update(path: str, content: str) -> dict[str, Any]:
     return {"action": "update", "file_path": path, "content": content}
 
 
-def repo_of(settings: Any, pid: int) -> pygit2.Repository:
-    return pygit2.Repository(str(store(settings).path(pid)))
-
-
 def tip(settings: Any, pid: int, branch: str = "main") -> str:
-    return str(repo_of(settings, pid).references[f"refs/heads/{branch}"].target)
+    return str(open_repository(settings, pid).references[f"refs/heads/{branch}"].target)
 
 
 def tree_of(settings: Any, pid: int, ref: str = "main") -> dict[str, tuple[int, bytes]]:
     """path → (mode, content) of every file at `ref`."""
-    repo = repo_of(settings, pid)
+    repo = open_repository(settings, pid)
     tree = repo.revparse_single(ref).peel(pygit2.Commit).tree
     out: dict[str, tuple[int, bytes]] = {}
 
@@ -100,7 +97,7 @@ def raw_commit(
     branch: str | None = None,
 ) -> str:
     """A commit with chosen dates and authors, written straight into the repository."""
-    repo = repo_of(settings, pid)
+    repo = open_repository(settings, pid)
     index = pygit2.Index()
     if parents:
         index.read_tree(repo[parents[0]].peel(pygit2.Commit).tree)
@@ -136,13 +133,13 @@ def graph(api: Any, make: Any, owner: Any, settings: Any) -> dict[str, Any]:
         settings, pid, parents=[a], when=at(1, 3), message="C1", files={"c.txt": "c\n"}, author="Bob"
     )
     b2 = raw_commit(settings, pid, parents=[b1], when=at(1, 4), message="B2", files={"b.txt": "2\n"})
-    repo = repo_of(settings, pid)
+    repo = open_repository(settings, pid)
     merged_tree = repo.merge_commits(b2, c1).write_tree(repo)
     sig = pygit2.Signature("Alice", "alice@example.com", int(at(1, 5).timestamp()), 0)
     m = str(repo.create_commit(None, sig, sig, "M", merged_tree, [pygit2.Oid(hex=b2), pygit2.Oid(hex=c1)]))
-    repo.references.create("refs/heads/merged", pygit2.Oid(hex=m))
-    repo.references.create("refs/heads/side", pygit2.Oid(hex=c1))
-    repo.references.create("refs/heads/main", pygit2.Oid(hex=b1))
+    make.branch(pid, "merged", m)
+    make.branch(pid, "side", c1)
+    make.branch(pid, "main", b1)
     return {"pid": pid, "A": a, "B1": b1, "C1": c1, "B2": b2, "M": m}
 
 
@@ -192,9 +189,9 @@ def test_list_renders_the_commit_entity(api, make, owner, settings):
     }
 
 
-def test_list_ref_name_takes_a_branch_a_tag_or_a_sha(api, graph, owner, settings):
+def test_list_ref_name_takes_a_branch_a_tag_or_a_sha(api, make, graph, owner):
     pid = graph["pid"]
-    repo_of(settings, pid).references.create("refs/tags/v1", pygit2.Oid(hex=graph["B1"]))
+    make.tag(pid, "v1", graph["B1"])
     assert ids(api(owner).get(commits_url(pid), params={"ref_name": "side"})) == [graph["C1"], graph["A"]]
     assert ids(api(owner).get(commits_url(pid), params={"ref_name": "v1"})) == [graph["B1"], graph["A"]]
     assert ids(api(owner).get(commits_url(pid), params={"ref_name": graph["B2"]})) == [
@@ -433,7 +430,7 @@ def test_get_commit_by_sha_answers_the_detail_with_stats(api, make, owner):
 def test_get_commit_takes_a_branch_tag_or_short_sha(api, make, owner, settings):
     p = new_project(api, make, owner)
     sha = commit(api, owner, p["id"], [create("a.txt")], branch="feature/x", start_branch="main")["id"]
-    repo_of(settings, p["id"]).references.create("refs/tags/v1.0", pygit2.Oid(hex=sha))
+    make.tag(p, "v1.0", sha)
     base = commits_url(p["id"])
     for name in ("feature%2Fx", "v1.0", sha[:8]):
         r = api(owner).get(f"{base}/{name}")
@@ -457,11 +454,10 @@ def test_get_unknown_commit_is_404(api, make, owner):
 # ------------------------------------------------------------------ refs
 
 
-def test_refs_lists_branches_then_tags_holding_the_commit(api, graph, owner, settings):
+def test_refs_lists_branches_then_tags_holding_the_commit(api, make, graph, owner):
     pid = graph["pid"]
-    repo = repo_of(settings, pid)
-    repo.references.create("refs/tags/v2", pygit2.Oid(hex=graph["M"]))
-    repo.references.create("refs/tags/v1", pygit2.Oid(hex=graph["A"]))
+    make.tag(pid, "v2", graph["M"])
+    make.tag(pid, "v1", graph["A"])
     r = api(owner).get(f"{commits_url(pid)}/{graph['C1']}/refs")
     assert (r.status_code, r.json()) == (
         200,
@@ -474,9 +470,9 @@ def test_refs_lists_branches_then_tags_holding_the_commit(api, graph, owner, set
     assert r.headers["X-Total"] == "3"
 
 
-def test_refs_type_narrows_to_branches_or_tags(api, graph, owner, settings):
+def test_refs_type_narrows_to_branches_or_tags(api, make, graph, owner):
     pid = graph["pid"]
-    repo_of(settings, pid).references.create("refs/tags/v1", pygit2.Oid(hex=graph["A"]))
+    make.tag(pid, "v1", graph["A"])
     url = f"{commits_url(pid)}/{graph['A']}/refs"
     assert api(owner).get(url, params={"type": "tag"}).json() == [{"type": "tag", "name": "v1"}]
     assert api(owner).get(url, params={"type": "branch"}).json() == [
@@ -647,7 +643,7 @@ def test_create_answers_201_with_the_commit_detail_and_stats(api, make, owner, s
     assert (body["title"], body["message"], body["parent_ids"]) == (
         "Add",
         "Add\n\nbody",
-        [str(repo_of(settings, p["id"]).revparse_single("main~1").id)],
+        [str(open_repository(settings, p["id"]).revparse_single("main~1").id)],
     )
     assert (body["author_name"], body["committer_name"], body["author_email"]) == (
         "Owner Person",
@@ -717,7 +713,7 @@ def test_create_keeps_the_commit_message_byte_for_byte(api, make, owner, setting
     message = "  Subject with spaces  \n\n\tindented body\r\nlast line without newline"
     c = commit(api, owner, p["id"], [create("a.txt")], message=message)
     assert c["message"] == message
-    assert repo_of(settings, p["id"])[c["id"]].peel(pygit2.Commit).raw_message == message.encode()
+    assert open_repository(settings, p["id"])[c["id"]].peel(pygit2.Commit).raw_message == message.encode()
 
 
 def test_create_missing_file_path_is_400(api, make, owner):
@@ -796,7 +792,7 @@ def test_create_on_a_missing_branch_without_start_is_400(api, make, owner, setti
         400,
         {"message": "You can only create or edit files when you are on a branch"},
     )
-    assert "refs/heads/nope" not in repo_of(settings, p["id"]).references
+    assert "refs/heads/nope" not in open_repository(settings, p["id"]).references
 
 
 def test_create_with_start_branch_creates_the_branch_from_it(api, make, owner, settings):

@@ -9,9 +9,9 @@ import pygit2
 from kiln.git.refs import resolve_commit
 from kiln.git.writes import FileAction, Person, commit_actions, write_commit
 from kiln.models import Project, User
-from kiln.services.repositories import store
 from tests.bodies import COMMIT_KEYS
 from tests.conftest import EXTERNAL_URL
+from tests.factories.repositories import open_repository
 
 ALICE = Person("Alice", "alice@example.com")
 BOB = Person("Bob", "bob@example.com")
@@ -23,13 +23,9 @@ def new_project(api, owner, name="demo", **fields):
     return r.json()
 
 
-def repo_of(settings, project_id) -> pygit2.Repository:
-    return store(settings).open(project_id)
-
-
 def write(settings, project_id, branch, files, message="change", *, start=None, author=ALICE) -> str:
     """Commit `files` ({path: text, or None to delete}) onto `branch` (from `start` if new)."""
-    repo = repo_of(settings, project_id)
+    repo = open_repository(settings, project_id)
     tip = repo.references.get(f"refs/heads/{branch}")
     base = resolve_commit(repo, start or branch)
     tree = base.tree
@@ -53,7 +49,7 @@ def write(settings, project_id, branch, files, message="change", *, start=None, 
 
 
 def sha_of(settings, project_id, ref) -> str:
-    return str(resolve_commit(repo_of(settings, project_id), ref).id)
+    return str(resolve_commit(open_repository(settings, project_id), ref).id)
 
 
 def compare(api, caller, project_id, **query):
@@ -157,7 +153,7 @@ def test_commit_entries_have_gitlabs_commit_fields(api, make, settings):
         "alice@example.com",
     )
     assert c["created_at"] == c["committed_date"]
-    when = resolve_commit(repo_of(settings, p["id"]), sha).author.time
+    when = resolve_commit(open_repository(settings, p["id"]), sha).author.time
     assert c["authored_date"] == datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
     assert (c["trailers"], c["extended_trailers"]) == ({}, {})
     assert c["web_url"] == f"{p['web_url']}/-/commit/{sha}"
@@ -220,7 +216,7 @@ def test_unidiff_adds_the_file_headers(api, make, settings):
 def test_binary_changes_are_a_one_line_notice(api, make, settings):
     u = make.user()
     p = new_project(api, u)
-    repo = repo_of(settings, p["id"])
+    repo = open_repository(settings, p["id"])
     commit_actions(
         repo,
         branch="topic",
@@ -268,8 +264,7 @@ def test_refs_are_stripped_of_surrounding_blanks(api, make, settings):
 
 def test_tags_and_shas_compare_like_branches(api, make, settings):
     u, p, sha = diverged(api, make, settings)
-    repo = repo_of(settings, p["id"])
-    repo.references.create("refs/tags/v1", pygit2.Oid(hex=sha["base"]))
+    make.tag(p, "v1", sha["base"])
     body = compare(api, u, p["id"], **{"from": "v1", "to": sha["feature"][:10]}).json()
     assert [c["id"] for c in body["commits"]] == [sha["feature"]]
 
@@ -397,7 +392,7 @@ def test_merge_commits_are_not_counted(api, make, settings):
     p = new_project(api, u)
     left = write(settings, p["id"], "main", {"l": "1"}, "l", author=ALICE)
     right = write(settings, p["id"], "side", {"r": "1"}, "r", author=ALICE, start="main~1")
-    repo = repo_of(settings, p["id"])
+    repo = open_repository(settings, p["id"])
     merged = repo.merge_commits(left, right).write_tree(repo)
     write_commit(
         repo,

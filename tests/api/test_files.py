@@ -10,7 +10,6 @@ import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
-import pygit2
 import pytest
 from sqlalchemy import select
 
@@ -19,7 +18,7 @@ from kiln.git.writes import STALE, Person
 from kiln.models import Event, Project, ProtectedBranch
 from kiln.models.namespaces import DEVELOPER, GUEST, MAINTAINER, REPORTER
 from kiln.services.repositories import store
-from tests.factories.repositories import write_commit
+from tests.factories.repositories import open_repository, write_commit
 from tests.repositories import fsck_errors, new_project
 
 BOT = Person("Setup Bot", "bot@example.com")
@@ -34,14 +33,14 @@ def repo_path(settings, project) -> Path:
     return store(settings).path(project["id"])
 
 
-def repo_of(settings, project) -> pygit2.Repository:
-    return store(settings).open(project["id"])
-
-
 def commit_files(settings, project, files: dict[str, bytes], *, branch: str = "main", message: str = "setup"):
     """Commit `files` (created or replaced) onto `branch`, written straight into the repository."""
     return write_commit(
-        repo_of(settings, project), files, branch=branch, message=message, author=(BOT.name, BOT.email)
+        open_repository(settings, project),
+        files,
+        branch=branch,
+        message=message,
+        author=(BOT.name, BOT.email),
     )
 
 
@@ -102,7 +101,7 @@ def test_get_returns_the_file_record_with_base64_content(api, make, settings):
     u = make.user()
     p = new_project(api, make, u)
     sha = commit_files(settings, p, {"docs/guide.md": b"# Guide\n"})
-    blob_id = str(repo_of(settings, p).revparse_single(f"{sha}:docs/guide.md").id)
+    blob_id = str(open_repository(settings, p).revparse_single(f"{sha}:docs/guide.md").id)
     r = api(u).get(files_url(p, "docs%2Fguide.md"), params={"ref": "main"})
     assert r.status_code == 200
     assert r.headers["content-type"] == "application/json"
@@ -447,7 +446,7 @@ def test_blame_groups_consecutive_lines_by_commit(api, make, settings):
 def test_blame_commit_has_the_spec_fields(api, make, settings):
     u, p, first, _ = blame_project(api, make, settings)
     commit = api(u).get(files_url(p, "f.txt", "/blame"), params={"ref": "main"}).json()[0]["commit"]
-    c = repo_of(settings, p)[first]
+    c = open_repository(settings, p)[first]
     assert commit == {
         "id": first,
         "message": "first\n\nbody",
@@ -591,7 +590,7 @@ def test_create_commits_the_file_and_answers_201(api, make, settings, db):
         files_url(p, "docs%2Fnew.md"), json=write_body(content="hello\n", commit_message="Add new")
     )
     assert (r.status_code, r.json()) == (201, {"file_path": "docs/new.md", "branch": "main"})
-    c = repo_of(settings, p).revparse_single("refs/heads/main")
+    c = open_repository(settings, p).revparse_single("refs/heads/main")
     assert (str(c.parent_ids[0]), c.message, c.tree["docs/new.md"].data) == (before, "Add new", b"hello\n")
     assert (c.author.name, c.author.email, c.committer.name, c.committer.email) == (
         "Ada Lovelace",
@@ -624,7 +623,7 @@ def test_author_name_and_email_set_the_author_and_the_caller_commits(api, make, 
     p = new_project(api, make, u)
     body = write_body(content="x", author_name="Someone Else", author_email="else@example.com")
     assert api(u).post(files_url(p, "a.txt"), json=body).status_code == 201
-    c = repo_of(settings, p).revparse_single("refs/heads/main")
+    c = open_repository(settings, p).revparse_single("refs/heads/main")
     assert (c.author.name, c.author.email, c.committer.name, c.committer.email) == (
         "Someone Else",
         "else@example.com",
@@ -637,7 +636,7 @@ def test_create_accepts_a_form_body(api, make, settings):
     u = make.user()
     p = new_project(api, make, u)
     r = api(u).post(files_url(p, "form.txt"), data=write_body(content="from a form"))
-    assert (r.status_code, repo_of(settings, p).revparse_single("main:form.txt").data) == (
+    assert (r.status_code, open_repository(settings, p).revparse_single("main:form.txt").data) == (
         201,
         b"from a form",
     )
@@ -663,7 +662,7 @@ def test_line_wrapped_base64_is_accepted(api, make, settings):
         api(u).post(files_url(p, "w.txt"), json=write_body(content=encoded, encoding="base64")).status_code
         == 201
     )
-    assert repo_of(settings, p).revparse_single("main:w.txt").data == b"z" * 200
+    assert open_repository(settings, p).revparse_single("main:w.txt").data == b"z" * 200
 
 
 @pytest.mark.parametrize("content", ["not base64!", "abcde", "YQ==YQ=="])
@@ -716,7 +715,7 @@ def test_create_with_execute_filemode_makes_an_executable(api, make, settings):
     api(u).post(files_url(p, "run.sh"), json=write_body(content="#!/bin/sh\n", execute_filemode=True))
     body = api(u).get(files_url(p, "run.sh"), params={"ref": "main"}).json()
     assert body["execute_filemode"] is True
-    assert repo_of(settings, p).revparse_single("main").tree["run.sh"].filemode == 0o100755
+    assert open_repository(settings, p).revparse_single("main").tree["run.sh"].filemode == 0o100755
 
 
 def test_create_on_a_new_branch_from_start_branch(api, make, settings):
@@ -727,7 +726,7 @@ def test_create_on_a_new_branch_from_start_branch(api, make, settings):
         files_url(p, "f.txt"), json=write_body(content="x", branch="feature", start_branch="main")
     )
     assert (r.status_code, r.json()) == (201, {"file_path": "f.txt", "branch": "feature"})
-    c = repo_of(settings, p).revparse_single("refs/heads/feature")
+    c = open_repository(settings, p).revparse_single("refs/heads/feature")
     assert ([str(x) for x in c.parent_ids], tip(settings, p)) == ([main], main)
     assert_fsck_clean(settings, p)
 
@@ -782,7 +781,7 @@ def test_a_file_on_a_branch_of_an_empty_repository_creates_it_as_default(api, ma
     p = new_project(api, make, u, readme=False)
     r = api(u).post(files_url(p, "first.txt"), json=write_body(content="first", branch="trunk"))
     assert (r.status_code, r.json()) == (201, {"file_path": "first.txt", "branch": "trunk"})
-    c = repo_of(settings, p).revparse_single("refs/heads/trunk")
+    c = open_repository(settings, p).revparse_single("refs/heads/trunk")
     assert (c.parent_ids, c.tree["first.txt"].data) == ([], b"first")
     head = git(repo_path(settings, p), "symbolic-ref", "HEAD").stdout.decode().strip()
     assert head == "refs/heads/trunk"
@@ -828,7 +827,7 @@ def test_update_replaces_the_content(api, make, settings):
     before = tip(settings, p)
     r = api(u).put(files_url(p, "README.md"), json=write_body(content="new text\n"))
     assert (r.status_code, r.json()) == (200, {"file_path": "README.md", "branch": "main"})
-    c = repo_of(settings, p).revparse_single("refs/heads/main")
+    c = open_repository(settings, p).revparse_single("refs/heads/main")
     assert ([str(x) for x in c.parent_ids], c.tree["README.md"].data) == ([before], b"new text\n")
     assert_fsck_clean(settings, p)
 
@@ -841,7 +840,7 @@ def test_update_takes_the_path_from_the_url_not_the_body(api, make, settings):
     body = write_body(content="b", file_path="docs%2Fa.md")
     r = api(u).put(files_url(p, "docs%2Fa.md"), json=body)
     assert (r.status_code, r.json()) == (200, {"file_path": "docs/a.md", "branch": "main"})
-    assert repo_of(settings, p).revparse_single("main:docs/a.md").data == b"b"
+    assert open_repository(settings, p).revparse_single("main:docs/a.md").data == b"b"
 
 
 def test_update_of_a_missing_file_is_400(api, make, settings):
@@ -901,7 +900,7 @@ def test_an_edit_after_a_push_builds_on_the_pushed_commit(api, make, settings, t
     pushed = push_with_git(settings, p, tmp_path, {b"other.txt": b"pushed meanwhile\n"})
     r = api(u).put(files_url(p, "README.md"), json=write_body(content="my edit"))
     assert r.status_code == 200
-    c = repo_of(settings, p).revparse_single("refs/heads/main")
+    c = open_repository(settings, p).revparse_single("refs/heads/main")
     assert ([str(x) for x in c.parent_ids], c.tree["other.txt"].data) == ([pushed], b"pushed meanwhile\n")
     assert_fsck_clean(settings, p)
 
@@ -949,7 +948,7 @@ def test_edits_racing_ref_updates_in_a_thread_lose_nothing(api, make, settings):
     assert all(r.status_code == 200 or (r.status_code, r.json()) == (400, refused) for r in answers)
     history = git(bare, "rev-list", "refs/heads/main").stdout.decode().split()
     assert set(pushed) <= set(history)
-    edits = [sha for sha in history if repo_of(settings, p)[sha].message == "change"]
+    edits = [sha for sha in history if open_repository(settings, p)[sha].message == "change"]
     assert len(edits) == sum(r.status_code == 200 for r in answers)
     assert_fsck_clean(settings, p)
 
@@ -963,7 +962,7 @@ def test_delete_removes_the_file_and_answers_204(api, make, settings):
     commit_files(settings, p, {"gone.txt": b"bye"})
     r = api(u).delete(files_url(p, "gone.txt"), params={"branch": "main", "commit_message": "remove"})
     assert (r.status_code, r.content) == (204, b"")
-    assert "gone.txt" not in repo_of(settings, p).revparse_single("main").tree
+    assert "gone.txt" not in open_repository(settings, p).revparse_single("main").tree
     assert api(u).get(files_url(p, "gone.txt"), params={"ref": "main"}).status_code == 404
     assert_fsck_clean(settings, p)
 
@@ -1083,10 +1082,12 @@ def test_a_non_utf8_file_is_updated_through_its_shown_name(api, make, settings, 
     last = api(u).get(files_url(p, "caf%C3%A9.txt"), params={"ref": "main"}).json()["last_commit_id"]
     r = api(u).put(files_url(p, "caf%C3%A9.txt"), json=write_body(content="new\n", last_commit_id=last))
     assert r.status_code == 200
-    names = [e.raw_name for e in repo_of(settings, p).revparse_single("main").tree]
+    names = [e.raw_name for e in open_repository(settings, p).revparse_single("main").tree]
     assert (b"caf\xe9.txt" in names, "café.txt".encode() in names) == (True, False)
     assert api(u).get(files_url(p, "caf%C3%A9.txt", "/raw"), params={"ref": "main"}).content == b"new\n"
     r = api(u).delete(files_url(p, "caf%C3%A9.txt"), params=write_body())
     assert r.status_code == 204
-    assert b"caf\xe9.txt" not in [e.raw_name for e in repo_of(settings, p).revparse_single("main").tree]
+    assert b"caf\xe9.txt" not in [
+        e.raw_name for e in open_repository(settings, p).revparse_single("main").tree
+    ]
     assert_fsck_clean(settings, p)

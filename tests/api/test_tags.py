@@ -16,10 +16,10 @@ from tests.api.test_branches import (
     last_event,
     new_commit_object,
     push_lands_while_waiting,
-    repo_of,
     repo_path,
     tip,
 )
+from tests.factories.repositories import open_repository
 from tests.repositories import new_project
 
 
@@ -29,17 +29,19 @@ def tags_url(project: dict, name: str | None = None) -> str:
 
 
 def tag_target(settings, project: dict, name: str) -> str | None:
-    ref = repo_of(settings, project).references.get(f"refs/tags/{name}")
+    ref = open_repository(settings, project).references.get(f"refs/tags/{name}")
     return None if ref is None else str(ref.target)
 
 
 def lightweight(settings, project: dict, name: str, sha: str) -> None:
-    repo_of(settings, project).references.create(f"refs/tags/{name}", sha)
+    open_repository(settings, project).references.create(f"refs/tags/{name}", sha)
 
 
 def annotated(settings, project: dict, name: str, sha: str, when: int) -> None:
     tagger = pygit2.Signature("Tagger", "tagger@example.com", when, 0)
-    repo_of(settings, project).create_tag(name, sha, pygit2.enums.ObjectType.COMMIT, tagger, f"{name}\n")
+    open_repository(settings, project).create_tag(
+        name, sha, pygit2.enums.ObjectType.COMMIT, tagger, f"{name}\n"
+    )
 
 
 # ----------------------------------------------------------------------------- creating
@@ -74,7 +76,7 @@ def test_a_message_makes_an_annotated_tag_by_the_caller(api, make, settings):
         tags_url(p), json={"tag_name": "release/1.0", "ref": sha, "message": "  Release 1.0\n\nNotes  "}
     )
     target = tag_target(settings, p, "release/1.0")
-    tag = repo_of(settings, p)[target]
+    tag = open_repository(settings, p)[target]
     assert isinstance(tag, pygit2.Tag)
     assert (str(tag.target), tag.name, tag.message) == (sha, "release/1.0", "Release 1.0\n\nNotes\n")
     assert (tag.tagger.name, tag.tagger.email) == (u.row.name, u.email)

@@ -6,13 +6,13 @@ import base64
 import os
 import subprocess
 
-import pygit2
 import pytest
 
 from kiln.git.writes import FileAction, Person, commit_actions
 from kiln.models import Project
 from kiln.models.namespaces import GUEST, REPORTER
 from kiln.services.repositories import store
+from tests.factories.repositories import open_repository
 
 BOT = Person("Setup Bot", "bot@example.com")
 TREE_NOT_FOUND = {"message": "404 Tree Not Found"}
@@ -26,12 +26,8 @@ def new_project(api, owner, *, readme: bool = True, **fields):
     return r.json()
 
 
-def repo_of(settings, project) -> pygit2.Repository:
-    return store(settings).open(project["id"])
-
-
 def commit_files(settings, project, files: dict[str, bytes], *, branch: str = "main", executable=()) -> str:
-    repo = repo_of(settings, project)
+    repo = open_repository(settings, project)
     actions = [
         FileAction("create", path, content=data, execute_filemode=path in executable)
         for path, data in files.items()
@@ -43,7 +39,7 @@ def commit_files(settings, project, files: dict[str, bytes], *, branch: str = "m
 
 
 def oid(settings, project, spec: str) -> str:
-    return str(repo_of(settings, project).revparse_single(spec).id)
+    return str(open_repository(settings, project).revparse_single(spec).id)
 
 
 def layout(api, make, settings, **fields):
