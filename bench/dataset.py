@@ -320,27 +320,46 @@ def _count(conn: Connection, table: FromClause) -> int:
 def repository(data_dir: Path, project_id: int) -> bytes:
     """The project's repository, where kiln looks for it: REPO_COMMITS commits on main, the
     first adding REPO_FILE. Returns the file's content."""
-    path = repository_path(data_dir / "repositories", project_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    repo = pygit2.init_repository(str(path), bare=True, initial_head="refs/heads/main")
+    return write_history(
+        repository_path(data_dir / "repositories", project_id), REPO_COMMITS, REPO_FILE_BYTES
+    )
+
+
+def write_history(path: Path, commits: int, size: int) -> bytes:
+    """`commits` commits on main of the bare repository at `path` (created if missing; an
+    existing main is built upon): the first adds REPO_FILE (`size` bytes), each one changes
+    log.txt, so the file's last commit lies `commits` - 1 commits behind the tip. Returns the
+    file's content."""
+    if path.exists():
+        repo = pygit2.Repository(str(path))
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        repo = pygit2.init_repository(str(path), bare=True, initial_head="refs/heads/main")
     line = b"the quick brown fox jumps over the lazy dog\n"
-    content = (line * (REPO_FILE_BYTES // len(line) + 1))[:REPO_FILE_BYTES]
-    when = int(time.time()) - REPO_COMMITS
-    parents: list[pygit2.Oid] = []
-    tree: pygit2.Tree | None = None
-    for n in range(REPO_COMMITS):
+    content = (line * (size // len(line) + 1))[:size]
+    blob = repo.create_blob(content)
+    main = repo.references.get("refs/heads/main")
+    old = main.target if main is not None else None
+    parents: list[pygit2.Oid] = [] if old is None else [old]
+    tree = None if old is None else repo[old].peel(pygit2.Commit).tree
+    when = int(time.time()) - commits
+    for n in range(commits):
         index = pygit2.Index()
         if tree is not None:
             index.read_tree(tree)
         if n == 0:
-            index.add(pygit2.IndexEntry(REPO_FILE, repo.create_blob(content), pygit2.enums.FileMode.BLOB))
+            index.add(pygit2.IndexEntry(REPO_FILE, blob, pygit2.enums.FileMode.BLOB))
         index.add(
             pygit2.IndexEntry("log.txt", repo.create_blob(f"{n}\n".encode()), pygit2.enums.FileMode.BLOB)
         )
         tree_id = index.write_tree(repo)
         signature = pygit2.Signature("Bench", "bench@example.com", when + n, 0)
-        tip = repo.create_commit(None, signature, signature, f"Commit {n}\n", tree_id, parents)
-        parents = [tip]
+        parents = [repo.create_commit(None, signature, signature, f"Commit {n}\n", tree_id, parents)]
         tree = repo[tree_id].peel(pygit2.Tree)
-    repo.references.create("refs/heads/main", parents[0], force=True)
+    # Only if main is still where it was (an empty old value: that main does not exist yet).
+    subprocess.run(
+        ["git", "update-ref", "refs/heads/main", str(parents[0]), "" if old is None else str(old)],
+        cwd=path,
+        check=True,
+    )
     return content

@@ -33,7 +33,6 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 import httpx
-import pygit2
 
 from bench import bare as bare_app
 from bench import dataset
@@ -49,9 +48,6 @@ from bench.processes import (
     server_env,
 )
 from kiln.git.layout import repository_path, repository_relpath
-
-FILE = "data/blob-10k.txt"
-
 
 # ---------------------------------------------------------------------------- git http-backend
 
@@ -120,33 +116,6 @@ def serve_backend(root: str, port: int) -> None:
 # ---------------------------------------------------------------------------- the harness
 
 
-def build_history(path: Path, commits: int, size: int) -> bytes:
-    """`commits` commits on main: the first adds FILE (`size` bytes), each changes log.txt."""
-    repo = pygit2.Repository(str(path))
-    old = repo.references["refs/heads/main"].target
-    parent = repo[old].peel(pygit2.Commit)
-    content = b"".join(f"{n:07d} the quick brown fox jumps over the lazy dog\n".encode() for n in range(size))
-    content = content[:size]
-    blob = repo.create_blob(content)
-    when = int(time.time()) - commits
-    tip = parent.id
-    tree = parent.tree
-    for n in range(commits):
-        index = pygit2.Index()
-        index.read_tree(tree)
-        if n == 0:
-            index.add(pygit2.IndexEntry(FILE, blob, pygit2.enums.FileMode.BLOB))
-        index.add(
-            pygit2.IndexEntry("log.txt", repo.create_blob(f"{n}\n".encode()), pygit2.enums.FileMode.BLOB)
-        )
-        tree_id = index.write_tree(repo)
-        sig = pygit2.Signature("Bench", "bench@example.com", when + n, 0)
-        tip = repo.create_commit(None, sig, sig, f"Commit {n}\n", tree_id, [tip])
-        tree = repo[tree_id].peel(pygit2.Tree)
-    subprocess.run(["git", "update-ref", "refs/heads/main", str(tip), str(old)], cwd=path, check=True)
-    return content
-
-
 def clone_times(url: str, work: Path, times: int) -> list[float]:
     seconds = []
     for n in range(times):
@@ -208,11 +177,11 @@ def main(argv: list[str] | None = None) -> int:
         project = created.json()
         repo_dir = repository_path(data_dir / "repositories", project["id"])
         step(f"writing {args.commits:,} commits")
-        content = build_history(repo_dir, args.commits, args.size)
+        content = dataset.write_history(repo_dir, args.commits, args.size)
 
         bare = bare_server(
             bare_port,
-            {**env, bare_app.REPO_ENV: str(repo_dir), bare_app.FILE_ENV: FILE},
+            {**env, bare_app.REPO_ENV: str(repo_dir), bare_app.FILE_ENV: dataset.REPO_FILE},
             work / "bare.log",
             server_cpu,
         )
@@ -233,12 +202,13 @@ def main(argv: list[str] | None = None) -> int:
         )
         stack.callback(backend.stop)
 
-        files_url = f"{base}/api/v4/projects/{project['id']}/repository/files/{quote(FILE, safe='')}?ref=main"
+        file_path = quote(dataset.REPO_FILE, safe="")
+        files_url = f"{base}/api/v4/projects/{project['id']}/repository/files/{file_path}?ref=main"
         targets = [
             Target("bare_blob", "bare GET /blob (pygit2)", f"http://127.0.0.1:{bare_port}/blob"),
             Target(
                 "kiln_file",
-                f"kiln GET .../repository/files/{quote(FILE, safe='')}?ref=main",
+                f"kiln GET .../repository/files/{file_path}?ref=main",
                 files_url,
                 token,
             ),
