@@ -30,6 +30,7 @@ from sqlalchemy import (
 )
 
 from kiln.auth.tokens import digest, new_runners_token
+from kiln.db import make_engine_unpooled
 from kiln.git.layout import repository_path
 from kiln.models.namespaces import (
     DEVELOPER,
@@ -285,7 +286,7 @@ def analyze(url: str) -> None:
     not ask SQLite to analyze either)."""
     if not url.startswith("postgresql"):
         return
-    engine = create_engine(url, isolation_level="AUTOCOMMIT")
+    engine = make_engine_unpooled(url)
     try:
         with engine.connect() as conn:
             conn.exec_driver_sql("ANALYZE")
