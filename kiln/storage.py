@@ -78,3 +78,10 @@ class LocalStorage:
 def uploads(settings: Settings) -> Storage:
     """Where uploads and avatars live: the one place that says so."""
     return LocalStorage(settings.data_dir / "uploads")
+
+
+def user_avatar_key(user_id: int, filename: str | None = None) -> str:
+    """A user's avatar in the uploads storage, and the path its URL serves it at (GitLab's):
+    the user's folder, or one file in it."""
+    folder = f"-/system/user/avatar/{user_id}"
+    return folder if filename is None else f"{folder}/{filename}"

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Union
 
 from kiln.entities._format import day, iso
 from kiln.markdown import render_inline
+from kiln.storage import user_avatar_key
 
 if TYPE_CHECKING:
     from kiln.models import User as UserModel
@@ -19,7 +20,7 @@ User = Union["UserRow", "UserModel"]
 def avatar_url(user: User, base: str) -> str | None:
     if not user.avatar_path:
         return None
-    return f"{base}/uploads/-/system/user/avatar/{user.id}/{user.avatar_path.rsplit('/', 1)[-1]}"
+    return f"{base}/uploads/{user_avatar_key(user.id, user.avatar_path.rsplit('/', 1)[-1])}"
 
 
 def user_basic(user: User, base: str) -> dict[str, Any]:

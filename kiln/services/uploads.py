@@ -20,7 +20,7 @@ from kiln.policy import Action
 from kiln.queries import uploads as upload_reads
 from kiln.queries.uploads import UploadRow
 from kiln.services import instance_settings, subjects
-from kiln.storage import Storage
+from kiln.storage import Storage, user_avatar_key
 
 
 @dataclass(slots=True)
@@ -91,7 +91,7 @@ class Avatar:
 
 def user_avatar(files: Storage, user_id: int, filename: str) -> Avatar:
     """A user's avatar (public, as GitLab serves them): a plain file name that exists."""
-    key = f"-/system/user/avatar/{user_id}/{filename}"
+    key = user_avatar_key(user_id, filename)
     if "/" in filename or filename.startswith(".") or not files.exists(key):
         raise NotFound()
     return Avatar(key, mimetypes.guess_type(filename)[0] or "application/octet-stream")

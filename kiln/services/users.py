@@ -33,7 +33,7 @@ from kiln.schemas.users import StatusUpdate, UserCreate, UserList, UserUpdate
 from kiln.services import project_lifecycle, project_stars
 from kiln.services import tokens as token_service
 from kiln.services.namespaces import place
-from kiln.storage import Storage
+from kiln.storage import Storage, user_avatar_key
 
 _USERNAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
@@ -644,8 +644,8 @@ def _check_avatar(avatar: object) -> str | None:
 
 def _store_avatar(storage: Storage, user_id: int, avatar: Upload) -> str:
     name = PurePosixPath(avatar.filename).name
-    key = f"-/system/user/avatar/{user_id}/{name}"
-    storage.delete_prefix(f"-/system/user/avatar/{user_id}")
+    key = user_avatar_key(user_id, name)
+    storage.delete_prefix(user_avatar_key(user_id))
     avatar.file.seek(0)
     storage.put(key, avatar.file)
     return key
