@@ -3,16 +3,15 @@ single-object routes cost the statements written here: each new statement on the
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-import pygit2
 import pytest
 from sqlalchemy import event, func, insert, select
 
-from kiln.git.writes import FileAction, Person, commit_actions
 from kiln.models import (
     GroupCustomAttribute,
     Identity,
@@ -25,7 +24,7 @@ from kiln.models import (
     User,
     UserCustomAttribute,
 )
-from kiln.services.repositories import store
+from tests.repositories import new_project
 
 # The token with its user, the page's ids, their rows, the count, identities.
 BUDGET = 5
@@ -275,34 +274,6 @@ def test_member_lists_are_constant(api, make, runtime, db, kind, route):
     constant(runtime, lambda: caller.get(f"/{kind}/{ident}/{route}?per_page=3"), lambda: grow(20))
 
 
-def test_personal_access_token_list_is_constant(api, make, runtime):
-    user = make.user()
-    for _ in range(5):
-        make.token(user)
-    caller = api(user)
-
-    def grow() -> None:
-        for _ in range(20):
-            make.token(user)
-
-    constant(runtime, lambda: caller.get("/personal_access_tokens?per_page=3"), grow)
-
-
-def test_starrers_are_constant(api, make, runtime, db):
-    owner = make.user()
-    project = make.project(owner=owner, visibility="public")
-
-    def grow(n: int) -> None:
-        db.execute(
-            insert(ProjectStar), [{"project_id": project.id, "user_id": i} for i in add_plain_users(db, n)]
-        )
-        db.commit()
-
-    grow(5)
-    caller = api(owner)
-    constant(runtime, lambda: caller.get(f"/projects/{project.id}/starrers?per_page=3"), lambda: grow(20))
-
-
 @pytest.mark.parametrize("route", ["forks", "users"])
 def test_forks_and_user_projects_are_constant(api, make, runtime, route):
     owner = make.user()
@@ -320,32 +291,8 @@ def test_forks_and_user_projects_are_constant(api, make, runtime, route):
 
 # ---------------------------------------------------------------------------- repository lists
 
-BOT = Person("Budget Bot", "bot@example.com")
-
-
-def repository_project(api: Any, owner: Any) -> dict[str, Any]:
-    r = api(owner).post("/projects", json={"name": "budget", "initialize_with_readme": True})
-    assert r.status_code == 201, r.text
-    return r.json()
-
-
-def add_commits(settings: Any, project: dict[str, Any], n: int, *, refs: bool = True) -> None:
-    """`n` commits on main, each adding a file, with a branch, a tag and a protected branch
-    rule pointing at each (so per-ref or per-entry loads would show)."""
-    repo = store(settings).open(project["id"])
-    for i in range(n):
-        name = f"f{len(list(repo.head.peel(pygit2.Commit).tree))}-{i}"
-        commit, _ = commit_actions(
-            repo,
-            branch="main",
-            actions=[FileAction("create", f"{name}.txt", content=b"x\n")],
-            message=f"add {name}",
-            author=BOT,
-            committer=BOT,
-        )
-        if refs:
-            repo.references.create(f"refs/heads/{name}", commit.id)
-            repo.references.create(f"refs/tags/{name}", commit.id)
+BOT = ("Budget Bot", "bot@example.com")
+_names = itertools.count()
 
 
 @pytest.mark.parametrize(
@@ -358,19 +305,23 @@ def add_commits(settings: Any, project: dict[str, Any], n: int, *, refs: bool = 
         "protected_branches?per_page=3",
     ],
 )
-def test_repository_lists_are_constant(api, make, runtime, settings, db, route):
+def test_repository_lists_are_constant(api, make, runtime, db, route):
     owner = make.user()
-    project = repository_project(api, owner)
+    project = make.project_with_repository(owner=owner)
 
     def grow(n: int) -> None:
-        add_commits(settings, project, n)
-        names = [f"p{db.scalar(select(func.count()).select_from(ProtectedBranch))}-{i}" for i in range(n)]
-        db.execute(insert(ProtectedBranch), [{"project_id": project["id"], "name": name} for name in names])
-        db.commit()
+        """`n` commits on main, each adding a file, with a branch, a tag and a protected
+        branch rule each (so per-ref or per-entry loads would show)."""
+        for _ in range(n):
+            name = f"f{next(_names)}"
+            sha = make.commit(project, {f"{name}.txt": "x\n"}, message=f"add {name}", author=BOT)
+            make.branch(project, name, sha)
+            make.tag(project, name, sha)
+        add_rules(db, project.id, n)
 
     grow(5)
     caller = api(owner)
-    constant(runtime, lambda: caller.get(f"/projects/{project['id']}/{route}"), lambda: grow(20))
+    constant(runtime, lambda: caller.get(f"/projects/{project.id}/{route}"), lambda: grow(20))
 
 
 # ---------------------------------------------------------------------------- hot single objects
@@ -430,7 +381,7 @@ def test_a_member_costs_the_token_the_subject_and_the_member(api, make, runtime,
 
 def test_a_file_costs_the_token_and_the_subject(api, make, runtime):
     owner = make.user()
-    project = repository_project(api, owner)
+    project = new_project(api, make, owner)
     path = f"/projects/{project['id']}/repository/files/README.md?ref=main"
     assert statements_for(runtime, lambda: api(owner).get(path)) == 2
 
@@ -439,11 +390,17 @@ def test_a_file_costs_the_token_and_the_subject(api, make, runtime):
 
 
 def test_a_page_of_tokens_costs_a_fixed_number(api, make, runtime):
-    """The token, the page's ids, the count, the page's rows."""
+    """The token, the page's ids, the count, the page's rows: the same for 5 tokens and 25."""
     user = make.user()
     for _ in range(5):
         make.token(user)
-    assert statements_for(runtime, lambda: api(user).get("/personal_access_tokens?per_page=3")) == 4
+    caller = api(user)
+
+    def grow() -> None:
+        for _ in range(20):
+            make.token(user)
+
+    assert constant(runtime, lambda: caller.get("/personal_access_tokens?per_page=3"), grow) == 4
 
 
 @pytest.mark.parametrize(
@@ -501,12 +458,13 @@ def add_starrers(db: Any, project_id: int, n: int) -> None:
 
 
 def test_a_page_of_starrers_costs_a_fixed_number(api, make, runtime, db):
-    """The token, the subject, the page's stars, the count, their users."""
+    """The token, the subject, the page's stars, the count, their users: the same for 5
+    starrers and 25."""
     owner = make.user()
     project = make.project(owner=owner, visibility="public")
     add_starrers(db, project.id, 5)
     path = f"/projects/{project.id}/starrers?per_page=3"
-    assert statements_for(runtime, lambda: api(owner).get(path)) == 5
+    assert constant(runtime, lambda: api(owner).get(path), lambda: add_starrers(db, project.id, 20)) == 5
 
 
 def test_starrers_searched_anonymously_are_constant(api, make, runtime, db):
@@ -606,14 +564,14 @@ def test_a_users_status_costs_the_token_and_the_user(api, make, runtime, caller)
 
 def test_languages_cost_the_token_and_the_subject_once_computed(api, make, runtime):
     owner = make.user()
-    project = repository_project(api, owner)
+    project = new_project(api, make, owner)
     assert statements_for(runtime, lambda: api(owner).get(f"/projects/{project['id']}/languages")) == 2
 
 
 def test_commit_comments_are_constant(api, make, runtime):
     """The token, the subject, the page's comments, the count, their authors."""
     owner = make.user()
-    project = repository_project(api, owner)
+    project = new_project(api, make, owner)
     base = f"/projects/{project['id']}/repository/commits"
     sha = api(owner).get(base).json()[0]["id"]
 
@@ -645,7 +603,7 @@ def test_git_info_refs_costs_the_credential_and_the_subject(api, make, runtime, 
     import base64
 
     owner = make.user()
-    project = repository_project(api, owner)
+    project = new_project(api, make, owner)
     if not signed_in:
         api(owner).put(f"/projects/{project['id']}", json={"visibility": "public"})
     secret = base64.b64encode(f"x:{owner.token}".encode()).decode()
@@ -658,7 +616,7 @@ def test_git_info_refs_costs_the_credential_and_the_subject(api, make, runtime, 
 def test_a_compare_with_a_fork_adds_its_subject_and_its_parent(api, make, runtime):
     """The token, both subjects, the fork's parent on the way to the network's root."""
     owner = make.user()
-    upstream = repository_project(api, owner)
+    upstream = new_project(api, make, owner)
     fork = api(owner).post(f"/projects/{upstream['id']}/fork", json={"path": "f", "name": "f"}).json()
     path = f"/projects/{upstream['id']}/repository/compare?from=main&to=main&from_project_id={fork['id']}"
     assert statements_for(runtime, lambda: api(owner).get(path)) == 4
