@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-import subprocess
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,7 +18,7 @@ from kiln.models import Event, Project, ProtectedBranch
 from kiln.models.namespaces import DEVELOPER, GUEST, MAINTAINER, REPORTER
 from kiln.services.repositories import store
 from tests.factories.repositories import open_repository, write_commit
-from tests.repositories import fsck_errors, new_project
+from tests.repositories import fsck_errors, git, new_project, push_with_git
 
 BOT = Person("Setup Bot", "bot@example.com")
 NOT_ON_BRANCH = "You can only create or edit files when you are on a branch"
@@ -42,37 +41,6 @@ def commit_files(settings, project, files: dict[str, bytes], *, branch: str = "m
         message=message,
         author=(BOT.name, BOT.email),
     )
-
-
-def git(path: Path, *args: str | bytes, check: bool = True) -> subprocess.CompletedProcess[bytes]:
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "Pusher",
-        "GIT_AUTHOR_EMAIL": "pusher@example.com",
-        "GIT_COMMITTER_NAME": "Pusher",
-        "GIT_COMMITTER_EMAIL": "pusher@example.com",
-    }
-    return subprocess.run(["git", "-C", str(path), *args], capture_output=True, check=check, env=env)
-
-
-def push_with_git(
-    settings, project, tmp_path: Path, files: dict[bytes, bytes], *, branch: str = "main"
-) -> str:
-    """A real `git push` of one commit adding `files` (names as raw bytes) onto `branch`."""
-    bare = repo_path(settings, project)
-    work = tmp_path / f"clone-{os.urandom(3).hex()}"
-    subprocess.run(
-        ["git", "clone", "-q", "-b", branch, str(bare), str(work)], check=True, capture_output=True
-    )
-    for name, data in files.items():
-        target = os.path.join(os.fsencode(work), name)
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        with open(target, "wb") as f:
-            f.write(data)
-    git(work, "add", "-A")
-    git(work, "commit", "-q", "-m", "pushed")
-    git(work, "push", "-q", "origin", f"HEAD:refs/heads/{branch}")
-    return git(work, "rev-parse", "HEAD").stdout.decode().strip()
 
 
 def tip(settings, project, branch: str = "main") -> str | None:

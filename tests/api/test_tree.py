@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import base64
 import os
-import subprocess
 
 import pytest
 
 from kiln.git.writes import FileAction, Person, commit_actions
 from kiln.models import Project
 from kiln.models.namespaces import GUEST, REPORTER
-from kiln.services.repositories import store
 from tests.factories.repositories import open_repository
+from tests.repositories import clone, git, push, push_with_git
 
 BOT = Person("Setup Bot", "bot@example.com")
 TREE_NOT_FOUND = {"message": "404 Tree Not Found"}
@@ -141,27 +140,14 @@ def test_recursive_accepts_python_style_booleans(api, make, settings, value, cou
 def test_modes_of_executables_symlinks_and_submodules(api, make, settings, tmp_path):
     u = make.user()
     p = new_project(api, u)
-    bare = store(settings).path(p["id"])
-    work = tmp_path / "work"
-    subprocess.run(["git", "clone", "-q", str(bare), str(work)], check=True, capture_output=True)
+    work = clone(settings, p, tmp_path)
     (work / "run.sh").write_text("#!/bin/sh\n")
     (work / "run.sh").chmod(0o755)
     (work / "link").symlink_to("run.sh")
     sub = "1234567890abcdef1234567890abcdef12345678"
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "a",
-        "GIT_AUTHOR_EMAIL": "a@b",
-        "GIT_COMMITTER_NAME": "a",
-        "GIT_COMMITTER_EMAIL": "a@b",
-    }
-    for args in (
-        ["add", "-A"],
-        ["update-index", "--add", "--cacheinfo", f"160000,{sub},vendor"],
-        ["commit", "-q", "-m", "modes"],
-        ["push", "-q", "origin", "HEAD:main"],
-    ):
-        subprocess.run(["git", "-C", str(work), *args], check=True, capture_output=True, env=env)
+    git(work, "add", "-A")
+    git(work, "update-index", "--add", "--cacheinfo", f"160000,{sub},vendor")
+    push(work, message="modes")
     entries = {e["name"]: (e["type"], e["mode"], e["id"]) for e in api(u).get(tree_url(p)).json()}
     assert entries["run.sh"][:2] == ("blob", "100755")
     assert entries["link"][:2] == ("blob", "120000")
@@ -206,20 +192,7 @@ def test_an_empty_repository_has_no_tree(api, make):
 def test_non_utf8_names_are_listed_as_latin1(api, make, settings, tmp_path):
     u = make.user()
     p = new_project(api, u)
-    bare = store(settings).path(p["id"])
-    work = tmp_path / "work"
-    subprocess.run(["git", "clone", "-q", str(bare), str(work)], check=True, capture_output=True)
-    with open(os.path.join(os.fsencode(work), b"na\xefve.txt"), "wb") as f:
-        f.write(b"x")
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "a",
-        "GIT_AUTHOR_EMAIL": "a@b",
-        "GIT_COMMITTER_NAME": "a",
-        "GIT_COMMITTER_EMAIL": "a@b",
-    }
-    for args in (["add", "-A"], ["commit", "-q", "-m", "latin-1"], ["push", "-q", "origin", "HEAD:main"]):
-        subprocess.run(["git", "-C", str(work), *args], check=True, capture_output=True, env=env)
+    push_with_git(settings, p, tmp_path, {b"na\xefve.txt": b"x"})
     names = [e["name"] for e in api(u).get(tree_url(p)).json()]
     assert "naïve.txt" in names
 
