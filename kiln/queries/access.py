@@ -62,6 +62,38 @@ def active_membership(today: Any) -> ColumnElement[bool]:
     return and_(Member.requested_at.is_(None), or_(Member.expires_at.is_(None), Member.expires_at > today))
 
 
+def share_level() -> ColumnElement[int]:
+    """A member's level through a share: their own, capped at the level the project was
+    shared at."""
+    return case(
+        (Member.access_level < ProjectGroupLink.group_access, Member.access_level),
+        else_=ProjectGroupLink.group_access,
+    )
+
+
+def through_shares(stmt: Select[Any], member_ns: Any, shared_ns: Any) -> Select[Any]:
+    """`stmt` over memberships of a group a project is shared with, or of its ancestors
+    (`member_ns`, `shared_ns`: the caller's aliases of namespaces); share_active narrows it
+    to the shares that count."""
+    return (
+        stmt.select_from(Member)
+        .join(member_ns, member_ns.id == Member.namespace_id)
+        .join(shared_ns, within(shared_ns, member_ns))
+        .join(ProjectGroupLink, ProjectGroupLink.group_id == shared_ns.id)
+    )
+
+
+def share_active(today: Any) -> ColumnElement[bool]:
+    """Shares that grant access: not expired."""
+    return or_(ProjectGroupLink.expires_at.is_(None), ProjectGroupLink.expires_at > today)
+
+
+def personal_projects(*columns: Any) -> Select[Any]:
+    """`columns` of projects with their namespace: `Namespace.owner_id` is the holder of a
+    personal namespace, its projects' Owner."""
+    return select(*columns).select_from(Project).join(Namespace, Namespace.id == Project.namespace_id)
+
+
 def project_level_rows(
     user_id: Any, project_ids: Iterable[int] | BindParameter[Any] | None = None, today: Any = None
 ) -> Select[Any]:
@@ -86,28 +118,13 @@ def project_level_rows(
         .join(Project, Project.namespace_id == inner_ns.id)
         .where(Member.user_id == user_id, active_membership(today))
     )
-    shared = (
-        select(
-            ProjectGroupLink.project_id.label("project_id"),
-            case(
-                (Member.access_level < ProjectGroupLink.group_access, Member.access_level),
-                else_=ProjectGroupLink.group_access,
-            ).label("level"),
-        )
-        .select_from(Member)
-        .join(member_ns, member_ns.id == Member.namespace_id)
-        .join(shared_ns, within(shared_ns, member_ns))
-        .join(ProjectGroupLink, ProjectGroupLink.group_id == shared_ns.id)
-        .where(
-            Member.user_id == user_id,
-            active_membership(today),
-            or_(ProjectGroupLink.expires_at.is_(None), ProjectGroupLink.expires_at > today),
-        )
-    )
-    personal = (
-        select(Project.id.label("project_id"), literal(OWNER).label("level"))
-        .join(Namespace, Namespace.id == Project.namespace_id)
-        .where(Namespace.owner_id == user_id)
+    shared = through_shares(
+        select(ProjectGroupLink.project_id.label("project_id"), share_level().label("level")),
+        member_ns,
+        shared_ns,
+    ).where(Member.user_id == user_id, active_membership(today), share_active(today))
+    personal = personal_projects(Project.id.label("project_id"), literal(OWNER).label("level")).where(
+        Namespace.owner_id == user_id
     )
     if ids is not None:
         direct = direct.where(Member.project_id.in_(ids))

@@ -10,7 +10,7 @@ from datetime import date, datetime
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Date, Select, bindparam, case, cast, func, literal_column, null, or_, select, union_all
+from sqlalchemy import Date, Select, bindparam, cast, func, literal_column, null, or_, select, union_all
 from sqlalchemy.orm import Session, aliased
 
 from kiln.models import Member, Namespace, Project, ProjectGroupLink, User
@@ -73,7 +73,7 @@ def _reach(on_project: bool, deep: bool) -> Any:
     if on_project:
         # The holder of a personal namespace is its projects' Owner; sorted before real rows.
         parts.append(
-            select(
+            access.personal_projects(
                 literal_column("0").label("member_id"),
                 Namespace.owner_id.label("user_id"),
                 literal_column(str(OWNER)).label("level"),
@@ -81,10 +81,7 @@ def _reach(on_project: bool, deep: bool) -> Any:
                 cast(null(), Date).label("expires_at"),
                 Project.creator_id.label("created_by_id"),
                 literal_column(str(_DIRECT)).label("rank"),
-            )
-            .select_from(Project)
-            .join(Namespace, Namespace.id == Project.namespace_id)
-            .where(Project.id == bindparam("project_id"), Namespace.owner_id.is_not(None))
+            ).where(Project.id == bindparam("project_id"), Namespace.owner_id.is_not(None))
         )
     if deep:
         parts.append(
@@ -96,20 +93,11 @@ def _reach(on_project: bool, deep: bool) -> Any:
         # Members of a group the project is shared with (or of its ancestors), capped at the share.
         member_ns = aliased(Namespace, name="share_member_ns")
         shared_ns = aliased(Namespace, name="share_ns")
-        capped = case(
-            (Member.access_level < ProjectGroupLink.group_access, Member.access_level),
-            else_=ProjectGroupLink.group_access,
-        )
         parts.append(
-            select(*_member_columns(capped, _SHARED))
-            .select_from(Member)
-            .join(member_ns, member_ns.id == Member.namespace_id)
-            .join(shared_ns, access.within(shared_ns, member_ns))
-            .join(ProjectGroupLink, ProjectGroupLink.group_id == shared_ns.id)
-            .where(
-                ProjectGroupLink.project_id == bindparam("project_id"),
-                or_(ProjectGroupLink.expires_at.is_(None), ProjectGroupLink.expires_at > today),
-                active,
+            access.through_shares(
+                select(*_member_columns(access.share_level(), _SHARED)), member_ns, shared_ns
+            ).where(
+                ProjectGroupLink.project_id == bindparam("project_id"), access.share_active(today), active
             )
         )
     rows = union_all(*parts).subquery("reach")
