@@ -7,7 +7,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from sqlalchemy import delete, func, select
+from sqlalchemy import Engine, delete, func, select
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session
 
@@ -21,6 +21,17 @@ def postgresql(runtime: Runtime) -> Runtime:
     if runtime.engine.dialect.name != "postgresql":
         pytest.skip("prepared statements are PostgreSQL's")
     return runtime
+
+
+def terminate_backend(engine: Engine, pid: int) -> None:
+    """Ends the server process behind connection `pid`, as a server restart or an
+    administrator would, from a connection of its own."""
+    admin = make_engine_unpooled(engine.url.render_as_string(hide_password=False))
+    try:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f"SELECT pg_terminate_backend({int(pid)})")
+    finally:
+        admin.dispose()
 
 
 def test_a_statement_run_again_after_rollbacks_runs_prepared(postgresql):
@@ -39,12 +50,7 @@ def test_a_connection_the_server_dropped_is_replaced(postgresql):
         conn.execute(statement).all()
         conn.rollback()
         pid = conn.exec_driver_sql("SELECT pg_backend_pid()").scalar_one()
-    admin = make_engine_unpooled(postgresql.engine.url.render_as_string(hide_password=False))
-    try:
-        with admin.connect() as conn:
-            conn.exec_driver_sql(f"SELECT pg_terminate_backend({int(pid)})")
-    finally:
-        admin.dispose()
+    terminate_backend(postgresql.engine, pid)
     # The dropped connection fails once, which discards every pooled connection; the next
     # checkout is a fresh one.
     outcomes = []
@@ -63,12 +69,7 @@ def test_a_read_whose_connection_the_server_dropped_ends_as_a_lost_connection(po
     with postgresql.engine.connect() as conn:
         conn.execute(statement).all()
         pid = conn.exec_driver_sql("SELECT pg_backend_pid()").scalar_one()
-        admin = make_engine_unpooled(postgresql.engine.url.render_as_string(hide_password=False))
-        try:
-            with admin.connect() as other:
-                other.exec_driver_sql(f"SELECT pg_terminate_backend({int(pid)})")
-        finally:
-            admin.dispose()
+        terminate_backend(postgresql.engine, pid)
         # Ending the transaction finds the connection gone: an OperationalError (kiln answers
         # 503) that discards the pool, not an error of another kind.
         with pytest.raises(OperationalError) as lost:
