@@ -3,25 +3,23 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
 from kiln.entities._format import day, iso
 
 if TYPE_CHECKING:
-    from kiln.models import PersonalAccessToken
     from kiln.queries.tokens import TokenRow
 
-# Reads render TokenRow records; a write renders the token it just saved.
-Token = Union["TokenRow", "PersonalAccessToken"]
 
-
-def is_active(token: Token) -> bool:
+def is_active(token: TokenRow) -> bool:
     if token.revoked:
         return False
     return token.expires_at is None or token.expires_at > datetime.now(UTC).date()
 
 
-def personal_access_token(token: Token, secret: str | None = None) -> dict[str, Any]:
+def personal_access_token(token: TokenRow, secret: str | None = None) -> dict[str, Any]:
+    """`secret`: the token's value, shown once by the write that issued it (the row holds
+    only its digest)."""
     view: dict[str, Any] = {
         "id": token.id,
         "name": token.name,

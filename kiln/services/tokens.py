@@ -105,7 +105,7 @@ def revoke_current(db: Session, actor: Actor) -> None:
 
 def rotate(
     db: Session, actor: Actor, token: PersonalAccessToken, expires_at: date | None, settings: Settings
-) -> tuple[PersonalAccessToken, str]:
+) -> tuple[TokenRow, str]:
     if token.revoked:
         raise BadRequest("Token already revoked")
     today = datetime.now(UTC).date()
@@ -126,7 +126,7 @@ def rotate(
             expires_at=expires,
             impersonation=token.impersonation,
         )
-    return new, secret
+    return _saved(db, new.id, secret)
 
 
 def _revoke_if_live(db: Session, token_id: int) -> bool:
@@ -142,7 +142,7 @@ def _revoke_if_live(db: Session, token_id: int) -> bool:
 
 def rotate_current(
     db: Session, actor: Actor, expires_at: date | None, settings: Settings
-) -> tuple[PersonalAccessToken, str]:
+) -> tuple[TokenRow, str]:
     """Only a personal access token rotates itself; GitLab answers anything else with 405."""
     if actor.via not in ("personal_access_token", "impersonation_token"):
         raise NotAllowed()
@@ -151,14 +151,14 @@ def rotate_current(
 
 def rotate_by_id(
     db: Session, actor: Actor, token_id: int, expires_at: date | None, settings: Settings
-) -> tuple[PersonalAccessToken, str]:
+) -> tuple[TokenRow, str]:
     get_token(db, actor, token_id)
     return rotate(db, actor, _model(db, token_id), expires_at, settings)
 
 
 def create_for_user(
     db: Session, actor: Actor, user_ident: int, p: TokenCreate, settings: Settings
-) -> tuple[PersonalAccessToken, str]:
+) -> tuple[TokenRow, str]:
     policy.require(actor, Action.ADMIN_TOKENS)
     user = _user(db, user_ident)
     blank = [
@@ -199,7 +199,7 @@ def get_impersonation(db: Session, actor: Actor, user_ident: int, token_id: int)
 
 def create_impersonation(
     db: Session, actor: Actor, user_ident: int, p: ImpersonationTokenCreate, settings: Settings
-) -> tuple[PersonalAccessToken, str]:
+) -> tuple[TokenRow, str]:
     policy.require(actor, Action.ADMIN_TOKENS)
     user = _user(db, user_ident)
     _validate_impersonation(p)
@@ -213,12 +213,12 @@ def _issue_for(
     settings: Settings,
     *,
     impersonation: bool,
-) -> tuple[PersonalAccessToken, str]:
+) -> tuple[TokenRow, str]:
     """A requested token: expiry defaults to the longest lifetime allowed, and is checked."""
     expires = p.expires_at or datetime.now(UTC).date() + timedelta(days=settings.max_token_lifetime_days)
     _check_expiry(expires, settings)
     with transaction(db):
-        return _issue(
+        token, secret = _issue(
             db,
             user_id=user.id,
             name=p.name,
@@ -227,6 +227,7 @@ def _issue_for(
             expires_at=expires,
             impersonation=impersonation,
         )
+    return _saved(db, token.id, secret)
 
 
 def _validate_impersonation(p: ImpersonationTokenCreate) -> None:
@@ -303,6 +304,15 @@ def _issue(
     )
     db.add(token)
     db.flush()
+    return token, secret
+
+
+def _saved(db: Session, token_id: int, secret: str) -> tuple[TokenRow, str]:
+    """The token a write just issued, read again as every read sees it, beside its secret:
+    the one answer that shows the secret, which the row does not hold."""
+    token = finder.row_by_id(db, token_id)
+    if token is None:  # its owner was removed since
+        raise NotFound(message="404 Not found")
     return token, secret
 
 
