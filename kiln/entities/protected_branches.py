@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
 from kiln.models.repository import ADMIN_ACCESS, DEVELOPER_ACCESS, MAINTAINER_ACCESS, NO_ACCESS
 
 if TYPE_CHECKING:
-    from kiln.models import ProtectedBranch
     from kiln.queries.protected_branches import ProtectedBranchRow
-
-# Reads render ProtectedBranchRow records; a write renders the rule it just saved.
-Rule = Union["ProtectedBranchRow", "ProtectedBranch"]
 
 ACCESS_DESCRIPTIONS = {
     NO_ACCESS: "No one",
@@ -33,7 +29,7 @@ def access_level(rule_id: int, level: int) -> dict[str, Any]:
     }
 
 
-def protected_branch(rule: Rule) -> dict[str, Any]:
+def protected_branch(rule: ProtectedBranchRow) -> dict[str, Any]:
     return {
         "id": rule.id,
         "name": rule.name,

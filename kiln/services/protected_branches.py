@@ -81,8 +81,14 @@ def _find(db: Session, project_id: int, name: str) -> ProtectedBranch:
 
 def get_rule(db: Session, actor: Actor | None, ident: str, name: str) -> ProtectedBranchRow:
     s = _readable(db, actor, ident)
-    rule = finder.rule_by_name(db, s.project.id, name)
-    if rule is None:
+    return _row(db, s.project.id, name)
+
+
+def _row(db: Session, project_id: int, name: str) -> ProtectedBranchRow:
+    """The rule as every view renders it: what a read finds, and what a write answers once
+    its transaction is over."""
+    rule = finder.rule_by_name(db, project_id, name)
+    if rule is None:  # a write's rule may have been removed since
         raise NotFound(message=RULE_NOT_FOUND)
     return rule
 
@@ -90,7 +96,7 @@ def get_rule(db: Session, actor: Actor | None, ident: str, name: str) -> Protect
 # ----------------------------------------------------------------------------- changing
 
 
-def create_rule(db: Session, actor: Actor, ident: str, p: ProtectedBranchCreate) -> ProtectedBranch:
+def create_rule(db: Session, actor: Actor, ident: str, p: ProtectedBranchCreate) -> ProtectedBranchRow:
     s = subjects.project(db, actor, ident, Action.ADMIN_PROTECTED_BRANCHES)
     name = p.name.strip()
     if not name:
@@ -118,7 +124,7 @@ def create_rule(db: Session, actor: Actor, ident: str, p: ProtectedBranchCreate)
             db.flush()
         except IntegrityError:  # a twin request protected the same name first
             raise conflict from None
-    return rule
+    return _row(db, s.project.id, name)
 
 
 def _or(value: int | None, default: int) -> int:
@@ -127,7 +133,7 @@ def _or(value: int | None, default: int) -> int:
 
 def update_rule(
     db: Session, actor: Actor, ident: str, name: str, p: ProtectedBranchUpdate
-) -> ProtectedBranch:
+) -> ProtectedBranchRow:
     s = subjects.project(db, actor, ident)
     with transaction(db):
         rule = _find(db, s.project.id, name)
@@ -144,7 +150,7 @@ def update_rule(
                 if level is not None:
                     setattr(rule, f"{kind}_access_level", level)
         db.flush()
-    return rule
+    return _row(db, s.project.id, rule.name)
 
 
 def delete_rule(
