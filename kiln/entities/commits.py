@@ -14,7 +14,6 @@ if TYPE_CHECKING:
     import pygit2
 
     from kiln.git.history import Stats
-    from kiln.models import CommitNote
     from kiln.queries.commits import CommitNoteRow
     from kiln.queries.users import UserRow
 
@@ -93,7 +92,7 @@ def commit_ref(kind: str, name: str) -> dict[str, str]:
     return {"type": kind, "name": name}
 
 
-def commit_note(note: CommitNoteRow | CommitNote, author: UserRow, base: str) -> dict[str, Any]:
+def commit_note(note: CommitNoteRow, author: UserRow, base: str) -> dict[str, Any]:
     return {
         "note": note.note,
         "path": note.path,

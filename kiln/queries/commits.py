@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from kiln.models import CommitNote
 from kiln.pagination import Page, PageResult
 from kiln.queries.paging import offset_page
-from kiln.queries.reads import row_columns
+from kiln.queries.reads import row_columns, run
 from kiln.queries.users import UserRow, rows_by_ids
 
 _NOTES = CommitNote.__table__
@@ -28,6 +28,17 @@ def _comments_statement() -> Select[Any]:
         .where(_NOTES.c.project_id == bindparam("project_id"), _NOTES.c.commit_sha == bindparam("sha"))
         .order_by(_NOTES.c.created_at, _NOTES.c.id)
     )
+
+
+@cache
+def _by_id_statement() -> Select[Any]:
+    return select(*row_columns(_NOTES)).where(_NOTES.c.id == bindparam("id"))
+
+
+def comment_by_id(db: Session, note_id: int) -> CommitNoteRow | None:
+    """One comment as the list shows it: what a comment just saved answers."""
+    row = run(db, _by_id_statement(), {"id": note_id}).first()
+    return None if row is None else CommitNoteRow._make(row)
 
 
 def comments(

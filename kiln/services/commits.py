@@ -119,7 +119,7 @@ class Picked:
 
 @dataclass(slots=True)
 class NoteRecord:
-    note: CommitNoteRow | CommitNote  # a row when read; the model a comment was just saved as
+    note: CommitNoteRow
     author: UserRow
 
 
@@ -285,7 +285,11 @@ def create_comment(
             target_id=note.id,
             data={"noteable_type": "Commit", "commit_id": str(commit.id)},
         )
-    return NoteRecord(note, actor.user)
+    # Read again after the write, as the list reads it, so both answer the same.
+    saved = commit_reads.comment_by_id(db, note.id)
+    if saved is None:  # the project was removed since
+        raise NotFound("Project")
+    return NoteRecord(saved, actor.user)
 
 
 # ---------------------------------------------------------------------------- writes
