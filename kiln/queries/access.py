@@ -54,7 +54,18 @@ def within(inner: Any, outer: Any) -> ColumnElement[bool]:
     """`inner` is `outer` or below it: its traversal starts with outer's. Written as a range
     ("1/5/" <= t < "1/5/~"; traversals hold only digits and slashes) so the traversal index
     answers it, where `LIKE outer || '%'` would read every row."""
-    return and_(inner.traversal >= outer.traversal, inner.traversal < outer.traversal + "~")
+    return within_range(inner, outer.traversal, outer.traversal + "~")
+
+
+def within_range(inner: Any, traversal: Any, end: Any) -> ColumnElement[bool]:
+    """within, for an outer namespace given by its traversal and that traversal's end
+    (within_bounds): both may be bind parameters, for a statement kept across namespaces."""
+    return and_(inner.traversal >= traversal, inner.traversal < end)
+
+
+def within_bounds(traversal: str) -> tuple[str, str]:
+    """The values within_range compares a traversal with."""
+    return traversal, traversal + "~"
 
 
 def active_membership(today: Any) -> ColumnElement[bool]:
@@ -156,7 +167,8 @@ def project_level_of(user_id: Any, project_id: Any, today: Any) -> Any:
 def group_levels(
     user_id: Any, group_ids: Iterable[int] | BindParameter[Any] | None = None, today: Any = None
 ) -> Any:
-    """A subquery of (namespace_id, level): membership of a group or of any ancestor."""
+    """A subquery of (namespace_id, level): membership of a group or of any ancestor.
+    `user_id` and `today` may be bind parameters (today's date when None)."""
     member_ns, inner_ns = _MEMBER_NS, _INNER_NS
     stmt = (
         select(inner_ns.id.label("namespace_id"), func.max(Member.access_level).label("level"))
@@ -173,10 +185,11 @@ def group_levels(
     return stmt.subquery("group_levels")
 
 
-def related_group_ids(user_id: int) -> Select[Any]:
+def related_group_ids(user_id: Any, today: Any = None) -> Select[Any]:
     """Groups a user may see because of what is inside them: ancestors of the groups the
-    user belongs to and of the projects the user is a member of (GitLab shows their names)."""
-    today = date.today()
+    user belongs to and of the projects the user is a member of (GitLab shows their names).
+    `user_id` and `today` may be bind parameters (today's date when None)."""
+    today = date.today() if today is None else today
     inner, outer = _INNER_NS, _OUTER_NS
     via_groups = (
         select(outer.id)

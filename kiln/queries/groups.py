@@ -32,8 +32,9 @@ from kiln.models import ApplicationSetting, Namespace, Project, ProjectStatistic
 from kiln.models.namespaces import KIND_GROUP, OWNER
 from kiln.models.projects import STORAGE_SIZES
 from kiln.queries import access, custom_attributes
-from kiln.queries.projects import NamespaceRow
+from kiln.queries.projects import NamespaceRow, viewer_params
 from kiln.queries.reads import row_columns, run
+from kiln.queries.shapes import Shapes, parameters_key
 from kiln.queries.text import ESCAPE, contains
 from kiln.records import ProjectRecord
 from kiln.schemas.groups import GroupList
@@ -198,19 +199,24 @@ def view_by_ident(db: Session, user_id: int | None, ident: str) -> GroupViewRow 
 # ---------------------------------------------------------------------------- lists
 
 
-def _member_group_ids(user_id: int, min_level: int | None = None) -> Select[Any]:
-    """Groups a membership reaches: the group itself and everything below it."""
-    levels = access.group_levels(user_id)
+# A signed-in caller's id and today's date are bind parameters (projects.viewer_params).
+_VIEWER = bindparam("viewer_id")
+_TODAY = bindparam("viewer_today", type_=Date())
+
+
+def _member_group_ids(min_level: int | None = None) -> Select[Any]:
+    """Groups the viewer's memberships reach: the group itself and everything below it."""
+    levels = access.group_levels(_VIEWER, today=_TODAY)
     stmt = select(levels.c.namespace_id)
     if min_level is not None:
         stmt = stmt.where(levels.c.level >= min_level)
     return stmt
 
 
-def _authorized(user_id: int) -> ColumnElement[bool]:
-    """Groups a user reaches by membership, and the ancestors of what they belong to."""
-    related = access.related_group_ids(user_id).subquery()
-    return or_(Namespace.id.in_(_member_group_ids(user_id)), Namespace.id.in_(select(related.c.id)))
+def _authorized() -> ColumnElement[bool]:
+    """Groups the viewer reaches by membership, and the ancestors of what they belong to."""
+    related = access.related_group_ids(_VIEWER, _TODAY).subquery()
+    return or_(Namespace.id.in_(_member_group_ids()), Namespace.id.in_(select(related.c.id)))
 
 
 def _listed(actor: Actor | None, q: GroupList) -> ColumnElement[bool]:
@@ -222,26 +228,47 @@ def _listed(actor: Actor | None, q: GroupList) -> ColumnElement[bool]:
     if actor is None:
         return false() if q.owned else access.opened_by(Namespace.visibility, policy.open_visibilities(None))
     if q.owned:
-        return Namespace.id.in_(_member_group_ids(actor.user.id, OWNER))
+        return Namespace.id.in_(_member_group_ids(OWNER))
     if q.min_access_level is not None:
-        return Namespace.id.in_(_member_group_ids(actor.user.id, q.min_access_level))
+        return Namespace.id.in_(_member_group_ids(q.min_access_level))
     if admin and all_available:
         return true()
     if all_available:
-        return or_(Namespace.visibility.in_(policy.open_visibilities(actor)), _authorized(actor.user.id))
-    return _authorized(actor.user.id)
+        return or_(Namespace.visibility.in_(policy.open_visibilities(actor)), _authorized())
+    return _authorized()
+
+
+_LISTINGS: Shapes[Select[Any]] = Shapes()
 
 
 def listing(
-    actor: Actor | None, q: GroupList, *, parent: NamespaceRow | None = None, descendants: bool = False
+    actor: Actor | None, q: GroupList, *, parent: bool = False, descendants: bool = False
 ) -> Select[Any]:
     """Ids of the groups a list shows, filtered and ordered; the page's views come from
-    view_rows."""
+    view_rows. Built once per shape (the viewer's kind, every parameter, and whether it lists
+    a parent's subgroups or descendants); the values come from listing_params."""
+    viewer = None if actor is None else ("admin" if actor.is_admin else policy.open_visibilities(actor))
+    key = (viewer, parameters_key(q), parent, descendants)
+    return _LISTINGS.get(key, lambda: _listing(actor, q, parent, descendants))
+
+
+def listing_params(actor: Actor | None, parent: NamespaceRow | None = None) -> dict[str, Any]:
+    """The values of a listing's bind parameters: the viewer's, and the parent's."""
+    params = viewer_params(actor)
+    if parent is not None:
+        params["parent_id"] = parent.id
+        params["parent_traversal"], params["parent_end"] = access.within_bounds(parent.traversal)
+    return params
+
+
+def _listing(actor: Actor | None, q: GroupList, parent: bool, descendants: bool) -> Select[Any]:
     stmt = select(Namespace.id).where(Namespace.kind == KIND_GROUP, _listed(actor, q))
-    if parent is not None and descendants:
-        stmt = stmt.where(access.within(Namespace, parent), Namespace.id != parent.id)
-    elif parent is not None:
-        stmt = stmt.where(Namespace.parent_id == parent.id)
+    parent_id = bindparam("parent_id")
+    if parent and descendants:
+        below = access.within_range(Namespace, bindparam("parent_traversal"), bindparam("parent_end"))
+        stmt = stmt.where(below, Namespace.id != parent_id)
+    elif parent:
+        stmt = stmt.where(Namespace.parent_id == parent_id)
     elif q.top_level_only:
         stmt = stmt.where(Namespace.parent_id.is_(None))
     if q.skip_groups:
@@ -254,7 +281,7 @@ def listing(
             func.lower(Namespace.name).like(term, escape=ESCAPE),
             func.lower(Namespace.path).like(term, escape=ESCAPE),
         ]
-        if parent is None:
+        if not parent:
             matches.append(func.lower(Namespace.full_path).like(term, escape=ESCAPE))
         stmt = stmt.where(or_(*matches))
     if q.archived:

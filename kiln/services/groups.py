@@ -150,18 +150,21 @@ def _detail(db: Session, actor: Actor | None, group_id: int) -> GroupRecord:
 
 
 def list_groups(db: Session, actor: Actor | None, q: GroupList, page: Page) -> GroupListing:
-    return _listing(db, actor, q, page, finder.listing(actor, q))
+    return _listing(db, actor, q, page, finder.listing(actor, q), finder.listing_params(actor))
 
 
 def list_subgroups(
     db: Session, actor: Actor | None, ident: str, q: GroupList, page: Page, *, descendants: bool = False
 ) -> GroupListing:
     parent = subjects.group(db, actor, ident, rows=True).group
-    return _listing(db, actor, q, page, finder.listing(actor, q, parent=parent, descendants=descendants))
+    stmt = finder.listing(actor, q, parent=True, descendants=descendants)
+    return _listing(db, actor, q, page, stmt, finder.listing_params(actor, parent))
 
 
-def _listing(db: Session, actor: Actor | None, q: GroupList, page: Page, stmt: Select[Any]) -> GroupListing:
-    result = offset_page(db, stmt, page, core=True)
+def _listing(
+    db: Session, actor: Actor | None, q: GroupList, page: Page, stmt: Select[Any], params: dict[str, Any]
+) -> GroupListing:
+    result = offset_page(db, stmt, page, core=True, params=params)
     ids = [row.id for row in result.items]
     recs = records(db, actor, ids, statistics=q.statistics, custom_attributes=q.with_custom_attributes)
     return GroupListing(page=result, records=recs)

@@ -134,6 +134,17 @@ def test_project_membership_lists_the_ancestors_of_the_project(api, make):
     assert names(r) == ["child", "top"]
 
 
+@pytest.mark.parametrize("query", ["", "?min_access_level=10", "?owned=true", "?all_available=true"])
+def test_the_same_list_for_two_callers_shows_each_their_own_groups(api, make, query):
+    """The list's statement is kept per shape: its third run is compiled, and still each
+    caller's own."""
+    ada, bob = make.user(), make.user()
+    make.group(path="adas", owners=[ada])
+    make.group(path="bobs", owners=[bob])
+    for caller, own in ((ada, ["adas"]), (bob, ["bobs"]), (ada, ["adas"])):
+        assert names(api(caller).get(f"/groups{query}")) == own
+
+
 def test_list_search_matches_name_or_path(api, make):
     make.group(path="alpha-team", name="Alpha", visibility="public")
     make.group(path="beta", name="Team Beta", visibility="public")
@@ -933,6 +944,18 @@ def test_descendant_groups_lists_every_level(api, make):
     make.group(path="grand", parent=child)
     r = api(u).get("/groups/top/descendant_groups")
     assert (r.status_code, names(r)) == (200, ["child", "grand"])
+
+
+@pytest.mark.parametrize(("route", "below"), [("subgroups", ["b1"]), ("descendant_groups", ["b1", "b2"])])
+def test_the_same_subgroup_list_of_two_parents_shows_each_its_own(api, make, route, below):
+    """One statement serves every parent; the third run is compiled, and still the parent's."""
+    ada, bob = make.user(), make.user()
+    adas = make.group(path="adas", owners=[ada])
+    make.group(path="a1", parent=adas)
+    bobs = make.group(path="bobs", owners=[bob])
+    make.group(path="b2", parent=make.group(path="b1", parent=bobs))
+    for caller, top, own in ((ada, adas, ["a1"]), (bob, bobs, below), (ada, adas, ["a1"])):
+        assert names(api(caller).get(f"/groups/{top.id}/{route}")) == own
 
 
 def test_anonymous_subgroups_are_the_public_ones(api, make):
