@@ -18,6 +18,7 @@ from kiln.queries import access
 from kiln.queries.groups import ident_params
 from kiln.queries.projects import NamespaceRow, OwnerRow
 from kiln.queries.reads import row_column, row_columns, run
+from kiln.queries.shapes import Shapes
 from kiln.queries.text import ESCAPE, contains, escape_like
 
 _NAMESPACES = Namespace.__table__
@@ -68,8 +69,10 @@ class NamespaceViewRow:
 # ---------------------------------------------------------------------------- lists
 
 
+_LISTINGS: Shapes[Select[Any]] = Shapes()
+
+
 def listing(
-    user_id: int,
     *,
     every: bool,
     search: str | None,
@@ -78,10 +81,24 @@ def listing(
     full_path_search: bool = False,
 ) -> Select[Any]:
     """Ids for GET /namespaces: the user's own namespace and the groups a membership reaches
-    (all of them with `every`, for administrators); `full_path_search` matches full paths."""
+    (all of them with `every`, for administrators); `full_path_search` matches full paths.
+    Built once per shape; the user and the date come from listing_params."""
+    key = (every, search, owned_only, top_level_only, full_path_search)
+    return _LISTINGS.get(key, lambda: _listing(every, search, owned_only, top_level_only, full_path_search))
+
+
+def listing_params(user_id: int) -> dict[str, Any]:
+    """The values of a listing's bind parameters."""
+    return {"user_id": user_id, "today": date.today()}
+
+
+def _listing(
+    every: bool, search: str | None, owned_only: bool, top_level_only: bool, full_path_search: bool
+) -> Select[Any]:
     stmt = select(Namespace.id)
     if not every or owned_only:
-        levels = access.group_levels(user_id)
+        user_id = bindparam("user_id")
+        levels = access.group_levels(user_id, today=bindparam("today", type_=Date()))
         member_of = select(levels.c.namespace_id)
         if owned_only:
             member_of = member_of.where(levels.c.level >= OWNER)

@@ -125,14 +125,13 @@ def list_for_api(db: Session, actor: Actor, q: NamespaceList, page: Page) -> Nam
     (every namespace for administrators), with `full_path_search` matching full paths.
     The page's ids, then their views, then the counts of the groups the caller administers."""
     stmt = finder.listing(
-        actor.id,
         every=policy.is_admin(actor),
         search=q.search,
         owned_only=q.owned_only,
         top_level_only=q.top_level_only,
         full_path_search=q.full_path_search,
     )
-    result = offset_page(db, stmt, page, core=True)
+    result = offset_page(db, stmt, page, core=True, params=finder.listing_params(actor.id))
     ids = [row.id for row in result.items]
     views = finder.view_rows(db, actor.id, ids)
     return NamespaceListing(page=result, records=_records(db, actor, [views[i] for i in ids if i in views]))

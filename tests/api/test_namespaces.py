@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kiln.models import ProjectStatistics
 from kiln.models.namespaces import DEVELOPER, GUEST, MAINTAINER
 from tests.bodies import UNAUTHORIZED
@@ -66,6 +68,17 @@ def test_top_level_only_hides_subgroups(api, make):
     top = make.group(path="team", owners=[u])
     make.group(path="sub", parent=top)
     assert paths(api(u).get("/namespaces?top_level_only=true")) == ["alice", "team"]
+
+
+@pytest.mark.parametrize("query", ["", "?owned_only=true"])
+def test_the_same_list_for_two_callers_shows_each_their_own_namespaces(api, make, query):
+    """The list's statement is kept per shape: its third run is compiled, and still each
+    caller's own."""
+    ada, bob = make.user(username="ada"), make.user(username="bob")
+    make.group(path="adas", owners=[ada])
+    make.group(path="bobs", owners=[bob])
+    for caller, own in ((ada, ["ada", "adas"]), (bob, ["bob", "bobs"]), (ada, ["ada", "adas"])):
+        assert paths(api(caller).get(f"/namespaces{query}")) == own
 
 
 def test_namespace_list_is_paginated(api, make):
