@@ -9,11 +9,12 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, bindparam, func, select
+from sqlalchemy import ColumnElement, Date, Select, bindparam, func, select
 from sqlalchemy.orm import Session
 
 from kiln.models import PersonalAccessToken, User
 from kiln.queries.reads import row_column, run
+from kiln.queries.shapes import Shapes, parameters_key
 from kiln.queries.users import USER_COLUMNS, USER_WIDTH, UserRow, user_row
 from kiln.schemas.tokens import TokenList
 
@@ -76,12 +77,28 @@ def rows_by_ids(db: Session, token_ids: list[int]) -> list[TokenRow]:
     return [found[tid] for tid in token_ids if tid in found]
 
 
-def listing(q: TokenList, *, user_id: int | None, personal_only: bool) -> Select[Any]:
+_LISTINGS: Shapes[Select[Any]] = Shapes()
+
+
+def listing(q: TokenList, *, by_user: bool, personal_only: bool) -> Select[Any]:
     """The ids of GET /personal_access_tokens, filtered and ordered; the page's rows come from
-    rows_by_ids. Bounds as GitLab's token scopes: inclusive, except expires_before."""
+    rows_by_ids. Bounds as GitLab's token scopes: inclusive, except expires_before. Built once
+    per shape (`by_user`: one user's tokens, whose id, with the date, is in listing_params)."""
+    shape = q if q.user_id is None else q.model_copy(update={"user_id": None})
+    key = (parameters_key(shape), by_user, personal_only)
+    return _LISTINGS.get(key, lambda: _listing(q, by_user, personal_only))
+
+
+def listing_params(user_id: int | None) -> dict[str, Any]:
+    """The values of a listing's bind parameters: the user's id, and the date states are
+    decided on."""
+    return {"user_id": user_id, "today": datetime.now(UTC).date()}
+
+
+def _listing(q: TokenList, by_user: bool, personal_only: bool) -> Select[Any]:
     stmt = select(_T.id)
-    if user_id is not None:
-        stmt = stmt.where(_T.user_id == user_id)
+    if by_user:
+        stmt = stmt.where(_T.user_id == bindparam("user_id"))
     if personal_only:
         stmt = stmt.where(_T.impersonation.is_(False))
     if q.revoked is not None:
@@ -105,17 +122,20 @@ def listing(q: TokenList, *, user_id: int | None, personal_only: bool) -> Select
     return stmt.order_by(*ordering(q.sort))
 
 
-def impersonation_listing(user_id: int, state_name: str) -> Select[Any]:
-    """The ids of a user's impersonation tokens in id order, `state_name` "all" or a state."""
-    stmt = select(_T.id).where(_T.user_id == user_id, _T.impersonation.is_(True))
+@cache
+def impersonation_listing(state_name: str) -> Select[Any]:
+    """The ids of a user's impersonation tokens in id order, `state_name` "all" or a state;
+    built once per state (the user's id and the date are in listing_params)."""
+    stmt = select(_T.id).where(_T.user_id == bindparam("user_id"), _T.impersonation.is_(True))
     if state_name != "all":
         stmt = state(stmt, state_name)
     return stmt.order_by(*ordering(None))
 
 
 def state(stmt: Select[Any], state_name: str) -> Select[Any]:
-    """ "active": neither revoked nor expired; anything else: the rest."""
-    today = datetime.now(UTC).date()
+    """ "active": neither revoked nor expired (on the date listing_params gives); anything
+    else: the rest."""
+    today = bindparam("today", type_=Date())
     live = (_T.revoked.is_(False)) & (_T.expires_at.is_(None) | (_T.expires_at > today))
     return stmt.where(live) if state_name == "active" else stmt.where(~live)
 

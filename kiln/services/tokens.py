@@ -45,13 +45,15 @@ def list_tokens(db: Session, actor: Actor, q: TokenList, page: Page) -> PageResu
     if policy.is_admin(actor):
         if q.user_id is not None and users.row_by_id(db, q.user_id) is None:
             raise NotFound()
-        stmt = finder.listing(q, user_id=q.user_id, personal_only=False)
+        user_id = q.user_id
+        stmt = finder.listing(q, by_user=user_id is not None, personal_only=False)
     else:
         # Non-admins see only their own tokens, and never impersonation tokens made for them.
         if q.user_id is not None and q.user_id != actor.user.id:
             raise Unauthorized()
-        stmt = finder.listing(q, user_id=actor.user.id, personal_only=True)
-    return _rows_of(db, offset_page(db, stmt, page, core=True))
+        user_id = actor.user.id
+        stmt = finder.listing(q, by_user=True, personal_only=True)
+    return _rows_of(db, offset_page(db, stmt, page, core=True, params=finder.listing_params(user_id)))
 
 
 def get_token(db: Session, actor: Actor, token_id: int) -> TokenRow:
@@ -178,7 +180,8 @@ def list_impersonation(
     """Items are TokenRow records, as list_tokens."""
     policy.require(actor, Action.ADMIN_TOKENS)
     user = _user(db, user_ident)
-    return _rows_of(db, offset_page(db, finder.impersonation_listing(user.id, q.state), page, core=True))
+    stmt, params = finder.impersonation_listing(q.state), finder.listing_params(user.id)
+    return _rows_of(db, offset_page(db, stmt, page, core=True, params=params))
 
 
 def get_impersonation(db: Session, actor: Actor, user_ident: int, token_id: int) -> TokenRow:

@@ -110,6 +110,32 @@ def test_admin_unknown_user_id_is_404(api):
     assert (r.status_code, r.json()) == (404, {"message": "404 Not Found"})
 
 
+@pytest.mark.parametrize("state", [None, "active"])
+@pytest.mark.parametrize("admin", [False, True])
+def test_the_same_list_for_two_users_shows_each_their_own_tokens(api, make, admin, state):
+    """The list's statement is kept per shape: its third run is compiled, and still the
+    user's own (asked by the user, or by an administrator naming them)."""
+    ada, bob = make.user(), make.user()
+    make.token(ada, name="adas", expires_at=today() + timedelta(days=1))
+    make.token(bob, name="bobs", expires_at=today() + timedelta(days=1))
+    for user, own in ((ada, ["test", "adas"]), (bob, ["test", "bobs"]), (ada, ["test", "adas"])):
+        params = {"user_id": user.id} | ({"state": state} if state else {})
+        r = api("root" if admin else user).get("/personal_access_tokens", params=params)
+        assert [t["name"] for t in r.json()] == own
+
+
+@pytest.mark.parametrize("state", ["all", "active"])
+def test_the_same_impersonation_list_for_two_users_shows_each_their_own(api, make, state):
+    """GET /users/:id/impersonation_tokens keeps its statement per state: the third run is
+    compiled, and still the user's own."""
+    ada, bob = make.user(), make.user()
+    make.token(ada, name="adas", impersonation=True)
+    make.token(bob, name="bobs", impersonation=True)
+    for user, own in ((ada, ["adas"]), (bob, ["bobs"]), (ada, ["adas"])):
+        r = api("root").get(f"/users/{user.id}/impersonation_tokens", params={"state": state})
+        assert [t["name"] for t in r.json()] == own
+
+
 def test_list_filter_revoked(api, make):
     u = make.user()
     make.token(u, name="gone", revoked=True)
