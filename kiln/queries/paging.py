@@ -89,17 +89,32 @@ def keyset_page(
     params: Mapping[str, Any] | None = None,
 ) -> PageResult:
     """Keyset by one integer column; `sort` decides direction and which bound moves. Rows as in
-    offset_page; Core rows carry `key` by name."""
+    offset_page; Core rows carry `key` by name. The bounds and the page's size are parameters
+    of a statement derived once per list statement (_keyset_of), so a kept list's pages run
+    compiled whatever their bounds."""
+    keyed = _keyset_of(stmt, key, page.sort == "asc", after is not None, before is not None)
+    values = {**(params or {}), "page_limit": page.per_page + 1}
     if after is not None:
-        stmt = stmt.where(key > after)
+        values["keyset_after"] = after
     if before is not None:
-        stmt = stmt.where(key < before)
-    stmt = stmt.order_by(None).order_by(key.asc() if page.sort == "asc" else key.desc())
-    rows = _fetch(db, stmt.limit(page.per_page + 1), scalars=scalars, core=core, params=params)
+        values["keyset_before"] = before
+    rows = _fetch(db, keyed, scalars=scalars, core=core, params=values)
     has_next = len(rows) > page.per_page
     rows = rows[: page.per_page]
     next_key = getattr(rows[-1], key.key) if has_next and rows else None
     return PageResult(items=rows, total=None, has_next=has_next, next_key=next_key)
+
+
+@lru_cache(maxsize=512)
+def _keyset_of(
+    stmt: Select[Any], key: InstrumentedAttribute[int], ascending: bool, after: bool, before: bool
+) -> Select[Any]:
+    if after:
+        stmt = stmt.where(key > bindparam("keyset_after"))
+    if before:
+        stmt = stmt.where(key < bindparam("keyset_before"))
+    stmt = stmt.order_by(None).order_by(key.asc() if ascending else key.desc())
+    return stmt.limit(bindparam("page_limit"))
 
 
 def _fetch(
