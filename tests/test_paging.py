@@ -10,6 +10,7 @@ from sqlalchemy import bindparam, select
 
 from kiln.models import PersonalAccessToken
 from kiln.pagination import Page
+from kiln.queries import users as user_queries
 from kiln.queries.paging import keyset_page
 
 _T = PersonalAccessToken
@@ -60,3 +61,20 @@ def test_a_first_keyset_page_has_no_bound(db, make):
         )
         assert [row.id for row in result.items] == token_ids(db, user)
         assert (result.has_next, result.next_key) == (False, None)
+
+
+def test_every_page_of_a_list_runs_the_one_kept_statement(api, make):
+    """The page asked for is the page's bound values, not a shape of its own: walking pages
+    keeps no new statement, and each page still answers its own rows."""
+    for _ in range(4):
+        make.user()
+    everyone = [u["id"] for u in api("root").get("/users?per_page=100").json()]
+    seen: list[int] = []
+    shapes = None
+    for n in range(1, len(everyone) + 1):
+        r = api("root").get(f"/users?per_page=1&page={n}")
+        seen += [u["id"] for u in r.json()]
+        if shapes is None:
+            shapes = len(user_queries._LISTINGS._built)
+    assert seen == everyone
+    assert len(user_queries._LISTINGS._built) == shapes

@@ -36,7 +36,12 @@ class Shapes(Generic[T]):
         return found
 
 
+# Which page is read is the page's bound parameters (queries.paging), not the statement's.
+PAGE_FIELDS = frozenset({"page", "per_page", "pagination"})
+
+
 def parameters_key(params: BaseModel) -> bytes:
-    """A list's parameters as one hashable value, equal for equal parameters."""
-    dumped: Any = params.model_dump(warnings=False)
+    """A list's parameters as one hashable value, equal for equal parameters; the page asked
+    for leaves it unchanged, so every page of a list runs the one statement."""
+    dumped: Any = params.model_dump(warnings=False, exclude=set(PAGE_FIELDS))
     return orjson.dumps(dumped, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str)
