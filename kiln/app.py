@@ -40,7 +40,7 @@ def create_app(
     admission = Admission(
         s.db_request_limit, s.request_queue, s.request_queue_timeout, s.max_loop_lag, s.retry_after_seconds
     )
-    read_loops = ReadLoops(s.read_loop_count, s.read_thread_min_wait_ms / 1000)
+    read_loops = ReadLoops(s.read_loop_count)
 
     async def on_startup() -> None:
         loop = asyncio.get_running_loop()

@@ -79,9 +79,6 @@ class Settings(BaseSettings):
     # Event loops on threads of their own for reads (API GETs) while they wait on the
     # database server (kiln/api/_read_loops.py); unset: 8 on PostgreSQL, none on SQLite.
     read_threads: int | None = None
-    # ...for the kinds of read that lately waited at least this long on the database per
-    # request (milliseconds): crossing to a read loop costs about 0.1 ms of CPU.
-    read_thread_min_wait_ms: float = 0.6
     # SIGTERM: open requests and running jobs get this long to finish, then the process exits.
     shutdown_timeout: float = 10.0
 

@@ -84,9 +84,6 @@ def test_settings(database_url: str, data_dir: Path, **extra: Any) -> Settings:
         password_memory_cost=8192,
         # Tests run queued jobs themselves (the `drain` fixture), never in the background.
         workers=0,
-        # On PostgreSQL every API read crosses to a read loop, however briefly it waits, so
-        # the suite runs all of them that way.
-        read_thread_min_wait_ms=0,
         **extra,
     )
 

@@ -11,11 +11,9 @@ from typing import Any
 
 import pytest
 
-from kiln.api._asgi import KilnASGI
 from kiln.api._deps import in_thread
-from kiln.api._read_loops import ReadLoops, kind_of
+from kiln.api._read_loops import ReadLoops
 from kiln.config import Settings
-from kiln.metrics import CURRENT, RequestContext
 from tests.threads import Blocked, cancel_while_blocked
 
 POOL = "the-request-pool"
@@ -126,73 +124,3 @@ def test_a_cancelled_read_goes_on_only_once_its_thread_is_done_with_it(loops):
         blocked.block()  # blocks the read loop's thread
 
     asyncio.run(cancel_while_blocked(call(loops, reading), blocked))
-
-
-@pytest.mark.parametrize(
-    ("path", "kind"),
-    [
-        ("/api/v4/projects/5015/repository/files/data%2Fblob.txt", "/api/v4/projects/*/repository/files/*"),
-        ("/api/v4/projects/group%2Fproject", "/api/v4/projects/*"),
-        ("/api/v4/projects", "/api/v4/projects"),
-        ("/api/v4/users/12/projects", "/api/v4/users/*/projects"),
-    ],
-)
-def test_a_reads_kind_leaves_ids_and_names_out(path, kind):
-    assert kind_of(path) == kind
-
-
-def test_only_reads_that_lately_waited_long_on_the_database_cross_to_a_read_loop():
-    chooser = ReadLoops(1, min_wait=0.001)
-    assert not chooser.worth("/api/v4/projects")  # unknown: stays on the serving loop
-    chooser.learn("/api/v4/projects", 0.004)
-    assert chooser.worth("/api/v4/projects")
-    assert not chooser.worth("/api/v4/user")
-    for _ in range(20):
-        chooser.learn("/api/v4/projects", 0.0001)
-    assert not chooser.worth("/api/v4/projects")  # quick again: back on the serving loop
-
-
-def test_the_serving_loop_learns_each_reads_wait_and_sends_slow_kinds_over():
-    """Through KilnASGI: a kind runs on the serving loop until its reads have waited long on
-    the database, then on a read loop, and back once they are quick again."""
-    loops = ReadLoops(1, min_wait=0.001)
-    loops.start(ThreadPoolExecutor(1))
-    waits = [0.005] + [0.0] * 30
-    ran_on: list[str] = []
-
-    async def app(scope: Any, receive: Any, send: Any) -> None:
-        ran_on.append(threading.current_thread().name)
-        request = CURRENT.get()
-        assert request is not None
-        request.db_seconds += waits.pop(0)
-        await send({"type": "http.response.start", "status": 200, "headers": []})
-        await send({"type": "http.response.body", "body": b"{}"})
-
-    server = KilnASGI(app, 1024, None, loops)
-
-    async def get() -> None:
-        token = CURRENT.set(RequestContext("test"))
-        try:
-            scope = {"type": "http", "method": "GET", "path": "/api/v4/projects", "headers": []}
-
-            async def receive() -> dict[str, Any]:
-                return {"type": "http.request", "body": b"", "more_body": False}
-
-            async def send(message: Any) -> None:
-                pass
-
-            await server(scope, receive, send)
-        finally:
-            CURRENT.reset(token)
-
-    async def scenario() -> None:
-        for _ in range(len(waits)):
-            await get()
-
-    try:
-        asyncio.run(scenario())
-    finally:
-        loops.stop(5)
-    places = ["read loop" if name.startswith("kiln-read-") else "serving" for name in ran_on]
-    assert places[:2] == ["serving", "read loop"]
-    assert places[-1] == "serving"

@@ -26,9 +26,8 @@ import orjson
 
 from kiln.api._deps import DATABASE_WHILE_STREAMING, SESSION_SCOPE_KEY
 from kiln.api._errors import UNAVAILABLE
-from kiln.api._read_loops import ReadLoops, kind_of
+from kiln.api._read_loops import ReadLoops
 from kiln.errors import PayloadTooLarge
-from kiln.metrics import CURRENT
 from kiln.services import git_http as transport
 
 Scope = dict[str, Any]
@@ -272,17 +271,10 @@ class KilnASGI:
 
         try:
             loops = self.read_loops
-            if loops is None or not loops.running or not _is_api_read(scope):
-                await self.app(scope, receive, answering)
+            if loops is not None and loops.running and _is_api_read(scope):
+                await loops.run(self.app, scope, receive, answering)
             else:
-                kind = kind_of(scope["path"])
-                if loops.worth(kind):
-                    await loops.run(self.app, scope, receive, answering)
-                else:
-                    await self.app(scope, receive, answering)
-                request = CURRENT.get()
-                if request is not None:
-                    loops.learn(kind, request.db_seconds)
+                await self.app(scope, receive, answering)
         except asyncio.CancelledError:
             # Only the server cancels a request: at shutdown, once its deadline has passed. The
             # request ends here, with a line in the log rather than a traceback.

@@ -7,18 +7,11 @@ request at a time however many came. Each read loop runs one request at a time; 
 thread waits on the database (the GIL released), the serving loop and the other read loops
 go on. The serving loop keeps everything else: admission, the socket, writes (they wait on
 the database's writer through `in_thread`), git's smart HTTP. SQLite answers from this
-process's memory and disk without a server to wait on: its reads stay on the serving loop.
-
-Crossing to a read loop and back costs about 0.1 ms of CPU, more than a read with a
-statement or two waits (a token and a project: 0.3 ms): such reads would be slower there.
-So a read goes to a read loop only when reads of its kind (its path, ids and names left
-out) have lately waited on the database longer than `min_wait` seconds; every read's wait
-is learnt, wherever it ran, so a kind moves over as soon as the database slows it down."""
+process's memory and disk without a server to wait on: its reads stay on the serving loop."""
 
 from __future__ import annotations
 
 import asyncio
-import re
 import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -31,24 +24,11 @@ ASGIApp = Callable[[Scope, Any, Any], Awaitable[None]]
 
 
 class ReadLoops:
-    def __init__(self, count: int, min_wait: float = 0.0) -> None:
+    def __init__(self, count: int) -> None:
         self.count = count
-        self.min_wait = min_wait
         self._loops: list[asyncio.AbstractEventLoop] = []
         self._threads: list[threading.Thread] = []
         self._busy: list[int] = []
-        self._waits: dict[str, float] = {}  # kind -> recent database wait per read (seconds)
-
-    def worth(self, kind: str) -> bool:
-        """Whether reads of this kind wait on the database long enough to cross over."""
-        return self._waits.get(kind, 0.0) >= self.min_wait
-
-    def learn(self, kind: str, waited: float) -> None:
-        """One more read of this kind waited `waited` seconds on the database."""
-        recent = self._waits.get(kind)
-        if recent is None and len(self._waits) >= _KINDS_LIMIT:
-            self._waits.clear()  # a stream of names that are not kinds: start over
-        self._waits[kind] = waited if recent is None else recent + _WEIGHT * (waited - recent)
 
     def start(self, executor: ThreadPoolExecutor) -> None:
         """`executor`: the serving loop's bounded pool, which `in_thread` on a read loop uses
@@ -124,15 +104,3 @@ class ReadLoops:
 def _end(ended: asyncio.Future[None]) -> None:
     if not ended.done():
         ended.set_result(None)
-
-
-# How much one read moves its kind's recent wait, and how many kinds are remembered.
-_WEIGHT = 0.2
-_KINDS_LIMIT = 1024
-_WORD = re.compile(r"[a-z_][a-z0-9_]*")
-
-
-def kind_of(path: str) -> str:
-    """A read's kind: its path with every segment that is not a plain word (an id, a
-    project's path, a file's, a ref) as `*`: `/api/v4/projects/*/repository/files/*`."""
-    return "/".join(part if not part or _WORD.fullmatch(part) else "*" for part in path.split("/"))
