@@ -6,12 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, func, select, update
 
-from kiln.models import PersonalAccessToken
-from kiln.pagination import Page
+from kiln.models import PersonalAccessToken, User
+from kiln.pagination import TOTAL_LIMIT, Page
 from kiln.queries import users as user_queries
-from kiln.queries.paging import keyset_page
+from kiln.queries.paging import count_capped, keyset_page
+from tests.api.test_pagination import bulk_users
 
 _T = PersonalAccessToken
 # Kept, as the queries modules keep their lists: one user's tokens, the user a parameter.
@@ -78,3 +79,26 @@ def test_every_page_of_a_list_runs_the_one_kept_statement(api, make):
             shapes = len(user_queries._LISTINGS._built)
     assert seen == everyone
     assert len(user_queries._LISTINGS._built) == shapes
+
+
+def test_a_count_below_the_cap_is_exact_whatever_the_table_s_largest_id(db, make):
+    """Counted directly while the table's ids stay at most TOTAL_LIMIT, through the cap once
+    one is above it: the same count either way."""
+    ada = make.user()  # with a token of her own
+    for n in range(3):
+        make.token(ada, name=f"ada-{n}")
+    params = {"user_id": ada.id}
+    assert count_capped(db, KEPT, params) == 4
+    moved = token_ids(db, ada)[0]
+    db.execute(update(_T).where(_T.id == moved).values(id=TOTAL_LIMIT + 5))
+    db.commit()
+    assert db.scalar(select(func.max(_T.id))) > TOTAL_LIMIT
+    assert count_capped(db, KEPT, params) == 4
+
+
+def test_a_filtered_count_above_the_cap_is_left_out(db):
+    bulk_users(db, TOTAL_LIMIT + 1, prefix="capped")
+    many = select(User.id).where(User.username.like("capped%"))
+    assert count_capped(db, many) is None
+    few = select(User.id).where(User.username.like("capped1000%"))  # capped1000, capped10000
+    assert count_capped(db, few) == 2

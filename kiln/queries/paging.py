@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Select, bindparam, func, literal, select
+from sqlalchemy import ColumnElement, ScalarSelect, Select, Table, bindparam, case, func, literal, select
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from kiln.pagination import TOTAL_LIMIT, Page, PageResult
@@ -69,11 +69,35 @@ def _count_of(stmt: Select[Any], sqlite: bool) -> Select[Any]:
         # SQLite counts a whole table from its b-tree without visiting rows (30x faster than
         # stepping through 10,001 of them); PostgreSQL would scan it all, so it keeps the cap.
         return counted.with_only_columns(func.count(), maintain_column_froms=True)
-    if not counted._distinct and not counted._group_by_clauses:
-        # Count rows, not columns: reading every column of 10,001 rows cost 25x more.
-        counted = counted.with_only_columns(literal(1), maintain_column_froms=True)
-    limited = counted.limit(TOTAL_LIMIT + 1).subquery()
-    return select(func.count()).select_from(limited)
+    if counted._distinct or counted._group_by_clauses:
+        return select(func.count()).select_from(counted.limit(TOTAL_LIMIT + 1).subquery())
+    # Count rows, not columns: reading every column of 10,001 rows cost 25x more.
+    rows = counted.with_only_columns(literal(1), maintain_column_froms=True)
+    return select(capped_count(rows, _table_id(rows) if sqlite else None))
+
+
+def capped_count(rows: Select[Any], key: ColumnElement[int] | None = None) -> ScalarSelect[int]:
+    """How many rows `rows` selects, counting at most TOTAL_LIMIT + 1 of them. `key`: the
+    integer primary key of the one table `rows` reads. While its largest value is at most
+    TOTAL_LIMIT the table cannot hold more rows than that (its ids are distinct positive
+    integers), and the rows are counted directly: SQLite steps through a capped subquery at
+    twice the cost (430 against 230 us for 8,900 of 10,000 projects). SQLite runs only the
+    branch taken, so a larger table still stops at the cap."""
+    limited = select(func.count()).select_from(rows.limit(TOTAL_LIMIT + 1).subquery()).scalar_subquery()
+    if key is None:
+        return limited
+    direct = rows.with_only_columns(func.count(), maintain_column_froms=True).scalar_subquery()
+    largest = select(func.coalesce(func.max(key), 0)).correlate(None).scalar_subquery()
+    return case((largest <= TOTAL_LIMIT, direct), else_=limited)  # type: ignore[return-value]
+
+
+def _table_id(rows: Select[Any]) -> ColumnElement[int] | None:
+    """The `id` primary key of the one table `rows` reads from, if that is all it reads."""
+    froms = rows.get_final_froms()
+    if len(froms) != 1 or not isinstance(froms[0], Table):
+        return None
+    key = froms[0].c.get("id")
+    return key if key is not None and key.primary_key else None
 
 
 def keyset_page(

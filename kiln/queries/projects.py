@@ -40,8 +40,8 @@ from kiln.models import (
 )
 from kiln.models.namespaces import KIND_GROUP, OWNER, ancestor_ids
 from kiln.models.projects import DISABLED, storage_size
-from kiln.pagination import TOTAL_LIMIT
 from kiln.queries import access, custom_attributes
+from kiln.queries.paging import capped_count
 from kiln.queries.reads import row_column, row_columns, run, unindexed
 from kiln.queries.shapes import Shapes, parameters_key
 from kiln.queries.text import ESCAPE, contains, escape_like
@@ -327,7 +327,7 @@ def _visible_count(open_levels: tuple[str, ...], filters: ColumnElement[bool] | 
         rows = select(literal(1)).select_from(Project).where(condition)
         if filters is not None:
             rows = rows.where(filters)
-        return select(func.count()).select_from(rows.limit(TOTAL_LIMIT + 1).subquery()).scalar_subquery()
+        return capped_count(rows, Project.id)
 
     reached_closed = and_(Project.id.in_(_reachable(None)), unindexed(Project.visibility).not_in(open_levels))
     return select(part(Project.visibility.in_(open_levels)) + part(reached_closed))
