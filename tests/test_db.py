@@ -25,11 +25,12 @@ def postgresql(runtime: Runtime) -> Runtime:
 
 def terminate_backend(engine: Engine, pid: int) -> None:
     """Ends the server process behind connection `pid`, as a server restart or an
-    administrator would, from a connection of its own."""
+    administrator would, from a connection of its own; returns once it has ended (the
+    timeout argument, PostgreSQL 14 and later), so the test never races the signal."""
     admin = make_engine_unpooled(engine.url.render_as_string(hide_password=False))
     try:
         with admin.connect() as conn:
-            conn.exec_driver_sql(f"SELECT pg_terminate_backend({int(pid)})")
+            conn.exec_driver_sql(f"SELECT pg_terminate_backend({int(pid)}, 10000)")
     finally:
         admin.dispose()
 

@@ -8,8 +8,12 @@ from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, bindparam, exists, func, or_, select
+import orjson
+from sqlalchemy import ColumnElement, Select, String, and_, bindparam, exists, func, or_, select
+from sqlalchemy.dialects.postgresql import aggregate_order_by
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Session, aliased
+from sqlalchemy.sql.functions import FunctionElement
 
 from kiln.models import Identity, Member, Namespace, User
 from kiln.models.namespaces import KIND_GROUP, OWNER
@@ -23,15 +27,59 @@ from kiln.schemas.users import UserList
 _USERS = User.__table__
 
 
+class identities_json(FunctionElement[str]):  # noqa: N801 - named as the SQL it stands for
+    """A user's identities as one JSON text, `[[provider, extern_uid, saml_provider_id], ...]`
+    in the order they were added (NULL or `[]` for none). The self and admin views show them:
+    as a column of the user's row they cost an index probe, where a statement of their own
+    cost a round trip (on PostgreSQL a fifth of GET /user)."""
+
+    type = String()
+    inherit_cache = True
+    name = "identities_json"
+
+
+# Its own alias: a statement that joins identities itself (the extern_uid filter) must not
+# have the subquery correlate to that join.
+_IDENTITIES = Identity.__table__.alias("user_identities")
+
+
+@compiles(identities_json, "sqlite")
+def _identities_json_sqlite(element: identities_json, compiler: Any, **kw: Any) -> str:
+    (user_id,) = element.clauses.clauses
+    i = _IDENTITIES.c
+    rows = select(i.provider, i.extern_uid, i.saml_provider_id).where(i.user_id == user_id).order_by(i.id)
+    rows = rows.correlate(user_id.table)
+    values = func.json_array(*rows.subquery().c)
+    return compiler.process(select(func.json_group_array(values)).scalar_subquery(), **kw)
+
+
+@compiles(identities_json, "postgresql")
+def _identities_json_postgresql(element: identities_json, compiler: Any, **kw: Any) -> str:
+    (user_id,) = element.clauses.clauses
+    i = _IDENTITIES.c
+    values = func.json_build_array(i.provider, i.extern_uid, i.saml_provider_id)
+    aggregated = func.json_agg(aggregate_order_by(values, i.id)).cast(String)
+    rows = select(aggregated).where(i.user_id == user_id)
+    return compiler.process(rows.scalar_subquery(), **kw)
+
+
 def _row_columns() -> list[ColumnElement[Any]]:
-    """Every column of `users`, then the user's own namespace id (one indexed subquery)."""
+    """Every column of `users`, then the user's own namespace id (one indexed subquery) and
+    identities (identities_json)."""
     own_namespace = (
         select(Namespace.id).where(Namespace.owner_id == _USERS.c.id).correlate(_USERS).scalar_subquery()
     )
-    return [*row_columns(_USERS), own_namespace.label("namespace_id")]
+    return [
+        *row_columns(_USERS),
+        own_namespace.label("namespace_id"),
+        identities_json(_USERS.c.id).label("identities_json"),
+    ]
 
 
-class UserRow(namedtuple("UserRow", [c.key for c in _USERS.c] + ["namespace_id"])):  # type: ignore[misc]
+_ROW_FIELDS = [c.key for c in _USERS.c] + ["namespace_id", "identities_json"]
+
+
+class UserRow(namedtuple("UserRow", _ROW_FIELDS)):  # type: ignore[misc]
     """A user as every read sees it: immutable, built from one row, no session attached."""
 
     __slots__ = ()
@@ -104,8 +152,15 @@ def _identities_statement() -> Select[Any]:
     )
 
 
+def identities_in(user: UserRow) -> list[IdentityRow]:
+    """The identities a user's row carries (identities_json)."""
+    if not user.identities_json:
+        return []
+    return [IdentityRow(user.id, *values) for values in orjson.loads(user.identities_json)]
+
+
 def identities_of(db: Session, user_ids: list[int]) -> dict[int, list[IdentityRow]]:
-    """Every listed user's identities in one statement."""
+    """Every listed user's identities in one statement (ORM users, who carry none)."""
     out: dict[int, list[IdentityRow]] = {uid: [] for uid in user_ids}
     if user_ids:
         for row in run(db, _identities_statement(), {"ids": user_ids}):

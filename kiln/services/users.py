@@ -106,13 +106,12 @@ def list_users(db: Session, viewer: Actor | None, q: UserList, page: Page) -> Us
     if not admin:
         return UserListing(result, [UserDetail(u, "basic") for u in result.items])
     ids = [u.id for u in result.items]
-    identities = finder.identities_of(db, ids)
     attrs = attributes.of_owners(db, "users", ids) if q.with_custom_attributes else None
     details = [
         UserDetail(
             u,
             "admin",
-            identities[u.id],
+            finder.identities_in(u),
             attrs.get(u.id, []) if attrs is not None else None,
             can_create_project=policy.may_create_projects(u),
         )
@@ -146,14 +145,20 @@ def detail(
     """Which view of `user` the viewer is entitled to: admin, self, public or private profile."""
     if policy.is_admin(viewer):
         attrs = attributes.of_owners(db, "users", [user.id])[user.id] if custom_attributes else None
-        identities = finder.identities_of(db, [user.id])[user.id]
         return UserDetail(
-            user, "admin", identities, attrs, can_create_project=policy.may_create_projects(user)
+            user, "admin", _identities(db, user), attrs, can_create_project=policy.may_create_projects(user)
         )
     if viewer is not None and viewer.id == user.id:
-        identities = finder.identities_of(db, [user.id])[user.id]
-        return UserDetail(user, "self", identities, can_create_project=policy.may_create_projects(user))
+        return UserDetail(
+            user, "self", _identities(db, user), can_create_project=policy.may_create_projects(user)
+        )
     return UserDetail(user, "public" if policy.may(viewer, Action.READ_USER_PROFILE, user) else "private")
+
+
+def _identities(db: Session, user: UserRow | User) -> list[IdentityRow]:
+    if isinstance(user, UserRow):
+        return finder.identities_in(user)
+    return finder.identities_of(db, [user.id])[user.id]
 
 
 def create_user(db: Session, actor: Actor, p: UserCreate, settings: Settings, storage: Storage) -> User:

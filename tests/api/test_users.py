@@ -540,6 +540,17 @@ def test_get_user_admin_view(api, make):
     assert isinstance(body["namespace_id"], int)
 
 
+def test_current_user_shows_its_own_identities_in_the_order_added(api, make, db):
+    u, other = make.user(), make.user()
+    add_identity(db, u, "saml", "uid=b")
+    add_identity(db, other, "ldapmain", "uid=other")
+    add_identity(db, u, "ldapmain", "uid=a")
+    assert api(u).get("/user").json()["identities"] == [
+        {"provider": "saml", "extern_uid": "uid=b", "saml_provider_id": None},
+        {"provider": "ldapmain", "extern_uid": "uid=a", "saml_provider_id": None},
+    ]
+
+
 def test_current_user_self_view_has_no_sign_in_ips(api, make):
     u = make.user()
     r = api(u).get("/user")
