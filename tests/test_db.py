@@ -67,6 +67,7 @@ def test_a_connection_the_server_dropped_is_replaced(postgresql):
 
 def test_a_read_whose_connection_the_server_dropped_ends_as_a_lost_connection(postgresql):
     statement = select(func.count(User.id))
+    postgresql.engine.dispose()  # no connection another test's server kill left in the pool
     with postgresql.engine.connect() as conn:
         conn.execute(statement).all()
         pid = conn.exec_driver_sql("SELECT pg_backend_pid()").scalar_one()

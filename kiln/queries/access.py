@@ -23,8 +23,11 @@ from sqlalchemy import (
     select,
     union_all,
 )
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Session, aliased
 from sqlalchemy.sql.elements import BindParameter
+from sqlalchemy.sql.functions import FunctionElement
+from sqlalchemy.types import Boolean
 
 from kiln.models import Member, Namespace, Project, ProjectGroupLink
 from kiln.models.namespaces import OWNER
@@ -55,6 +58,30 @@ def within(inner: Any, outer: Any) -> ColumnElement[bool]:
     ("1/5/" <= t < "1/5/~"; traversals hold only digits and slashes) so the traversal index
     answers it, where `LIKE outer || '%'` would read every row."""
     return within_range(inner, outer.traversal, outer.traversal + "~")
+
+
+class below_estimate(FunctionElement[bool]):  # noqa: N801 - named as what it tells the planner
+    """within, said again so that PostgreSQL estimates it: it takes a traversal range whose
+    bounds come from another row for two independent inequalities (a ninth of all
+    namespaces), and so hashes every project to join a group's few; `LIKE outer || '%'`
+    (always true where within holds: traversals hold only digits and slashes) is estimated
+    at 0.5%, and the plan walks the indexes instead. A member's project count 1.97 -> 1.0 ms.
+    SQLite's planner needs no telling: it is left out there."""
+
+    type = Boolean()
+    inherit_cache = True
+    name = "below_estimate"
+
+
+@compiles(below_estimate, "postgresql")
+def _below_estimate_postgresql(element: below_estimate, compiler: Any, **kw: Any) -> str:
+    inner, outer = element.clauses.clauses
+    return f"({compiler.process(inner, **kw)} LIKE {compiler.process(outer, **kw)} || '%%')"
+
+
+@compiles(below_estimate)
+def _below_estimate_default(element: below_estimate, compiler: Any, **kw: Any) -> str:
+    return "1 = 1"
 
 
 def within_range(inner: Any, traversal: Any, end: Any) -> ColumnElement[bool]:
@@ -106,10 +133,16 @@ def personal_projects(*columns: Any) -> Select[Any]:
 
 
 def project_level_rows(
-    user_id: Any, project_ids: Iterable[int] | BindParameter[Any] | None = None, today: Any = None
+    user_id: Any,
+    project_ids: Iterable[int] | BindParameter[Any] | None = None,
+    today: Any = None,
+    *,
+    estimated: bool = False,
 ) -> Select[Any]:
     """(project_id, level) rows, one per way the user reaches a project; not yet reduced.
-    Arguments may be bind parameters."""
+    Arguments may be bind parameters. `estimated`: the group ranges carry below_estimate, for
+    statements over every project the user reaches (with a page's ids, PostgreSQL's plan is
+    better without it)."""
     today = date.today() if today is None else today
     ids: Any = None
     if isinstance(project_ids, BindParameter):
@@ -129,11 +162,15 @@ def project_level_rows(
         .join(Project, Project.namespace_id == inner_ns.id)
         .where(Member.user_id == user_id, active_membership(today))
     )
+    if estimated:
+        inherited = inherited.where(below_estimate(inner_ns.traversal, member_ns.traversal))
     shared = through_shares(
         select(ProjectGroupLink.project_id.label("project_id"), share_level().label("level")),
         member_ns,
         shared_ns,
     ).where(Member.user_id == user_id, active_membership(today), share_active(today))
+    if estimated:
+        shared = shared.where(below_estimate(shared_ns.traversal, member_ns.traversal))
     personal = personal_projects(Project.id.label("project_id"), literal(OWNER).label("level")).where(
         Namespace.owner_id == user_id
     )
@@ -146,10 +183,14 @@ def project_level_rows(
 
 
 def project_levels(
-    user_id: Any, project_ids: Iterable[int] | BindParameter[Any] | None = None, today: Any = None
+    user_id: Any,
+    project_ids: Iterable[int] | BindParameter[Any] | None = None,
+    today: Any = None,
+    *,
+    estimated: bool = False,
 ) -> Any:
     """A subquery of (project_id, level): the user's effective level per reachable project."""
-    rows = project_level_rows(user_id, project_ids, today).subquery("reach")
+    rows = project_level_rows(user_id, project_ids, today, estimated=estimated).subquery("reach")
     return (
         select(rows.c.project_id.label("project_id"), func.max(rows.c.level).label("level"))
         .group_by(rows.c.project_id)

@@ -21,13 +21,13 @@ def offset_page(
     scalars: bool = True,
     core: bool = False,
     params: Mapping[str, Any] | None = None,
-    sqlite_count: Select[Any] | None = None,
+    count: Select[Any] | None = None,
 ) -> PageResult:
     """`core`: a Core statement whose rows the caller turns into records (queries.reads.run);
     otherwise ORM entities (`scalars`) or ORM tuples. `params`: values of the statement's bind
     parameters (a filter built once, like the caller's visibility, takes its values here).
-    `sqlite_count`: a statement counting the same rows that SQLite runs faster, when the
-    caller has one."""
+    `count`: a statement counting the same rows faster than counting `stmt`, when the caller
+    has one."""
     bounds = {"page_limit": page.per_page + 1, "page_offset": page.offset}
     rows = _fetch(db, _page_of(stmt), scalars=scalars, core=core, params={**(params or {}), **bounds})
     has_next = len(rows) > page.per_page
@@ -38,7 +38,7 @@ def offset_page(
         if total > TOTAL_LIMIT:
             total = None
     else:
-        total = count_capped(db, stmt, params, sqlite_count)
+        total = count_capped(db, stmt, params, count)
     return PageResult(items=rows, total=total, has_next=has_next)
 
 
@@ -46,10 +46,9 @@ def count_capped(
     db: Session,
     stmt: Select[Any],
     params: Mapping[str, Any] | None = None,
-    sqlite_count: Select[Any] | None = None,
+    count: Select[Any] | None = None,
 ) -> int | None:
-    sqlite = db.get_bind().dialect.name == "sqlite"
-    counting = sqlite_count if sqlite and sqlite_count is not None else _count_of(stmt, sqlite)
+    counting = count if count is not None else _count_of(stmt, db.get_bind().dialect.name == "sqlite")
     n = run(db, counting, params).scalar_one()
     return None if n > TOTAL_LIMIT else n
 

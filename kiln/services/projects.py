@@ -139,9 +139,7 @@ def list_projects(
             db, listing.ids, page, Project.id, q.id_after, q.id_before, core=True, params=params
         )
     else:
-        result = offset_page(
-            db, listing.ids, page, core=True, params=params, sqlite_count=listing.sqlite_count
-        )
+        result = offset_page(db, listing.ids, page, core=True, params=params, count=listing.count)
     recs = records(
         db, actor, result.items, statistics=q.statistics, custom_attributes=q.with_custom_attributes
     )

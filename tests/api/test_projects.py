@@ -868,9 +868,13 @@ def test_checksum_failure_filters_find_nothing(api, make):
     assert api(u).get("/projects?wiki_checksum_failed=true").json() == []
 
 
-def test_the_total_of_a_member_counts_open_projects_and_the_closed_ones_it_reaches_once_each(api, make):
+def test_the_total_of_a_member_counts_open_projects_and_the_closed_ones_it_reaches_once_each(
+    api, make, db
+):
     u, other = make.user(), make.user()
     group = make.group(members={u: DEVELOPER})
+    subgroup = make.group(parent=group)
+    sharing = make.group(members={u: REPORTER})
     make.project(owner=other, visibility="public", name="alpha-public")
     make.project(owner=other, visibility="internal", name="alpha-internal")
     make.project(owner=other, visibility="private", name="alpha-unreached")
@@ -878,13 +882,17 @@ def test_the_total_of_a_member_counts_open_projects_and_the_closed_ones_it_reach
     make.project(namespace=group, visibility="private", name="alpha-in-group")
     make.project(owner=other, visibility="public", name="beta-public-member", members={u: DEVELOPER})
     make.project(owner=u, visibility="private", name="beta-own")
+    make.project(namespace=subgroup, visibility="private", name="gamma-in-subgroup")
+    shared = make.project(owner=other, visibility="private", name="gamma-shared")
+    db.add(ProjectGroupLink(project_id=shared.id, group_id=sharing.id, group_access=DEVELOPER))
+    db.commit()
     # One per page: the total is counted, not read off the last page.
     r = api(u).get("/projects?per_page=1")
-    assert (r.headers["x-total"], r.headers["x-total-pages"]) == ("6", "6")
+    assert (r.headers["x-total"], r.headers["x-total-pages"]) == ("8", "8")
     r = api(u).get("/projects?per_page=1&search=alpha")
     assert r.headers["x-total"] == "4"
     r = api(u).get("/projects?per_page=1&visibility=private")
-    assert r.headers["x-total"] == "3"
+    assert r.headers["x-total"] == "5"
     r = api(make.user(external=True)).get("/projects?per_page=1")
     assert r.headers["x-total"] == "2"  # public ones only
 
