@@ -868,9 +868,7 @@ def test_checksum_failure_filters_find_nothing(api, make):
     assert api(u).get("/projects?wiki_checksum_failed=true").json() == []
 
 
-def test_the_total_of_a_member_counts_open_projects_and_the_closed_ones_it_reaches_once_each(
-    api, make, db
-):
+def test_the_total_of_a_member_counts_open_projects_and_the_closed_ones_it_reaches_once_each(api, make, db):
     u, other = make.user(), make.user()
     group = make.group(members={u: DEVELOPER})
     subgroup = make.group(parent=group)
