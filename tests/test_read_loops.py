@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from kiln.api._asgi import _is_api_read
 from kiln.api._deps import in_thread
 from kiln.api._read_loops import ReadLoops
 from kiln.config import Settings
@@ -124,3 +125,18 @@ def test_a_cancelled_read_goes_on_only_once_its_thread_is_done_with_it(loops):
         blocked.block()  # blocks the read loop's thread
 
     asyncio.run(cancel_while_blocked(call(loops, reading), blocked))
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "headers", "crosses"),
+    [
+        ("GET", "/api/v4/projects", [], True),
+        ("GET", "/api/v4/version", [(b"private-token", b"x")], True),
+        ("GET", "/api/v4/version", [], False),  # tooling's probe: no database to wait on
+        ("POST", "/api/v4/projects", [], False),  # writes wait on the writer through in_thread
+        ("GET", "/-/health", [], False),
+    ],
+)
+def test_only_api_reads_that_wait_on_the_database_cross_to_a_read_loop(method, path, headers, crosses):
+    scope = {"type": "http", "method": method, "path": path, "headers": headers, "query_string": b""}
+    assert _is_api_read(scope) is crosses

@@ -287,7 +287,8 @@ class KilnASGI:
 
 
 def _is_api_read(scope: Scope) -> bool:
-    return scope["method"] == "GET" and scope["path"].startswith(API_READS)
+    """A read of the API that waits on the database (an anonymous /version does not)."""
+    return scope["method"] == "GET" and scope["path"].startswith(API_READS) and needs_database(scope)
 
 
 API_READS = "/api/v4/"
