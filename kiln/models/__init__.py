@@ -10,6 +10,7 @@ from kiln.models.projects import (
     ProjectStar,
     ProjectStatistics,
     ProjectTopic,
+    ProjectVisibilityCount,
     Upload,
 )
 from kiln.models.repository import CommitNote, Event, ProtectedBranch
@@ -36,6 +37,7 @@ __all__ = [
     "ProjectStar",
     "ProjectStatistics",
     "ProjectTopic",
+    "ProjectVisibilityCount",
     "ProtectedBranch",
     "Upload",
     "User",

@@ -6,11 +6,11 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from kiln.auth.actor import Actor
 from kiln.git.layout import repository_path
-from kiln.models import Job, Member, Project, ProjectGroupLink, ProjectStar
+from kiln.models import Job, Member, Project, ProjectGroupLink, ProjectStar, ProjectVisibilityCount
 from kiln.models.namespaces import DEVELOPER, GUEST, MAINTAINER, OWNER, REPORTER
 from kiln.queries.users import row_by_id
 from kiln.services import instance_settings, project_lifecycle
@@ -893,6 +893,42 @@ def test_the_total_of_a_member_counts_open_projects_and_the_closed_ones_it_reach
     assert r.headers["x-total"] == "5"
     r = api(make.user(external=True)).get("/projects?per_page=1")
     assert r.headers["x-total"] == "2"  # public ones only
+
+
+def kept_counts(db) -> dict[str, int]:
+    return {row.visibility: row.projects for row in db.scalars(select(ProjectVisibilityCount))}
+
+
+def counted(db) -> dict[str, int]:
+    rows = db.execute(select(Project.visibility, func.count()).group_by(Project.visibility))
+    return dict(rows.all())
+
+
+def test_the_kept_counts_follow_every_create_visibility_change_fork_and_delete(api, make, db):
+    u = make.user()
+    public = api(u).post("/projects", json={"name": "a", "visibility": "public"}).json()["id"]
+    private = api(u).post("/projects", json={"name": "b", "visibility": "private"}).json()["id"]
+    api(u).put(f"/projects/{private}", json={"visibility": "internal"})
+    api(make.user()).post(f"/projects/{public}/fork")
+    api(u).put(f"/projects/{public}", json={"description": "no visibility change"})
+    assert api(u).delete(f"/projects/{private}").status_code == 202
+    expected = {"public": 2, "internal": 0}
+    assert {k: v for k, v in kept_counts(db).items() if v or k in expected} == expected
+    assert {k: v for k, v in counted(db).items() if v} == {"public": 2}
+
+
+def test_an_unfiltered_total_is_the_kept_count(api, make, db):
+    """Anonymous, member and admin totals without filters come from the kept counts, and match
+    a count of the rows."""
+    u = make.user()
+    for visibility in ("public", "public", "internal", "private"):
+        make.project(owner=make.user(), visibility=visibility)
+    make.project(owner=u, visibility="private")
+    assert counted(db) == {k: v for k, v in kept_counts(db).items() if v}
+    anonymous = api(None).get("/projects?per_page=1")
+    member = api(u).get("/projects?per_page=1")
+    admin = api("root").get("/projects?per_page=1")
+    assert [r.headers["x-total"] for r in (anonymous, member, admin)] == ["2", "4", "5"]
 
 
 def test_offset_pagination_headers(api, make):
