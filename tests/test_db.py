@@ -11,7 +11,7 @@ from sqlalchemy import Engine, delete, func, select
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session
 
-from kiln.db import make_engine_unpooled, make_sessionmaker, transaction
+from kiln.db import make_engine, make_engine_unpooled, make_sessionmaker, transaction
 from kiln.models import Job, User
 from kiln.runtime import Runtime
 
@@ -79,6 +79,28 @@ def test_a_read_whose_connection_the_server_dropped_ends_as_a_lost_connection(po
         assert lost.value.connection_invalidated
     with postgresql.engine.connect() as conn:
         assert conn.execute(statement).scalar_one() >= 0
+
+
+def test_sixteen_requests_at_once_keep_their_connections_on_postgresql(postgresql):
+    """Connections beyond the pool size are closed when given back: 16 clients at once on a
+    pool of 10 made PostgreSQL start a server process (and plan every statement again) for
+    most requests. The default pool keeps what 16 concurrent requests use."""
+    engine = make_engine(postgresql.settings)
+    try:
+
+        def sixteen_at_once() -> set[int]:
+            held = [engine.connect() for _ in range(16)]
+            try:
+                return {conn.exec_driver_sql("SELECT pg_backend_pid()").scalar_one() for conn in held}
+            finally:
+                for conn in held:
+                    conn.close()
+
+        first = sixteen_at_once()
+        assert len(first) == 16
+        assert sixteen_at_once() == first
+    finally:
+        engine.dispose()
 
 
 def transaction_status(db: Session) -> Any:
