@@ -19,9 +19,9 @@ from kiln.api._render import content_disposition, no_content, render
 from kiln.api._routes import delete, get, post, put
 from kiln.entities.projects import (
     project_full,
-    project_in_list,
+    project_in_list_json,
     project_simple,
-    project_with_access,
+    project_with_access_json,
     share_link,
     starrer,
     upload_result,
@@ -68,8 +68,9 @@ def _listing(
     request: Req, viewer: Any, listing: service.ProjectListing, q: ProjectList, page: Any
 ) -> Response[bytes]:
     base = _base(request)
+    authenticated = viewer is not None
     items = [
-        project_in_list(r, base, authenticated=viewer is not None, simple=q.simple) for r in listing.records
+        project_in_list_json(r, base, authenticated=authenticated, simple=q.simple) for r in listing.records
     ]
     return paginated(request, items, page, listing.page)
 
@@ -132,7 +133,7 @@ async def get_project(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -
         if rec.forked_from is not None:
             view["forked_from_project"] = project_simple(rec.forked_from, base)
         return render(view)
-    return render(project_with_access(rec, base, license=q.license))
+    return render(project_with_access_json(rec, base, license=q.license))
 
 
 @put("/projects/{id:str}", params=ProjectUpdate)

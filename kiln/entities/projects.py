@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+from dataclasses import fields
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+import orjson
+
 from kiln.entities._format import day, iso
+from kiln.entities._rendered import RenderedViews
 from kiln.entities.users import user_basic
 from kiln.markdown import render as render_markdown
 from kiln.models import Namespace, Project, ProjectGroupLink, ProjectStatistics, Upload
@@ -310,6 +315,49 @@ def project_in_list(rec: ProjectRecord, base: str, *, authenticated: bool, simpl
     if simple or not authenticated:
         return project_simple(rec, base)
     return project_with_access(rec, base)
+
+
+# The project views lists and single reads send, as JSON kept by their record (RenderedViews).
+RENDERED = RenderedViews(limit=1024)
+_RECORD_FIELDS = tuple(field.name for field in fields(ProjectRecord))
+
+
+def project_in_list_json(
+    rec: ProjectRecord, base: str, *, authenticated: bool, simple: bool
+) -> orjson.Fragment:
+    return RENDERED.get(
+        ("list", base, authenticated, simple, record_key(rec)),
+        lambda: project_in_list(rec, base, authenticated=authenticated, simple=simple),
+    )
+
+
+def project_with_access_json(rec: ProjectRecord, base: str, *, license: bool = False) -> orjson.Fragment:
+    return RENDERED.get(
+        ("access", base, license, record_key(rec)), lambda: project_with_access(rec, base, license=license)
+    )
+
+
+def record_key(rec: ProjectRecord) -> tuple[Hashable, ...]:
+    """Everything a record holds, hashable: two records with equal keys render alike."""
+    return tuple(_frozen(getattr(rec, name)) for name in _RECORD_FIELDS)
+
+
+def _frozen(value: Any) -> Hashable:
+    if value is None or isinstance(value, (str, int, float)):
+        return value
+    if isinstance(value, ProjectRecord):
+        return record_key(value)
+    if isinstance(value, dict):
+        return ("dict", orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS))
+    if isinstance(value, tuple):  # a row: hashable unless it holds a JSON column's value
+        try:
+            hash(value)
+        except TypeError:
+            return ("row", tuple(_frozen(item) for item in value))
+        return value
+    if isinstance(value, list):
+        return ("list", tuple(_frozen(item) for item in value))
+    return value  # dates
 
 
 def upload_result(upload: Upload, project: Project, namespace: Namespace, base: str) -> dict[str, Any]:
