@@ -116,6 +116,19 @@ def test_every_change_to_a_record_is_rendered_anew(record):
             assert sent(kept) == rendered(direct), changed
 
 
+def test_the_key_holds_every_field_of_a_record():
+    assert tuple(field.name for field in dataclasses.fields(ProjectRecord)) == views.KEYED_FIELDS
+
+
+def test_a_record_whose_row_holds_a_json_value_is_kept_by_that_value(record):
+    """A JSON column's dict cannot be hashed: its text stands for it in the key."""
+    english = dataclasses.replace(record, project=record.project._replace(languages={"Python": 100.0}))
+    other = dataclasses.replace(record, project=record.project._replace(languages={"Go": 100.0}))
+    first = views.project_with_access_json(english, BASE)
+    assert views.project_with_access_json(english, BASE) is first
+    assert views.project_with_access_json(other, BASE) is not first
+
+
 def test_the_base_url_is_part_of_what_is_rendered(record):
     first = sent(views.project_with_access_json(record, BASE))
     again = sent(views.project_with_access_json(record, "https://elsewhere.example"))

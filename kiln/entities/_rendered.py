@@ -28,7 +28,11 @@ class RenderedViews:
     def get(self, key: Hashable, view: Callable[[], Any]) -> orjson.Fragment:
         """The JSON of `view()`, rendered once per `key`: the key must hold every input of the
         view (see the module's docstring)."""
-        found = self._kept.get(key)
+        try:
+            found = self._kept.get(key)
+        except TypeError:  # a JSON column's dict or list: its text stands for it
+            key = _hashable(key)
+            found = self._kept.get(key)
         if found is not None:
             return found
         rendered = orjson.Fragment(orjson.dumps(view(), option=orjson.OPT_NON_STR_KEYS))
@@ -41,3 +45,11 @@ class RenderedViews:
     def clear(self) -> None:
         with self._lock:
             self._kept.clear()
+
+
+def _hashable(value: Any) -> Hashable:
+    if isinstance(value, dict):
+        return ("dict", orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS))
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__, tuple(_hashable(item) for item in value))
+    return value  # type: ignore[no-any-return]

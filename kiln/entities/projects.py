@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from dataclasses import fields
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -319,7 +317,6 @@ def project_in_list(rec: ProjectRecord, base: str, *, authenticated: bool, simpl
 
 # The project views lists and single reads send, as JSON kept by their record (RenderedViews).
 RENDERED = RenderedViews(limit=1024)
-_RECORD_FIELDS = tuple(field.name for field in fields(ProjectRecord))
 
 
 def project_in_list_json(
@@ -337,27 +334,47 @@ def project_with_access_json(rec: ProjectRecord, base: str, *, license: bool = F
     )
 
 
-def record_key(rec: ProjectRecord) -> tuple[Hashable, ...]:
-    """Everything a record holds, hashable: two records with equal keys render alike."""
-    return tuple(_frozen(getattr(rec, name)) for name in _RECORD_FIELDS)
+def record_key(rec: ProjectRecord) -> tuple[Any, ...]:
+    """Everything a record holds (KEYED_FIELDS, in order): two records with equal keys render
+    alike. Its rows go in as they are (a JSON column's dict makes the key unhashable, which
+    RenderedViews turns into text)."""
+    parent = rec.forked_from
+    return (
+        rec.project,
+        rec.namespace,
+        rec.owner,
+        tuple(rec.topics),
+        rec.level,
+        rec.project_access,
+        rec.group_access,
+        None if parent is None else record_key(parent),
+        rec.statistics,
+        tuple(rec.shared_with_groups),
+        None if rec.custom_attributes is None else tuple(rec.custom_attributes),
+        rec.can_read_code,
+        rec.can_admin,
+        rec.can_create_merge_request_in,
+        tuple(rec.features_open.items()),
+    )
 
 
-def _frozen(value: Any) -> Hashable:
-    if value is None or isinstance(value, (str, int, float)):
-        return value
-    if isinstance(value, ProjectRecord):
-        return record_key(value)
-    if isinstance(value, dict):
-        return ("dict", orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS))
-    if isinstance(value, tuple):  # a row: hashable unless it holds a JSON column's value
-        try:
-            hash(value)
-        except TypeError:
-            return ("row", tuple(_frozen(item) for item in value))
-        return value
-    if isinstance(value, list):
-        return ("list", tuple(_frozen(item) for item in value))
-    return value  # dates
+KEYED_FIELDS = (
+    "project",
+    "namespace",
+    "owner",
+    "topics",
+    "level",
+    "project_access",
+    "group_access",
+    "forked_from",
+    "statistics",
+    "shared_with_groups",
+    "custom_attributes",
+    "can_read_code",
+    "can_admin",
+    "can_create_merge_request_in",
+    "features_open",
+)
 
 
 def upload_result(upload: Upload, project: Project, namespace: Namespace, base: str) -> dict[str, Any]:
