@@ -20,8 +20,10 @@ ROOT_TOKEN = "kiln-bench-root-token"
 ROOT_PASSWORD = "kiln-bench-root-password"
 
 
-def server_env(data_dir: Path, port: int, **extra: str) -> dict[str, str]:
-    """The environment of every server the harness starts (kiln, the bare app, `kiln migrate`).
+def server_env(data_dir: Path, port: int, **extra: str | None) -> dict[str, str]:
+    """The environment of every kiln server a harness starts (kiln, the bare app, `kiln
+    migrate`; the end-to-end tests' servers too). `extra` sets variables, or with None
+    removes them.
 
     The shell's own KILN_* settings are left out: kiln and the bare app (whose engine reads
     the same settings) must see the same database and pool whatever the shell exports, and a
@@ -36,9 +38,13 @@ def server_env(data_dir: Path, port: int, **extra: str) -> dict[str, str]:
             "KILN_ROOT_PASSWORD": ROOT_PASSWORD,
             "KILN_PASSWORD_TIME_COST": "1",
             "KILN_PASSWORD_MEMORY_COST": "8192",
-            **extra,
         }
     )
+    for key, value in extra.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
     return env
 
 

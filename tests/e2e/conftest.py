@@ -4,7 +4,6 @@ The tests here talk to it over sockets only; nothing of the in-process app is sh
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import subprocess
@@ -20,6 +19,7 @@ import httpx
 import pytest
 from sqlalchemy import text
 
+from bench import processes
 from kiln.db import make_engine_unpooled
 from tests.pg import PostgresServer
 from tests.repositories import unsound_repositories
@@ -68,27 +68,14 @@ class Server:
 
 
 def server_env(data_dir: Path, database_url: str | None, port: int, **extra: str | None) -> dict[str, str]:
-    """The environment of a serve process: none of the caller's KILN_* settings leak in."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KILN_")}
-    env.update(
-        {
-            "KILN_DATA_DIR": str(data_dir),
-            "KILN_EXTERNAL_URL": f"http://127.0.0.1:{port}",
-            "KILN_ROOT_TOKEN": ROOT_TOKEN,
-            "KILN_ROOT_PASSWORD": ROOT_PASSWORD,
-            # Cheap argon2: the suite creates many users; the cost is not what is tested.
-            "KILN_PASSWORD_TIME_COST": "1",
-            "KILN_PASSWORD_MEMORY_COST": "8192",
-        }
-    )
-    if database_url:
-        env["KILN_DATABASE_URL"] = database_url
-    for key, value in extra.items():
-        if value is None:
-            env.pop(key, None)
-        else:
-            env[key] = value
-    return env
+    """The environment of a serve process (bench.processes.server_env: none of the caller's
+    KILN_* settings leak in), with these tests' root credentials."""
+    own: dict[str, str | None] = {
+        "KILN_ROOT_TOKEN": ROOT_TOKEN,
+        "KILN_ROOT_PASSWORD": ROOT_PASSWORD,
+        "KILN_DATABASE_URL": database_url or None,
+    }
+    return processes.server_env(data_dir, port, **{**own, **extra})
 
 
 def start_server(data_dir: Path, database_url: str | None, log_dir: Path, **extra: str | None) -> Server:
