@@ -67,6 +67,27 @@ def test_the_values_in_an_expanding_list_and_their_number_may_change_between_run
         )
 
 
+# A constant SQLAlchemy renders into the SQL itself (aggregate_strings' separator), beside a list.
+AGGREGATED = (
+    select(_USERS.c.id, func.aggregate_strings(_TOKENS.c.name, ",").label("names"))
+    .join(_TOKENS, _TOKENS.c.user_id == _USERS.c.id)
+    .where(_USERS.c.id.in_(bindparam("user_ids", expanding=True)))
+    .group_by(_USERS.c.id)
+    .order_by(_USERS.c.id)
+)
+
+
+def test_a_constant_in_the_sql_is_expanded_once_with_each_length_of_a_list(db, make):
+    a, b, c = (make.user().id for _ in range(3))  # one token each
+    for ids in ([a], [a, b], [c, a, b], [b], [b, c]):
+        expected = [tuple(row) for row in db.connection().execute(AGGREGATED, {"user_ids": ids})]
+        assert len(expected) == len(ids)
+        assert [tuple(row) for row in run(db, AGGREGATED, {"user_ids": ids})] == expected
+    kept = reads._compiled[(id(AGGREGATED), db.get_bind().dialect.name)]
+    assert kept is not None
+    assert set(kept.expansions) == {(1,), (2,), (3,)}
+
+
 def test_each_run_is_one_statement_to_the_engine_events(db, make, runtime):
     user = make.user()
     run(db, KEPT, {"user_ids": [user.id]})

@@ -110,12 +110,19 @@ class _Compiled:
         self.dialect = dialect
         self.expanding = bool(compiled.post_compile_params or compiled.literal_execute_params)
         # Lists expanded into `IN (?, ?, ...)`: the SQL depends on their lengths only, so it is
-        # expanded once per set of lengths (SQLAlchemy re-renders it on every run). Values
-        # rendered into the SQL itself (literal_execute) or tuples are expanded each time.
+        # expanded once per set of lengths (SQLAlchemy re-renders it on every run). Constants
+        # SQLAlchemy renders into the SQL itself (literal_execute: the separator of
+        # aggregate_strings) are the statement's own and go in once too, unless a run gives
+        # them a value; other such values, and tuples, are expanded each time.
         post_compile = compiled.post_compile_params
+        literals = compiled.literal_execute_params
         self.lists = tuple(compiled.bind_names[bind] for bind in post_compile)
-        self.by_lengths = bool(post_compile) and not compiled.literal_execute_params
+        self.literals = frozenset(compiled.bind_names[bind] for bind in literals)
+        self.by_lengths = self.expanding
         self.by_lengths &= all(bind.expanding and not bind.type._is_tuple_type for bind in post_compile)
+        self.by_lengths &= all(
+            not bind.expanding and not bind.callable and bind.value is not None for bind in literals
+        )
         self.expansions: dict[tuple[int, ...], ExpandedState] = {}
         self.positional = compiled.positional
         # Known once SQLAlchemy has run it (its first run here): the row's names and processors.
@@ -148,7 +155,7 @@ class _Compiled:
             result = conn.execute(self.statement, params)  # type: ignore[call-overload]
             self.learn(list(result.keys()), result.cursor.description)
             return Rows(result.all())
-        if self.by_lengths:
+        if self.by_lengths and self.literals.isdisjoint(params):
             values = compiled.construct_params(params, escape_names=False)
             lengths = tuple(len(values[name]) for name in self.lists)
             state = self.expansions.get(lengths)
