@@ -10,6 +10,7 @@ from sqlalchemy import bindparam, func, select, update
 
 from kiln.models import PersonalAccessToken, User
 from kiln.pagination import TOTAL_LIMIT, Page
+from kiln.queries import projects as project_queries
 from kiln.queries import users as user_queries
 from kiln.queries.paging import count_capped, keyset_page
 from tests.api.test_pagination import bulk_users
@@ -102,3 +103,31 @@ def test_a_filtered_count_above_the_cap_is_left_out(db):
     assert count_capped(db, many) is None
     few = select(User.id).where(User.username.like("capped1000%"))  # capped1000, capped10000
     assert count_capped(db, few) == 2
+
+
+@pytest.mark.parametrize("route", ["/users", "/projects"])
+def test_every_keyset_page_runs_the_one_kept_statement(api, client, make, route):
+    """A keyset page's id bound is a value of the list's statement, not a shape of its own:
+    following `next` keeps no new statement, and each page answers its own rows."""
+    owner = make.user()
+    for n in range(4):
+        make.user()
+        make.project(owner=owner, name=f"p{n}")
+    root = api("root")
+    everyone = [row["id"] for row in root.get(f"{route}?per_page=100&order_by=id&sort=asc").json()]
+    listings = user_queries._LISTINGS if route == "/users" else project_queries._LISTINGS
+    r = root.get(f"{route}?pagination=keyset&order_by=id&sort=asc&per_page=1")
+    seen, shapes = [row["id"] for row in r.json()], []
+    while 'rel="next"' in r.headers.get("link", ""):
+        r = client.get(r.headers["link"].split(">")[0].lstrip("<"), headers=root.headers)
+        seen += [row["id"] for row in r.json()]
+        shapes.append(len(listings._built))  # the first page's shape, then the bounded one
+    assert seen == everyone
+    assert len(shapes) >= 3
+    assert len(set(shapes)) == 1
+    # The same bounds as plain filters, in offset pagination: each its own rows.
+    middle = everyone[len(everyone) // 2]
+    after = root.get(f"{route}?id_after={middle}&order_by=id&sort=asc").json()
+    before = root.get(f"{route}?id_before={middle}&order_by=id&sort=asc").json()
+    assert [row["id"] for row in after] == [i for i in everyone if i > middle]
+    assert [row["id"] for row in before] == [i for i in everyone if i < middle]

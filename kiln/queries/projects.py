@@ -46,7 +46,7 @@ from kiln.models.projects import DISABLED, storage_size
 from kiln.queries import access, custom_attributes
 from kiln.queries.paging import capped_count
 from kiln.queries.reads import row_column, row_columns, run, unindexed
-from kiln.queries.shapes import Shapes, parameters_key
+from kiln.queries.shapes import Shapes, bound, parameters_key
 from kiln.queries.text import ESCAPE, contains, escape_like
 from kiln.schemas.projects import ProjectList
 
@@ -287,9 +287,9 @@ def _listing(
     if q.imported:
         stmt = stmt.where(Project.import_url.is_not(None))
     if q.id_after is not None:
-        stmt = stmt.where(Project.id > q.id_after)
+        stmt = stmt.where(Project.id > bound("id_after"))
     if q.id_before is not None:
-        stmt = stmt.where(Project.id < q.id_before)
+        stmt = stmt.where(Project.id < bound("id_before"))
     if q.last_activity_after is not None:
         stmt = stmt.where(Project.last_activity_at > q.last_activity_after)
     if q.last_activity_before is not None:

@@ -12,6 +12,7 @@ from typing import Any, Generic, TypeVar
 
 import orjson
 from pydantic import BaseModel
+from sqlalchemy import bindparam
 
 T = TypeVar("T")
 
@@ -38,10 +39,27 @@ class Shapes(Generic[T]):
 
 # Which page is read is the page's bound parameters (queries.paging), not the statement's.
 PAGE_FIELDS = frozenset({"page", "per_page", "pagination"})
+# A list's id bounds (id_after, id_before: each keyset page moves them) are bind parameters
+# of its statement (bounds_params); only whether each is given shapes the statement.
+BOUND_FIELDS = ("id_after", "id_before")
 
 
 def parameters_key(params: BaseModel) -> bytes:
     """A list's parameters as one hashable value, equal for equal parameters; the page asked
-    for leaves it unchanged, so every page of a list runs the one statement."""
-    dumped: Any = params.model_dump(warnings=False, exclude=set(PAGE_FIELDS))
-    return orjson.dumps(dumped, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str)
+    for, and the values of its id bounds, leave it unchanged, so every page of a list runs the
+    one statement."""
+    dumped: Any = params.model_dump(warnings=False, exclude=set(PAGE_FIELDS) | set(BOUND_FIELDS))
+    given = [name for name in BOUND_FIELDS if getattr(params, name, None) is not None]
+    return orjson.dumps([dumped, given], option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str)
+
+
+def bound(name: str) -> Any:
+    """The bind parameter standing for the id bound `name` in a list's statement."""
+    return bindparam(f"list_{name}")
+
+
+def bounds_params(params: BaseModel) -> dict[str, Any]:
+    """The values of a list's id bounds (bound), for its statement's execution."""
+    return {
+        f"list_{name}": value for name in BOUND_FIELDS if (value := getattr(params, name, None)) is not None
+    }

@@ -20,7 +20,7 @@ from kiln.models.namespaces import KIND_GROUP, OWNER
 from kiln.models.users import USER_TYPE_GHOST, USER_TYPE_HUMAN
 from kiln.queries import custom_attributes
 from kiln.queries.reads import row_columns, run
-from kiln.queries.shapes import Shapes, parameters_key
+from kiln.queries.shapes import Shapes, bound, parameters_key
 from kiln.queries.text import ESCAPE, contains
 from kiln.schemas.users import UserList
 
@@ -257,9 +257,9 @@ def _listing(q: UserList, admin: bool) -> Select[Any]:
             stmt = stmt.where(User.admin.is_(True))
         stmt = stmt.where(*custom_attributes.matching("users", User.id, q.custom_attributes or {}))
     if q.id_after is not None:
-        stmt = stmt.where(User.id > q.id_after)
+        stmt = stmt.where(User.id > bound("id_after"))
     if q.id_before is not None:
-        stmt = stmt.where(User.id < q.id_before)
+        stmt = stmt.where(User.id < bound("id_before"))
     order_col = getattr(User, q.order_by) if admin else User.id
     direction = "asc" if admin and (q.sort or "desc").lower() == "asc" else "desc"
     primary = order_col.asc() if direction == "asc" else order_col.desc()

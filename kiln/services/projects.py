@@ -20,6 +20,7 @@ from kiln.policy import Action, ProjectSubject
 from kiln.queries import custom_attributes as attributes
 from kiln.queries import projects as finder
 from kiln.queries.paging import keyset_page, offset_page
+from kiln.queries.shapes import bounds_params
 from kiln.records import ProjectRecord
 from kiln.schemas.projects import ProjectList
 from kiln.services import subjects
@@ -133,7 +134,7 @@ def list_projects(
     db: Session, actor: Actor | None, q: ProjectList, page: Page, **scope: Any
 ) -> ProjectListing:
     listing = finder.listing(actor, q, **scope)
-    params = finder.viewer_params(actor)
+    params = {**finder.viewer_params(actor), **bounds_params(q)}
     if page.keyset:
         result = keyset_page(
             db, listing.ids, page, Project.id, q.id_after, q.id_before, core=True, params=params

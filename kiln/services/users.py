@@ -27,6 +27,7 @@ from kiln.preconditions import require_unmodified_since
 from kiln.queries import custom_attributes as attributes
 from kiln.queries import users as finder
 from kiln.queries.paging import keyset_page, offset_page
+from kiln.queries.shapes import bounds_params
 from kiln.queries.users import IdentityRow, UserRow
 from kiln.schemas._types import Upload
 from kiln.schemas.users import StatusUpdate, UserCreate, UserList, UserUpdate
@@ -98,10 +99,11 @@ def list_users(db: Session, viewer: Actor | None, q: UserList, page: Page) -> Us
         # Anonymous callers may only look a user up by username (GitLab).
         raise Forbidden("Not authorized to access /api/v4/users")
     stmt = finder.listing(q, admin=admin)
+    bounds = bounds_params(q)
     if page.keyset:
-        result = keyset_page(db, stmt, page, User.id, q.id_after, q.id_before, core=True)
+        result = keyset_page(db, stmt, page, User.id, q.id_after, q.id_before, core=True, params=bounds)
     else:
-        result = offset_page(db, stmt, page, core=True)
+        result = offset_page(db, stmt, page, core=True, params=bounds)
     result.items = finder.rows_by_ids(db, [row[0] for row in result.items])
     if not admin:
         return UserListing(result, [UserDetail(u, "basic") for u in result.items])
