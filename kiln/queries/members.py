@@ -145,22 +145,41 @@ def listing(
 ) -> Select[Any]:
     """Member rows (member_id, user_id, level, created_at, expires_at, created_by_id), one per
     user, in the order their rows were created (GitLab's); the users come from records().
-    Without filters it is the statement kept per shape; filters are added to it."""
+    Kept per shape: which filters are given; their values are listing_params'."""
+    return _listing(on_project, deep, bool(query), bool(user_ids), bool(skip_users))
+
+
+def listing_params(
+    query: str | None = None, user_ids: list[int] | None = None, skip_users: list[int] | None = None
+) -> dict[str, Any]:
+    """The values of listing's filters, for its statement's execution."""
+    params: dict[str, Any] = {}
+    if query:
+        params["member_query"], params["member_query_email"] = contains(query), query.lower()
+    if user_ids:
+        params["member_user_ids"] = user_ids
+    if skip_users:
+        params["member_skip_users"] = skip_users
+    return params
+
+
+@cache
+def _listing(on_project: bool, deep: bool, query: bool, user_ids: bool, skip_users: bool) -> Select[Any]:
     m = _reach(on_project, deep)
     stmt = _plain_listing(on_project, deep)
     if query:
-        term = contains(query)
+        term = bindparam("member_query")
         stmt = stmt.join(User, User.id == m.c.user_id).where(
             or_(
                 func.lower(User.name).like(term, escape=ESCAPE),
                 func.lower(User.username).like(term, escape=ESCAPE),
-                func.lower(User.public_email) == query.lower(),
+                func.lower(User.public_email) == bindparam("member_query_email"),
             )
         )
     if user_ids:
-        stmt = stmt.where(m.c.user_id.in_(user_ids))
+        stmt = stmt.where(m.c.user_id.in_(bindparam("member_user_ids", expanding=True)))
     if skip_users:
-        stmt = stmt.where(m.c.user_id.not_in(skip_users))
+        stmt = stmt.where(m.c.user_id.not_in(bindparam("member_skip_users", expanding=True)))
     return stmt
 
 

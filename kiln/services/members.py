@@ -150,14 +150,14 @@ def list_members(
 ) -> MemberListing:
     """The page's member rows, then their users (and who added them) in one statement."""
     source = load_source(db, actor, kind, q.id, rows=True)
-    stmt = finder.listing(
-        on_project=source.project is not None,
-        deep=deep,
-        query=q.query,
-        user_ids=q.user_ids,
-        skip_users=q.skip_users if isinstance(q, MemberList) else None,
-    )
-    result = offset_page(db, stmt, page, core=True, params=_params(source, deep=deep))
+    filters: dict[str, Any] = {
+        "query": q.query,
+        "user_ids": q.user_ids,
+        "skip_users": q.skip_users if isinstance(q, MemberList) else None,
+    }
+    stmt = finder.listing(on_project=source.project is not None, deep=deep, **filters)
+    params = {**_params(source, deep=deep), **finder.listing_params(**filters)}
+    result = offset_page(db, stmt, page, core=True, params=params)
     return MemberListing(page=result, records=finder.records(db, result.items))
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from kiln.models import Member, ProjectGroupLink
 from kiln.models.namespaces import DEVELOPER, GUEST, MAINTAINER, OWNER, REPORTER
+from kiln.queries import members as member_queries
 
 BASE = "http://kiln.test"
 
@@ -252,6 +253,31 @@ def test_user_ids_and_skip_users_filter_the_list(api, make):
     assert levels(by_comma) == [(o.id, OWNER), (b.id, REPORTER)]
     skipped = api(o).get(f"/groups/{g.id}/members", params={"skip_users": f"{o.id},{a.id}"})
     assert levels(skipped) == [(b.id, REPORTER)]
+
+
+def test_filtered_member_lists_keep_one_statement_whatever_the_values(api, make):
+    """A filter's values are values of the kept statement: each run answers its own rows, and
+    new values keep no new statement."""
+    o = make.user()
+    alice = make.user(username="alice", name="Alice Liddell")
+    bob = make.user(username="bob", name="Robert")
+    g = make.group(owners=[o], members={alice: DEVELOPER, bob: REPORTER})
+    url = f"/groups/{g.id}/members"
+    api(o).get(url, params={"query": "zzz", "user_ids": str(o.id), "skip_users": str(o.id)})
+    kept = member_queries._listing.cache_info().currsize
+    assert levels(api(o).get(url, params={"query": "liddell", "user_ids": f"{alice.id},{bob.id}"})) == [
+        (alice.id, DEVELOPER)
+    ]
+    assert levels(api(o).get(url, params={"query": "rob", "user_ids": f"{alice.id},{bob.id}"})) == [
+        (bob.id, REPORTER)
+    ]
+    assert levels(api(o).get(url, params={"query": "a", "skip_users": f"{o.id},{bob.id}"})) == [
+        (alice.id, DEVELOPER)
+    ]
+    assert levels(api(o).get(url, params={"query": "rob", "skip_users": str(alice.id)})) == [
+        (bob.id, REPORTER)
+    ]
+    assert member_queries._listing.cache_info().currsize <= kept + 2  # the two shapes above
 
 
 def test_bad_user_ids_filter_is_400(api, make):
