@@ -171,25 +171,28 @@ def listing(
     actor: Actor | None,
     q: ProjectList,
     *,
-    namespace_ids: Select[Any] | list[int] | None = None,
+    namespace_ids: list[int] | None = None,
+    group: GroupScope | None = None,
     shared_with_group: int | None = None,
     owner_user_id: int | None = None,
     starred_by: int | None = None,
     forked_from: int | None = None,
 ) -> Listing:
     """The projects a list shows, filtered and ordered, built once per shape (the viewer's
-    kind and every parameter; the viewer's id and the date come from viewer_params)."""
+    kind and every parameter; the viewer's id and the date come from viewer_params, a
+    group's from group_params)."""
 
     def build() -> Listing:
-        return _listing(actor, q, namespace_ids, shared_with_group, owner_user_id, starred_by, forked_from)
+        return _listing(
+            actor, q, namespace_ids, group, shared_with_group, owner_user_id, starred_by, forked_from
+        )
 
-    if isinstance(namespace_ids, Select):
-        return build()
     viewer = None if actor is None else ("admin" if actor.is_admin else policy.open_visibilities(actor))
     key = (
         viewer,
         parameters_key(q),
         None if namespace_ids is None else tuple(namespace_ids),
+        group,
         shared_with_group,
         owner_user_id,
         starred_by,
@@ -198,10 +201,50 @@ def listing(
     return _LISTINGS.get(key, build)
 
 
+@dataclass(frozen=True, slots=True)
+class GroupScope:
+    """A group's projects (GET /groups/:id/projects): those in its namespace, with its
+    subgroups' and its ancestors' as asked, and those shared with it. Which of these is the
+    shape; the group's id, traversal and ancestors are values (group_params)."""
+
+    subgroups: bool
+    ancestors: bool
+    shared: bool
+
+
+def group_params(group_id: int, traversal: str, ancestor_ids: list[int]) -> dict[str, Any]:
+    """The values of a GroupScope's statement."""
+    start, end = access.within_bounds(traversal)
+    return {
+        "scope_group_id": group_id,
+        "scope_traversal": start,
+        "scope_traversal_end": end,
+        "scope_ancestor_ids": ancestor_ids,
+    }
+
+
+def _group_scope(group: GroupScope) -> ColumnElement[bool]:
+    group_id = bindparam("scope_group_id")
+    if group.subgroups:
+        own: ColumnElement[bool] = access.within_range(
+            Namespace, bindparam("scope_traversal"), bindparam("scope_traversal_end")
+        )
+    else:
+        own = Namespace.id == group_id
+    if group.ancestors:
+        own = or_(own, Namespace.id.in_(bindparam("scope_ancestor_ids", expanding=True)))
+    in_scope = Project.namespace_id.in_(select(Namespace.id).where(own))
+    if not group.shared:
+        return in_scope
+    shared = select(ProjectGroupLink.project_id).where(ProjectGroupLink.group_id == group_id)
+    return or_(in_scope, Project.id.in_(shared))
+
+
 def _listing(
     actor: Actor | None,
     q: ProjectList,
-    namespace_ids: Select[Any] | list[int] | None,
+    namespace_ids: list[int] | None,
+    group: GroupScope | None,
     shared_with_group: int | None,
     owner_user_id: int | None,
     starred_by: int | None,
@@ -211,10 +254,10 @@ def _listing(
     # viewer's visibility last (below), so that the count may split on it.
     stmt = select(Project.id)
     user_id = actor.user.id if actor is not None else None
+    if group is not None:
+        stmt = stmt.where(_group_scope(group))
     if namespace_ids is not None:
         if shared_with_group is not None:
-            from kiln.models import ProjectGroupLink
-
             shared = select(ProjectGroupLink.project_id).where(ProjectGroupLink.group_id == shared_with_group)
             stmt = stmt.where(or_(Project.namespace_id.in_(namespace_ids), Project.id.in_(shared)))
         else:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select, delete, func, or_, select, update
+from sqlalchemy import Select, delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -35,6 +35,7 @@ from kiln.queries import custom_attributes as attributes
 from kiln.queries import groups as finder
 from kiln.queries.groups import GroupRecord
 from kiln.queries.paging import offset_page
+from kiln.queries.projects import GroupScope, group_params
 from kiln.schemas.groups import GroupCreate, GroupList, GroupProjects, GroupSettings, GroupUpdate
 from kiln.schemas.projects import ProjectList
 from kiln.services import instance_settings, project_lifecycle, subjects
@@ -190,12 +191,11 @@ def list_projects(
     db: Session, actor: Actor | None, ident: str, q: GroupProjects, page: Page
 ) -> ProjectListing:
     group = subjects.group(db, actor, ident, rows=True).group
-    own = access.within(Namespace, group) if q.include_subgroups else Namespace.id == group.id
-    if q.include_ancestor_groups:
-        own = or_(own, Namespace.id.in_(group.ancestor_ids))
-    scope = select(Namespace.id).where(own)
-    shared = group.id if q.with_shared else None
-    return project_service.list_projects(db, actor, q, page, namespace_ids=scope, shared_with_group=shared)
+    scope = GroupScope(
+        subgroups=q.include_subgroups, ancestors=q.include_ancestor_groups, shared=q.with_shared
+    )
+    values = group_params(group.id, group.traversal, group.ancestor_ids if q.include_ancestor_groups else [])
+    return project_service.list_projects(db, actor, q, page, group=scope, scope_params=values)
 
 
 # ---------------------------------------------------------------------------- validation

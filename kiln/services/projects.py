@@ -131,10 +131,18 @@ def record(db: Session, actor: Actor | None, project: Any, **kw: Any) -> Project
 
 
 def list_projects(
-    db: Session, actor: Actor | None, q: ProjectList, page: Page, **scope: Any
+    db: Session,
+    actor: Actor | None,
+    q: ProjectList,
+    page: Page,
+    *,
+    scope_params: dict[str, Any] | None = None,
+    **scope: Any,
 ) -> ProjectListing:
+    """`scope`: which projects the list is of (finder.listing's); `scope_params`: the values
+    of a group scope (finder.group_params)."""
     listing = finder.listing(actor, q, **scope)
-    params = {**finder.viewer_params(actor), **bounds_params(q)}
+    params = {**finder.viewer_params(actor), **bounds_params(q), **(scope_params or {})}
     if page.keyset:
         result = keyset_page(
             db, listing.ids, page, Project.id, q.id_after, q.id_before, core=True, params=params

@@ -21,6 +21,7 @@ from kiln.models import (
     ProjectStatistics,
 )
 from kiln.models.namespaces import DEVELOPER, GUEST, MAINTAINER, OWNER, REPORTER
+from kiln.queries import projects as project_queries
 from kiln.queries.users import row_by_id
 from kiln.services import groups, instance_settings
 from tests.bodies import FORBIDDEN, UNAUTHORIZED
@@ -1017,6 +1018,36 @@ def test_group_projects_include_shared_projects_unless_asked_not_to(api, make, d
     paths = [p["path"] for p in api(u).get(f"/groups/{g.id}/projects?order_by=path&sort=asc").json()]
     assert paths == ["own", "shared"]
     assert [p["path"] for p in api(u).get(f"/groups/{g.id}/projects?with_shared=false").json()] == ["own"]
+
+
+def test_group_projects_of_each_group_run_one_kept_statement_per_shape(api, make, db):
+    """The group is a value of the list's statement: two groups' lists, with their subgroups,
+    ancestors and shares, answer their own projects and keep no statement of their own."""
+    u = make.user()
+    paths: dict[int, list[str]] = {}
+    for name in ("a", "b"):
+        top = make.group(path=f"{name}-top", owners=[u])
+        g = make.group(path=f"{name}", parent=top, owners=[u])
+        sub = make.group(path="sub", parent=g)
+        make.project(namespace=top, path="above")
+        make.project(namespace=g, path="own")
+        make.project(namespace=sub, path="deep")
+        outside = make.project(namespace=make.group(path=f"{name}-out", owners=[u]), path="shared")
+        db.add(ProjectGroupLink(project_id=outside.id, group_id=g.id, group_access=DEVELOPER))
+        db.commit()
+        paths[g.id] = [
+            f"{name}-out/shared",
+            f"{name}-top/{name}/own",
+            f"{name}-top/{name}/sub/deep",
+            f"{name}-top/above",
+        ]
+    asked = "order_by=path&sort=asc&include_subgroups=true&include_ancestor_groups=true"
+    shapes = None
+    for gid, expected in [*paths.items(), *paths.items()]:
+        r = api(u).get(f"/groups/{gid}/projects?{asked}")
+        assert sorted(p["path_with_namespace"] for p in r.json()) == sorted(expected)
+        shapes = shapes or len(project_queries._LISTINGS._built)
+    assert len(project_queries._LISTINGS._built) == shapes
 
 
 def test_group_projects_hide_private_projects_from_outsiders(api, make):
