@@ -179,25 +179,15 @@ def listing(
     forked_from: int | None = None,
 ) -> Listing:
     """The projects a list shows, filtered and ordered, built once per shape (the viewer's
-    kind and every parameter; the viewer's id and the date come from viewer_params, a
-    group's from group_params)."""
+    kind, every parameter, and which scope it is of). The viewer's id and the date come from
+    viewer_params, the scope's ids from scope_params, a group's from group_params."""
+    scope = (namespace_ids, shared_with_group, owner_user_id, starred_by, forked_from)
 
     def build() -> Listing:
-        return _listing(
-            actor, q, namespace_ids, group, shared_with_group, owner_user_id, starred_by, forked_from
-        )
+        return _listing(actor, q, group, *(value is not None for value in scope))
 
     viewer = None if actor is None else ("admin" if actor.is_admin else policy.open_visibilities(actor))
-    key = (
-        viewer,
-        parameters_key(q),
-        None if namespace_ids is None else tuple(namespace_ids),
-        group,
-        shared_with_group,
-        owner_user_id,
-        starred_by,
-        forked_from,
-    )
+    key = (viewer, parameters_key(q), group, *(value is not None for value in scope))
     return _LISTINGS.get(key, build)
 
 
@@ -240,15 +230,35 @@ def _group_scope(group: GroupScope) -> ColumnElement[bool]:
     return or_(in_scope, Project.id.in_(shared))
 
 
+def scope_params(
+    *,
+    namespace_ids: list[int] | None = None,
+    shared_with_group: int | None = None,
+    owner_user_id: int | None = None,
+    starred_by: int | None = None,
+    forked_from: int | None = None,
+    **_: Any,
+) -> dict[str, Any]:
+    """The values of a list's scope (listing's arguments), for its statement's execution."""
+    given = {
+        "scope_namespace_ids": namespace_ids,
+        "scope_shared_with": shared_with_group,
+        "scope_owner_id": owner_user_id,
+        "scope_starred_by": starred_by,
+        "scope_forked_from": forked_from,
+    }
+    return {name: value for name, value in given.items() if value is not None}
+
+
 def _listing(
     actor: Actor | None,
     q: ProjectList,
-    namespace_ids: list[int] | None,
     group: GroupScope | None,
-    shared_with_group: int | None,
-    owner_user_id: int | None,
-    starred_by: int | None,
-    forked_from: int | None,
+    in_namespaces: bool,
+    shared_with_group: bool,
+    owner: bool,
+    starred: bool,
+    forked: bool,
 ) -> Listing:
     # Only ids are read: the page's views come from view_rows. The filters come first, the
     # viewer's visibility last (below), so that the count may split on it.
@@ -256,22 +266,22 @@ def _listing(
     user_id = actor.user.id if actor is not None else None
     if group is not None:
         stmt = stmt.where(_group_scope(group))
-    if namespace_ids is not None:
-        if shared_with_group is not None:
-            shared = select(ProjectGroupLink.project_id).where(ProjectGroupLink.group_id == shared_with_group)
-            stmt = stmt.where(or_(Project.namespace_id.in_(namespace_ids), Project.id.in_(shared)))
+    if in_namespaces:
+        in_scope = Project.namespace_id.in_(bindparam("scope_namespace_ids", expanding=True))
+        if shared_with_group:
+            shared_with = ProjectGroupLink.group_id == bindparam("scope_shared_with")
+            shared = select(ProjectGroupLink.project_id).where(shared_with)
+            stmt = stmt.where(or_(in_scope, Project.id.in_(shared)))
         else:
-            stmt = stmt.where(Project.namespace_id.in_(namespace_ids))
-    if owner_user_id is not None:
-        stmt = stmt.where(
-            Project.namespace_id.in_(select(Namespace.id).where(Namespace.owner_id == owner_user_id))
-        )
-    if starred_by is not None:
-        stmt = stmt.where(
-            Project.id.in_(select(ProjectStar.project_id).where(ProjectStar.user_id == starred_by))
-        )
-    if forked_from is not None:
-        stmt = stmt.where(Project.forked_from_id == forked_from)
+            stmt = stmt.where(in_scope)
+    if owner:
+        owned = select(Namespace.id).where(Namespace.owner_id == bindparam("scope_owner_id"))
+        stmt = stmt.where(Project.namespace_id.in_(owned))
+    if starred:
+        stars = select(ProjectStar.project_id).where(ProjectStar.user_id == bindparam("scope_starred_by"))
+        stmt = stmt.where(Project.id.in_(stars))
+    if forked:
+        stmt = stmt.where(Project.forked_from_id == bindparam("scope_forked_from"))
     if q.archived is not None:
         stmt = stmt.where(Project.archived == q.archived)
     if q.active is not None:

@@ -142,7 +142,12 @@ def list_projects(
     """`scope`: which projects the list is of (finder.listing's); `scope_params`: the values
     of a group scope (finder.group_params)."""
     listing = finder.listing(actor, q, **scope)
-    params = {**finder.viewer_params(actor), **bounds_params(q), **(scope_params or {})}
+    params = {
+        **finder.viewer_params(actor),
+        **bounds_params(q),
+        **finder.scope_params(**scope),
+        **(scope_params or {}),
+    }
     if page.keyset:
         result = keyset_page(
             db, listing.ids, page, Project.id, q.id_after, q.id_before, core=True, params=params

@@ -12,6 +12,7 @@ from kiln.auth.actor import Actor
 from kiln.git.layout import repository_path
 from kiln.models import Job, Member, Project, ProjectGroupLink, ProjectStar, ProjectVisibilityCount
 from kiln.models.namespaces import DEVELOPER, GUEST, MAINTAINER, OWNER, REPORTER
+from kiln.queries import projects as project_queries
 from kiln.queries.users import row_by_id
 from kiln.services import instance_settings, project_lifecycle
 from kiln.services.project_lifecycle import DESTROY_ADJOURNED, REMOVE_FILES
@@ -721,6 +722,31 @@ def test_starrers(api, make):
     assert r.headers["x-total"] == "2"
     r = api().get(f"/projects/{p.id}/starrers?search={v.username}")
     assert [s["user"]["id"] for s in r.json()] == [v.id]
+
+
+def test_lists_of_each_user_or_project_run_one_kept_statement_per_shape(api, make):
+    """Whose projects, whose stars, which project's forks: values of the list's statement.
+    A second user's lists answer their own projects and keep no statement of their own."""
+    viewer = make.user()
+    kept = []
+    for owner in (make.user(), make.user()):
+        mine = make.project(owner=owner, visibility="public", name=f"mine-{owner.id}")
+        fork = (
+            api(viewer)
+            .post(f"/projects/{mine.id}/fork", json={"path": f"fork-{owner.id}", "name": f"fork-{owner.id}"})
+            .json()
+        )
+        other = make.project(owner=make.user(), visibility="public", name=f"starred-{owner.id}")
+        api(owner).post(f"/projects/{other.id}/star")
+        lists = {
+            f"/users/{owner.id}/projects": [mine.id],
+            f"/users/{owner.id}/starred_projects": [other.id],
+            f"/projects/{mine.id}/forks": [fork["id"]],
+        }
+        for path, expected in lists.items():
+            assert sorted(p["id"] for p in api(viewer).get(path).json()) == expected, path
+        kept.append(len(project_queries._LISTINGS._built))
+    assert kept[1] == kept[0]
 
 
 def test_starred_projects_of_a_user(api, make):
