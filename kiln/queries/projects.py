@@ -180,14 +180,15 @@ def listing(
 ) -> Listing:
     """The projects a list shows, filtered and ordered, built once per shape (the viewer's
     kind, every parameter, and which scope it is of). The viewer's id and the date come from
-    viewer_params, the scope's ids from scope_params, a group's from group_params."""
+    viewer_params, the scope's values from scope_params."""
     scope = (namespace_ids, shared_with_group, owner_user_id, starred_by, forked_from)
+    group_shape = None if group is None else group.shape
 
     def build() -> Listing:
-        return _listing(actor, q, group, *(value is not None for value in scope))
+        return _listing(actor, q, group_shape, *(value is not None for value in scope))
 
     viewer = None if actor is None else ("admin" if actor.is_admin else policy.open_visibilities(actor))
-    key = (viewer, parameters_key(q), group, *(value is not None for value in scope))
+    key = (viewer, parameters_key(q), group_shape, *(value is not None for value in scope))
     return _LISTINGS.get(key, build)
 
 
@@ -195,36 +196,43 @@ def listing(
 class GroupScope:
     """A group's projects (GET /groups/:id/projects): those in its namespace, with its
     subgroups' and its ancestors' as asked, and those shared with it. Which of these is the
-    shape; the group's id, traversal and ancestors are values (group_params)."""
+    statement's shape (`shape`); the group's id, traversal and ancestors are its values
+    (scope_params)."""
 
+    group_id: int
+    traversal: str
+    ancestor_ids: tuple[int, ...]
     subgroups: bool
     ancestors: bool
     shared: bool
 
+    @property
+    def shape(self) -> tuple[bool, bool, bool]:
+        return self.subgroups, self.ancestors, self.shared
 
-def group_params(group_id: int, traversal: str, ancestor_ids: list[int]) -> dict[str, Any]:
-    """The values of a GroupScope's statement."""
-    start, end = access.within_bounds(traversal)
-    return {
-        "scope_group_id": group_id,
-        "scope_traversal": start,
-        "scope_traversal_end": end,
-        "scope_ancestor_ids": ancestor_ids,
-    }
+    def params(self) -> dict[str, Any]:
+        start, end = access.within_bounds(self.traversal)
+        return {
+            "scope_group_id": self.group_id,
+            "scope_traversal": start,
+            "scope_traversal_end": end,
+            "scope_ancestor_ids": list(self.ancestor_ids) if self.ancestors else [],
+        }
 
 
-def _group_scope(group: GroupScope) -> ColumnElement[bool]:
+def _group_scope(shape: tuple[bool, bool, bool]) -> ColumnElement[bool]:
+    subgroups, ancestors, shared_with = shape
     group_id = bindparam("scope_group_id")
-    if group.subgroups:
+    if subgroups:
         own: ColumnElement[bool] = access.within_range(
             Namespace, bindparam("scope_traversal"), bindparam("scope_traversal_end")
         )
     else:
         own = Namespace.id == group_id
-    if group.ancestors:
+    if ancestors:
         own = or_(own, Namespace.id.in_(bindparam("scope_ancestor_ids", expanding=True)))
     in_scope = Project.namespace_id.in_(select(Namespace.id).where(own))
-    if not group.shared:
+    if not shared_with:
         return in_scope
     shared = select(ProjectGroupLink.project_id).where(ProjectGroupLink.group_id == group_id)
     return or_(in_scope, Project.id.in_(shared))
@@ -232,6 +240,7 @@ def _group_scope(group: GroupScope) -> ColumnElement[bool]:
 
 def scope_params(
     *,
+    group: GroupScope | None = None,
     namespace_ids: list[int] | None = None,
     shared_with_group: int | None = None,
     owner_user_id: int | None = None,
@@ -240,20 +249,21 @@ def scope_params(
     **_: Any,
 ) -> dict[str, Any]:
     """The values of a list's scope (listing's arguments), for its statement's execution."""
-    given = {
+    given: dict[str, Any] = {
         "scope_namespace_ids": namespace_ids,
         "scope_shared_with": shared_with_group,
         "scope_owner_id": owner_user_id,
         "scope_starred_by": starred_by,
         "scope_forked_from": forked_from,
     }
-    return {name: value for name, value in given.items() if value is not None}
+    values = {name: value for name, value in given.items() if value is not None}
+    return values if group is None else {**values, **group.params()}
 
 
 def _listing(
     actor: Actor | None,
     q: ProjectList,
-    group: GroupScope | None,
+    group_shape: tuple[bool, bool, bool] | None,
     in_namespaces: bool,
     shared_with_group: bool,
     owner: bool,
@@ -264,8 +274,8 @@ def _listing(
     # viewer's visibility last (below), so that the count may split on it.
     stmt = select(Project.id)
     user_id = actor.user.id if actor is not None else None
-    if group is not None:
-        stmt = stmt.where(_group_scope(group))
+    if group_shape is not None:
+        stmt = stmt.where(_group_scope(group_shape))
     if in_namespaces:
         in_scope = Project.namespace_id.in_(bindparam("scope_namespace_ids", expanding=True))
         if shared_with_group:

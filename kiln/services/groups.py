@@ -35,7 +35,7 @@ from kiln.queries import custom_attributes as attributes
 from kiln.queries import groups as finder
 from kiln.queries.groups import GroupRecord
 from kiln.queries.paging import offset_page
-from kiln.queries.projects import GroupScope, group_params
+from kiln.queries.projects import GroupScope
 from kiln.schemas.groups import GroupCreate, GroupList, GroupProjects, GroupSettings, GroupUpdate
 from kiln.schemas.projects import ProjectList
 from kiln.services import instance_settings, project_lifecycle, subjects
@@ -192,10 +192,14 @@ def list_projects(
 ) -> ProjectListing:
     group = subjects.group(db, actor, ident, rows=True).group
     scope = GroupScope(
-        subgroups=q.include_subgroups, ancestors=q.include_ancestor_groups, shared=q.with_shared
+        group_id=group.id,
+        traversal=group.traversal,
+        ancestor_ids=tuple(group.ancestor_ids),
+        subgroups=q.include_subgroups,
+        ancestors=q.include_ancestor_groups,
+        shared=q.with_shared,
     )
-    values = group_params(group.id, group.traversal, group.ancestor_ids if q.include_ancestor_groups else [])
-    return project_service.list_projects(db, actor, q, page, group=scope, scope_params=values)
+    return project_service.list_projects(db, actor, q, page, group=scope)
 
 
 # ---------------------------------------------------------------------------- validation

@@ -131,23 +131,11 @@ def record(db: Session, actor: Actor | None, project: Any, **kw: Any) -> Project
 
 
 def list_projects(
-    db: Session,
-    actor: Actor | None,
-    q: ProjectList,
-    page: Page,
-    *,
-    scope_params: dict[str, Any] | None = None,
-    **scope: Any,
+    db: Session, actor: Actor | None, q: ProjectList, page: Page, **scope: Any
 ) -> ProjectListing:
-    """`scope`: which projects the list is of (finder.listing's); `scope_params`: the values
-    of a group scope (finder.group_params)."""
+    """`scope`: which projects the list is of (finder.listing's arguments)."""
     listing = finder.listing(actor, q, **scope)
-    params = {
-        **finder.viewer_params(actor),
-        **bounds_params(q),
-        **finder.scope_params(**scope),
-        **(scope_params or {}),
-    }
+    params = {**finder.viewer_params(actor), **bounds_params(q), **finder.scope_params(**scope)}
     if page.keyset:
         result = keyset_page(
             db, listing.ids, page, Project.id, q.id_after, q.id_before, core=True, params=params
