@@ -3,6 +3,7 @@ server-side prepared statements, and stay so across the rollback that ends every
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -17,10 +18,13 @@ from kiln.runtime import Runtime
 
 
 @pytest.fixture
-def postgresql(runtime: Runtime) -> Runtime:
+def postgresql(runtime: Runtime) -> Iterator[Runtime]:
+    """The suite's runtime on PostgreSQL; its pool is emptied afterwards, so no connection
+    whose server process a test ended is handed to a later test."""
     if runtime.engine.dialect.name != "postgresql":
         pytest.skip("prepared statements are PostgreSQL's")
-    return runtime
+    yield runtime
+    runtime.engine.dispose()
 
 
 def terminate_backend(engine: Engine, pid: int) -> None:
@@ -67,7 +71,6 @@ def test_a_connection_the_server_dropped_is_replaced(postgresql):
 
 def test_a_read_whose_connection_the_server_dropped_ends_as_a_lost_connection(postgresql):
     statement = select(func.count(User.id))
-    postgresql.engine.dispose()  # no connection another test's server kill left in the pool
     with postgresql.engine.connect() as conn:
         conn.execute(statement).all()
         pid = conn.exec_driver_sql("SELECT pg_backend_pid()").scalar_one()
