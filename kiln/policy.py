@@ -155,6 +155,16 @@ def _visible(actor: Actor | None, visibility: str) -> bool:
     return visibility in open_visibilities(actor)
 
 
+def viewer_kind(actor: Actor | None) -> tuple[bool, bool, bool]:
+    """Everything about a viewer that decisions on a project read besides their levels:
+    viewers of one kind, at equal levels, are shown the same project record (what is kept
+    across requests is kept per kind). Whatever else _may_project or open_features come to
+    read of the actor belongs here too."""
+    if actor is None:
+        return (False, False, False)
+    return (True, is_admin(actor), bool(actor.user.external))
+
+
 def sees_private_profiles(actor: Actor | None) -> bool:
     """Whoever sees every user's profile, private ones included (each user sees their own)."""
     return is_admin(actor)

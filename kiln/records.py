@@ -4,7 +4,7 @@ everything its views show, so entities never query and services never format."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pygit2
@@ -31,6 +31,9 @@ class ProjectRecord:
     can_admin: bool = False  # sees the settings Maintainers see (runners token, import URL, CI)
     can_create_merge_request_in: bool = False
     features_open: dict[str, bool] = field(default_factory=dict)
+    # The key it is kept under across requests, when it is (services.projects): it stands
+    # for every field above.
+    version: tuple[Any, ...] | None = None
 
 
 @dataclass(slots=True)

@@ -337,7 +337,9 @@ def project_with_access_json(rec: ProjectRecord, base: str, *, license: bool = F
 def record_key(rec: ProjectRecord) -> tuple[Any, ...]:
     """Everything a record holds (KEYED_FIELDS, in order): two records with equal keys render
     alike. Its rows go in as they are (a JSON column's dict makes the key unhashable, which
-    RenderedViews turns into text)."""
+    RenderedViews turns into text). A record kept across requests has its version for a key."""
+    if rec.version is not None:
+        return ("version", rec.version)
     parent = rec.forked_from
     return (
         rec.project,
@@ -355,6 +357,7 @@ def record_key(rec: ProjectRecord) -> tuple[Any, ...]:
         rec.can_admin,
         rec.can_create_merge_request_in,
         tuple(rec.features_open.items()),
+        rec.version,
     )
 
 
@@ -374,6 +377,7 @@ KEYED_FIELDS = (
     "can_admin",
     "can_create_merge_request_in",
     "features_open",
+    "version",
 )
 
 

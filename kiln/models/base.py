@@ -71,6 +71,15 @@ class Timestamps:
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
 
+class RowVersion:
+    """A random number the database gives the row afresh on every insert and update (its own
+    triggers), so never one a rolled-back write or a restored backup used. What is kept about
+    a row across requests is kept under it: a write by any process, node or statement, ORM or
+    not, is seen by the next read that compares it."""
+
+    row_version: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+
+
 def contribution(**kw: Any) -> dict[str, Any]:
     """Column info marking a user reference that soft deletion hands to the ghost user
     and hard deletion removes with its row (see services/users.delete)."""

@@ -12,7 +12,7 @@ from datetime import date, datetime
 from sqlalchemy import CheckConstraint, ForeignKey, Index, String, Text, UniqueConstraint, select, text
 from sqlalchemy.orm import Mapped, column_property, mapped_column
 
-from kiln.models.base import Base, Timestamps, never_reuse_ids
+from kiln.models.base import Base, RowVersion, Timestamps, never_reuse_ids
 from kiln.models.users import User
 
 KIND_USER = "user"
@@ -27,7 +27,7 @@ VISIBILITIES = (PRIVATE, INTERNAL, PUBLIC)
 VISIBILITY_LEVEL = {PRIVATE: 0, INTERNAL: 10, PUBLIC: 20}
 
 
-class Namespace(Timestamps, Base):
+class Namespace(Timestamps, RowVersion, Base):
     __tablename__ = "namespaces"
     __table_args__ = (
         Index(

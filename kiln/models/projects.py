@@ -18,7 +18,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from kiln.models.base import Base, Timestamps, never_reuse_ids, utcnow
+from kiln.models.base import Base, RowVersion, Timestamps, never_reuse_ids, utcnow
 from kiln.models.namespaces import PRIVATE
 
 # Feature access levels (GitLab's *_access_level): who may use a project feature.
@@ -53,7 +53,7 @@ def _feature() -> Mapped[str]:
     return mapped_column(String(16), default=ENABLED)
 
 
-class Project(Timestamps, Base):
+class Project(Timestamps, RowVersion, Base):
     __tablename__ = "projects"
     __table_args__ = (
         Index("uq_projects_namespace_path_lower", "namespace_id", text("lower(path)"), unique=True),

@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING
 from sqlalchemy import ForeignKey, Index, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from kiln.models.base import Base, Timestamps, never_reuse_ids
+from kiln.models.base import Base, RowVersion, Timestamps, never_reuse_ids
 
 USER_TYPE_HUMAN = "human"
 USER_TYPE_GHOST = "ghost"
 
 
-class User(Timestamps, Base):
+class User(Timestamps, RowVersion, Base):
     __tablename__ = "users"
     __table_args__ = (
         Index("uq_users_username_lower", text("lower(username)"), unique=True),

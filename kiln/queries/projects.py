@@ -481,7 +481,9 @@ class NamespaceRow(namedtuple("NamespaceRow", [c.key for c in _NAMESPACES.c])): 
         return ancestor_ids(self.traversal)
 
 
-OwnerRow = namedtuple("OwnerRow", ["id", "username", "name", "state", "avatar_path", "created_at"])
+OwnerRow = namedtuple(
+    "OwnerRow", ["id", "username", "name", "state", "avatar_path", "created_at", "row_version"]
+)
 _STAT_FIELDS = [c.key for c in _STATS.c if c.key != "project_id"]
 
 
@@ -515,20 +517,29 @@ def _topics_column() -> Any:
 
 
 @cache
-def _view_statement(shape: str, signed_in: bool, statistics: bool) -> Select[Any]:
+def _view_statement(shape: str, signed_in: bool, statistics: bool, versions: bool = False) -> Select[Any]:
     """Built once per shape: "page" (`ids` expands to the page's project ids), "id" or
-    "path" (one project named by a route, as in _subject_statement)."""
+    "path" (one project named by a route, as in _subject_statement). With `versions`, the
+    rows' versions in place of the rows (view_versions)."""
     stats = [(_STATS.c[name]) for name in _STAT_FIELDS] if statistics else []
+    shared = exists(select(ProjectGroupLink.id).where(ProjectGroupLink.project_id == _PROJECTS.c.id))
     columns: list[Any] = [
         *row_columns(_PROJECTS),
         *row_columns(_NAMESPACES),
         *(row_column(_OWNER.c[name]) for name in OwnerRow._fields),
         *stats,
         _topics_column().label("topics"),
-        exists(select(ProjectGroupLink.id).where(ProjectGroupLink.project_id == _PROJECTS.c.id)).label(
-            "shared"
-        ),
+        shared.label("shared"),
     ]
+    if versions:
+        columns = [
+            _PROJECTS.c.id,
+            _PROJECTS.c.row_version,
+            _NAMESPACES.c.row_version,
+            _OWNER.c.row_version,
+            _PROJECTS.c.forked_from_id,
+            shared.label("shared"),
+        ]
     stmt = (
         select(*columns)
         .select_from(_PROJECTS)
@@ -623,6 +634,36 @@ def view_rows(
     rows = run(db, _view_statement("page", user_id is not None, statistics), params)
     views = (_view_row(row, statistics, user_id is not None) for row in rows)
     return {view.project.id: view for view in views}
+
+
+class VersionRow(NamedTuple):
+    """What a project's view is read from, by version: its row's, its namespace's and its
+    owner's versions (topics renew the project's), and the caller's levels. Equal versions
+    read equal rows; what this does not cover (a fork's parent, the groups a project is shared
+    with) is named so that callers read those views whole."""
+
+    id: int
+    versions: tuple[int, int, int | None]
+    forked_from_id: int | None
+    shared: bool
+    level: int | None
+    project_access: int | None
+    group_access: int | None
+
+
+def view_versions(db: Session, user_id: int | None, ids: list[int]) -> dict[int, VersionRow]:
+    """Version rows of the projects `ids` (in no order), keyed by id: one statement, the view
+    statement's joins and levels without its columns."""
+    if not ids:
+        return {}
+    params: dict[str, Any] = {"ids": ids}
+    if user_id is not None:
+        params["user_id"], params["today"] = user_id, date.today()
+    out = {}
+    for row in run(db, _view_statement("page", user_id is not None, False, True), params):
+        levels = (row[6], row[7], row[8]) if user_id is not None else (None, None, None)
+        out[row[0]] = VersionRow(row[0], (row[1], row[2], row[3]), row[4], bool(row[5]), *levels)
+    return out
 
 
 def view_by_ident(

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from kiln import policy
 from kiln.auth.actor import Actor
 from kiln.errors import NotFound
+from kiln.kept import Kept
 from kiln.models import Project
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action, ProjectSubject
@@ -142,10 +143,63 @@ def list_projects(
         )
     else:
         result = offset_page(db, listing.ids, page, core=True, params=params, count=listing.count)
-    recs = records(
-        db, actor, result.items, statistics=q.statistics, custom_attributes=q.with_custom_attributes
-    )
+    # Forks and shared projects are read whole (_kept_records): a list of nothing else skips
+    # the versions' statement.
+    whole = scope.get("forked_from") is not None or scope.get("shared_with_group") is not None
+    if whole or q.statistics or q.with_custom_attributes:
+        recs = records(
+            db, actor, result.items, statistics=q.statistics, custom_attributes=q.with_custom_attributes
+        )
+    else:
+        recs = _kept_records(db, actor, [p.id for p in result.items])
     return ProjectListing(page=result, records=recs)
+
+
+# Project records as lists read them, kept across requests by what they were read from.
+KEPT: Kept[ProjectRecord] = Kept(limit=2048)
+
+
+def _kept_records(db: Session, actor: Actor | None, ids: list[int]) -> list[ProjectRecord]:
+    """The records of a page: the versions of its rows first (one narrow statement), then
+    the view statement only for projects whose records are not kept under those versions.
+    A record is kept under the versions it was read with (its own rows', not the narrow
+    statement's: a write between the two statements leaves it under versions no read will
+    give again) and the caller's kind and levels, which is all it is made of: so an equal key
+    is an equal record. A fork or a shared project is read whole every time: its parent's
+    view and its groups' names are not covered by its versions."""
+    user_id = actor.id if actor is not None else None
+    kind = policy.viewer_kind(actor)
+    versions = finder.view_versions(db, user_id, ids)
+    found: dict[int, ProjectRecord] = {}
+    for pid, v in versions.items():
+        if v.forked_from_id is None and not v.shared:
+            kept = KEPT.get((kind, pid, v.versions, v.level, v.project_access, v.group_access))
+            if kept is not None:
+                found[pid] = kept
+    missing = [_Id(pid) for pid in ids if pid in versions and pid not in found]
+    for rec in records(db, actor, missing):
+        found[rec.project.id] = rec
+        if rec.forked_from is None and not rec.shared_with_groups and rec.project.forked_from_id is None:
+            rec.version = (
+                kind,
+                rec.project.id,
+                _versions(rec),
+                rec.level,
+                rec.project_access,
+                rec.group_access,
+            )
+            KEPT.put(rec.version, rec)
+    return [found[pid] for pid in ids if pid in found]
+
+
+@dataclass(frozen=True, slots=True)
+class _Id:
+    id: int
+
+
+def _versions(rec: ProjectRecord) -> tuple[int, int, int | None]:
+    owner = rec.owner.row_version if rec.owner is not None else None
+    return (rec.project.row_version, rec.namespace.row_version, owner)
 
 
 def list_user_projects(

@@ -1,0 +1,166 @@
+"""Project records kept across requests (services.projects, models.base.RowVersion): a list
+reads its rows' versions and reuses the records kept under them, so whatever changes a
+project's view, through the API or by any other statement, the next list shows it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from sqlalchemy import delete, insert, select, update
+
+from kiln.models import Member, Namespace, Project, ProjectGroupLink, ProjectTopic, User
+from kiln.models.namespaces import DEVELOPER, MAINTAINER
+from kiln.services import projects as project_service
+from tests.contract.test_query_budget import statements_for
+
+
+def version(db: Any, model: Any, row_id: int) -> int:
+    db.expire_all()
+    return int(db.scalar(select(model.row_version).where(model.id == row_id)))
+
+
+def written(db: Any, statement: Any) -> None:
+    """A write past every service: only the database's triggers know of it."""
+    db.execute(statement)
+    db.commit()
+
+
+def listed(client: Any, project_id: int, query: str = "") -> dict[str, Any]:
+    r = client.get(f"/projects?per_page=100{query}")
+    assert r.status_code == 200, r.text
+    found = [p for p in r.json() if p["id"] == project_id]
+    assert len(found) == 1, [p["id"] for p in r.json()]
+    return found[0]
+
+
+# ---------------------------------------------------------------------------- versions
+
+
+def test_a_new_row_has_a_version_of_its_own(db, make):
+    first, second = make.project(), make.project()
+    assert 0 != version(db, Project, first.id) != version(db, Project, second.id)
+
+
+@pytest.mark.parametrize(
+    ("model", "values"),
+    [(Project, {"description": "changed"}), (Namespace, {"name": "changed"}), (User, {"name": "changed"})],
+)
+def test_every_update_gives_the_row_a_new_version(db, make, model, values):
+    owner = make.user()
+    project = make.project(owner=owner)
+    row_id = {Project: project.id, Namespace: project.namespace_id, User: owner.id}[model]
+    before = version(db, model, row_id)
+    written(db, update(model).where(model.id == row_id).values(**values))
+    after = version(db, model, row_id)
+    written(db, update(model).where(model.id == row_id).values(**values))  # the same values again
+    assert len({before, after, version(db, model, row_id)}) == 3
+
+
+def test_a_change_to_the_topics_gives_the_project_a_new_version(db, make):
+    project = make.project()
+    versions = [version(db, Project, project.id)]
+    written(db, insert(ProjectTopic).values(project_id=project.id, name="a", position=0))
+    versions.append(version(db, Project, project.id))
+    written(db, update(ProjectTopic).where(ProjectTopic.project_id == project.id).values(name="b"))
+    versions.append(version(db, Project, project.id))
+    written(db, delete(ProjectTopic).where(ProjectTopic.project_id == project.id))
+    versions.append(version(db, Project, project.id))
+    assert len(set(versions)) == 4
+
+
+# ---------------------------------------------------------------------------- lists
+
+
+@pytest.fixture
+def seen(api, make) -> tuple[Any, Any, Project]:
+    """A public project of `owner`'s, already listed once by `viewer` (its record kept)."""
+    owner, viewer = make.user(), make.user()
+    project = make.project(owner=owner, visibility="public", description="before")
+    client = api(viewer)
+    listed(client, project.id)
+    return owner, client, project
+
+
+def test_the_second_list_reuses_the_kept_records(api, make, runtime):
+    """The token, the page's ids, its count and its versions: no view statement."""
+    owner = make.user()
+    for _ in range(25):
+        make.project(owner=owner)
+    project_service.KEPT.clear()
+    assert statements_for(runtime, lambda: api(owner).get("/projects?per_page=20")) == 4
+
+
+def test_a_list_shows_a_change_written_by_any_statement(db, seen):
+    _, client, project = seen
+    written(db, update(Project).where(Project.id == project.id).values(description="after"))
+    assert listed(client, project.id)["description"] == "after"
+
+
+def test_a_list_shows_new_topics(db, seen):
+    _, client, project = seen
+    written(db, insert(ProjectTopic).values(project_id=project.id, name="kiln", position=0))
+    assert listed(client, project.id)["topics"] == ["kiln"]
+
+
+def test_a_list_shows_the_owner_s_new_name(db, seen):
+    owner, client, project = seen
+    written(db, update(User).where(User.id == owner.id).values(name="Renamed"))
+    assert listed(client, project.id)["owner"]["name"] == "Renamed"
+
+
+def test_a_list_shows_a_renamed_group(api, make, db):
+    owner, viewer = make.user(), make.user()
+    group = make.group(owners=[owner], visibility="public")
+    project = make.project(namespace=group, owner=owner, visibility="public")
+    client = api(viewer)
+    assert listed(client, project.id)["namespace"]["name"] == group.name
+    r = api(owner).put(f"/groups/{group.id}", json={"name": "Renamed"})
+    assert r.status_code == 200, r.text
+    assert listed(client, project.id)["namespace"]["name"] == "Renamed"
+
+
+def test_a_list_shows_the_caller_s_new_level(api, make, db):
+    owner, member = make.user(), make.user()
+    project = make.project(owner=owner, visibility="public", members={member: DEVELOPER})
+    client = api(member)
+    assert listed(client, project.id)["permissions"]["project_access"]["access_level"] == DEVELOPER
+    assert "import_url" not in listed(client, project.id)
+    written(db, update(Member).where(Member.user_id == member.id).values(access_level=MAINTAINER))
+    seen = listed(client, project.id)
+    assert seen["permissions"]["project_access"]["access_level"] == MAINTAINER
+    assert "import_url" in seen  # a Maintainer sees the settings
+
+
+def test_what_an_administrator_is_shown_is_not_shown_to_others(api, make):
+    project = make.project(owner=make.user(), visibility="public")
+    assert "import_url" in listed(api("root"), project.id)
+    assert "import_url" not in listed(api(make.user()), project.id)
+
+
+def test_an_anonymous_caller_is_not_shown_a_signed_in_caller_s_record(api, make):
+    project = make.project(visibility="public")
+    assert "permissions" in listed(api(make.user()), project.id)
+    assert "permissions" not in listed(api(), project.id)
+
+
+def test_a_shared_project_shows_its_group_s_new_name(api, make, db):
+    owner, viewer = make.user(), make.user()
+    group = make.group(owners=[owner], visibility="public")
+    project = make.project(owner=owner, visibility="public")
+    written(db, insert(ProjectGroupLink).values(project_id=project.id, group_id=group.id, group_access=30))
+    client = api(viewer)
+    assert listed(client, project.id)["shared_with_groups"][0]["group_name"] == group.name
+    written(db, update(Namespace).where(Namespace.id == group.id).values(name="Renamed"))
+    assert listed(client, project.id)["shared_with_groups"][0]["group_name"] == "Renamed"
+
+
+def test_a_fork_shows_its_parent_s_new_name(api, make, db):
+    owner = make.user()
+    parent = make.project(owner=owner, visibility="public", name="parent")
+    r = api(owner).post(f"/projects/{parent.id}/fork", json={"path": "fork", "name": "fork"})
+    assert r.status_code == 201, r.text
+    client = api(make.user())
+    assert listed(client, r.json()["id"])["forked_from_project"]["name"] == "parent"
+    written(db, update(Project).where(Project.id == parent.id).values(name="renamed"))
+    assert listed(client, r.json()["id"])["forked_from_project"]["name"] == "renamed"
