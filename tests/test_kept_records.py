@@ -1,6 +1,6 @@
-"""Project records kept across requests (services.projects, models.base.RowVersion): a list
-reads its rows' versions and reuses the records kept under them, so whatever changes a
-project's view, through the API or by any other statement, the next list shows it."""
+"""Records kept across requests (services.projects and services.users, models.base.RowVersion):
+a list reads its rows' versions and reuses the records kept under them, so whatever changes a
+project's or a user's view, through the API or by any other statement, the next list shows it."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 from sqlalchemy import delete, insert, select, update
 
-from kiln.models import Member, Namespace, Project, ProjectGroupLink, ProjectTopic, User
+from kiln.models import Identity, Member, Namespace, Project, ProjectGroupLink, ProjectTopic, User
 from kiln.models.namespaces import DEVELOPER, MAINTAINER
 from kiln.services import projects as project_service
+from kiln.services import users as user_service
 from tests.contract.test_query_budget import statements_for
 
 
@@ -164,3 +165,57 @@ def test_a_fork_shows_its_parent_s_new_name(api, make, db):
     assert listed(client, r.json()["id"])["forked_from_project"]["name"] == "parent"
     written(db, update(Project).where(Project.id == parent.id).values(name="renamed"))
     assert listed(client, r.json()["id"])["forked_from_project"]["name"] == "renamed"
+
+
+# ---------------------------------------------------------------------------- users
+
+
+def user_listed(client: Any, user_id: int) -> dict[str, Any]:
+    r = client.get("/users?per_page=100")
+    assert r.status_code == 200, r.text
+    found = [u for u in r.json() if u["id"] == user_id]
+    assert len(found) == 1, [u["id"] for u in r.json()]
+    return found[0]
+
+
+def test_a_change_to_the_identities_gives_the_user_a_new_version(db, make):
+    user = make.user()
+    versions = [version(db, User, user.id)]
+    written(db, insert(Identity).values(user_id=user.id, provider="ldapmain", extern_uid="uid=a"))
+    versions.append(version(db, User, user.id))
+    written(db, update(Identity).where(Identity.user_id == user.id).values(extern_uid="uid=b"))
+    versions.append(version(db, User, user.id))
+    written(db, delete(Identity).where(Identity.user_id == user.id))
+    versions.append(version(db, User, user.id))
+    assert len(set(versions)) == 4
+
+
+def test_the_second_user_list_reuses_the_kept_rows(api, runtime):
+    """The token, the page's ids with their versions, the count: no rows statement."""
+    user_service.KEPT.clear()
+    assert statements_for(runtime, lambda: api("root").get("/users?per_page=20")) == 2  # one page: no count
+
+
+def test_a_user_list_shows_a_change_written_by_any_statement(api, make, db):
+    user = make.user(name="Before")
+    root = api("root")
+    assert user_listed(root, user.id)["name"] == "Before"
+    written(db, update(User).where(User.id == user.id).values(name="After"))
+    assert user_listed(root, user.id)["name"] == "After"
+    assert user_listed(api(make.user()), user.id)["name"] == "After"
+
+
+def test_a_user_list_shows_a_new_identity(api, make, db):
+    user = make.user()
+    root = api("root")
+    assert user_listed(root, user.id)["identities"] == []
+    written(db, insert(Identity).values(user_id=user.id, provider="ldapmain", extern_uid="uid=a"))
+    assert user_listed(root, user.id)["identities"] == [
+        {"provider": "ldapmain", "extern_uid": "uid=a", "saml_provider_id": None}
+    ]
+
+
+def test_an_administrator_s_user_view_is_not_shown_to_others(api, make):
+    user = make.user()
+    assert "email" in user_listed(api("root"), user.id)
+    assert "email" not in user_listed(api(make.user()), user.id)

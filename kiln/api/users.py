@@ -14,7 +14,7 @@ from kiln.api._params import params
 from kiln.api._render import no_content, render
 from kiln.api._routes import delete, get, post, put
 from kiln.auth.tokens import API, READ_API, READ_USER
-from kiln.entities.users import user_detail, user_status
+from kiln.entities.users import user_detail, user_detail_json, user_status
 from kiln.preconditions import parse_http_date
 from kiln.schemas.users import StatusUpdate, UserCreate, UserDelete, UserGet, UserList, UserUpdate
 from kiln.services import users as service
@@ -41,7 +41,7 @@ async def list_users(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
     page = page_of(q, keyset_allowed=True, order_by=q.order_by)
     listing = service.list_users(db, viewer, q, page)
     base = _base(request)
-    return paginated(request, [_view(d, base) for d in listing.details], page, listing.page)
+    return paginated(request, [_listed(d, base) for d in listing.details], page, listing.page)
 
 
 @get("/users/{id:str}", auth="optional", params=UserGet, scopes=READ)
@@ -128,6 +128,13 @@ def _detail(
 ) -> dict[str, Any]:
     """The richest view of `user` the viewer is entitled to (the service decides which)."""
     return _view(service.detail(db, viewer, user, custom_attributes=custom_attributes), _base(request))
+
+
+def _listed(d: service.UserDetail, base: str) -> Any:
+    if d.custom_attributes is not None:
+        return _view(d, base)
+    identities = d.identities or ()
+    return user_detail_json(d.user, d.view, base, identities, can_create_project=d.can_create_project)
 
 
 def _view(d: service.UserDetail, base: str) -> dict[str, Any]:

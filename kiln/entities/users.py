@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Union
 
+import orjson
+
 from kiln.entities._format import day, iso
+from kiln.entities._rendered import RenderedViews
 from kiln.markdown import render_inline
 from kiln.storage import user_avatar_key
 
@@ -136,6 +139,26 @@ def user_detail(
     if view == "basic":
         return user_basic(user, base)
     return user_public(user, base, profile_visible=view == "public")
+
+
+# The user views lists send, as JSON kept by the row they are rendered from (RenderedViews).
+RENDERED = RenderedViews(limit=4096)
+
+
+def user_detail_json(
+    user: User,
+    view: str,
+    base: str,
+    identities: Sequence[IdentityRow] = (),
+    *,
+    can_create_project: bool = False,
+) -> orjson.Fragment:
+    """user_detail without custom attributes, rendered once per row version: the version
+    stands for every column of the row (models RowVersion), its identities included."""
+    key = ("detail", view, base, user.id, user.row_version, tuple(identities), can_create_project)
+    return RENDERED.get(
+        key, lambda: user_detail(user, view, base, identities, can_create_project=can_create_project)
+    )
 
 
 def with_custom_attributes(view: dict[str, Any], attributes: list[tuple[str, str]]) -> dict[str, Any]:

@@ -203,8 +203,8 @@ def listing(q: UserList, *, admin: bool) -> Select[Any]:
 
 
 def _listing(q: UserList, admin: bool) -> Select[Any]:
-    # Only ids: the page's rows come from rows_by_ids, a statement built once.
-    stmt = select(User.id)
+    # Only ids and versions: the page's rows are kept by version, or come from rows_by_ids.
+    stmt = select(User.id, User.row_version)
     search = (q.search or "").removeprefix("@").lower()
     if search:
         term = contains(search)

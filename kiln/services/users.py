@@ -18,6 +18,7 @@ from kiln.auth.passwords import MIN_PASSWORD_LENGTH, hash_password, random_passw
 from kiln.config import Settings
 from kiln.db import transaction, try_transaction
 from kiln.errors import BadRequest, Conflict, Forbidden, NotFound, ParamError, ValidationFailed
+from kiln.kept import Kept
 from kiln.models import Base, Identity, Namespace, User
 from kiln.models.namespaces import KIND_USER
 from kiln.models.users import USER_TYPE_GHOST
@@ -104,7 +105,7 @@ def list_users(db: Session, viewer: Actor | None, q: UserList, page: Page) -> Us
         result = keyset_page(db, stmt, page, User.id, q.id_after, q.id_before, core=True, params=bounds)
     else:
         result = offset_page(db, stmt, page, core=True, params=bounds)
-    result.items = finder.rows_by_ids(db, [row[0] for row in result.items])
+    result.items = _kept_rows(db, [(row[0], row[1]) for row in result.items])
     if not admin:
         return UserListing(result, [UserDetail(u, "basic") for u in result.items])
     ids = [u.id for u in result.items]
@@ -120,6 +121,22 @@ def list_users(db: Session, viewer: Actor | None, q: UserList, page: Page) -> Us
         for u in result.items
     ]
     return UserListing(result, details)
+
+
+# Users' rows as lists read them, kept across requests by their version (models RowVersion).
+KEPT: Kept[UserRow] = Kept(limit=4096)
+
+
+def _kept_rows(db: Session, versions: list[tuple[int, int]]) -> list[UserRow]:
+    """The rows of (id, row_version) pairs, in order: those kept under that version, the
+    rest read in one statement and kept under the version they were read with (never the
+    page's: a write in between leaves them under a version no read gives again)."""
+    found = {uid: row for uid, version in versions if (row := KEPT.get((uid, version))) is not None}
+    missing = [uid for uid, _ in versions if uid not in found]
+    for row in finder.rows_by_ids(db, missing):
+        KEPT.put((row.id, row.row_version), row)
+        found[row.id] = row
+    return [found[uid] for uid, _ in versions if uid in found]
 
 
 def get_user(db: Session, viewer: Actor | None, user_id: int) -> UserRow:
