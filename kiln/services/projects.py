@@ -156,7 +156,7 @@ def list_projects(
 
 
 # Project records as lists read them, kept across requests by what they were read from.
-KEPT: Kept[ProjectRecord] = Kept(limit=2048)
+KEPT: Kept[ProjectRecord] = Kept(limit=1024)  # about 5 KB each
 
 
 def _kept_records(db: Session, actor: Actor | None, ids: list[int]) -> list[ProjectRecord]:

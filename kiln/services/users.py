@@ -124,7 +124,7 @@ def list_users(db: Session, viewer: Actor | None, q: UserList, page: Page) -> Us
 
 
 # Users' rows as lists read them, kept across requests by their version (models RowVersion).
-KEPT: Kept[UserRow] = Kept(limit=4096)
+KEPT: Kept[UserRow] = Kept(limit=2048)  # about 1.3 KB each
 
 
 def _kept_rows(db: Session, versions: list[tuple[int, int]]) -> list[UserRow]:
