@@ -9,8 +9,13 @@ from typing import Any
 import pytest
 from sqlalchemy import delete, insert, select, update
 
+from kiln import policy
+from kiln.auth.actor import Actor
 from kiln.models import Identity, Member, Namespace, Project, ProjectGroupLink, ProjectTopic, User
-from kiln.models.namespaces import DEVELOPER, MAINTAINER
+from kiln.models.namespaces import DEVELOPER, GUEST, MAINTAINER, OWNER, REPORTER
+from kiln.models.projects import DISABLED, ENABLED, FEATURE_PRIVATE
+from kiln.policy import Action, ProjectSubject
+from kiln.queries.users import row_by_id
 from kiln.services import projects as project_service
 from kiln.services import users as user_service
 from tests.contract.test_query_budget import statements_for
@@ -68,6 +73,66 @@ def test_a_change_to_the_topics_gives_the_project_a_new_version(db, make):
     written(db, delete(ProjectTopic).where(ProjectTopic.project_id == project.id))
     versions.append(version(db, Project, project.id))
     assert len(set(versions)) == 4
+
+
+def test_a_write_that_sets_the_version_itself_still_renews_it(db, make):
+    """Contents written with an old version (a copied row) must not pass for the old row."""
+    project = make.project(description="before")
+    old = version(db, Project, project.id)
+    written(db, update(Project).where(Project.id == project.id).values(description="between"))
+    written(db, update(Project).where(Project.id == project.id).values(description="after", row_version=old))
+    assert version(db, Project, project.id) != old
+
+
+# ---------------------------------------------------------------------------- viewers
+
+
+def test_viewers_of_one_kind_are_given_the_same_decisions(db, make):
+    """What a kept record holds is decided for the viewer's kind (policy.viewer_kind): any
+    other difference between two viewers of one kind changes no decision a record carries."""
+    projects = [
+        make.project(visibility=visibility, archived=archived, repository_access_level=access)
+        for visibility in ("public", "internal", "private")
+        for archived in (False, True)
+        for access in (ENABLED, FEATURE_PRIVATE, DISABLED)
+    ]
+    base = row_by_id(db, make.user().id)
+    variants = [
+        {},
+        {"id": base.id + 1000, "username": "other", "can_create_group": not base.can_create_group},
+        {"projects_limit": 0, "private_profile": True, "state": "blocked", "note": "x"},
+    ]
+    kinds: dict[Any, list[Actor]] = {}
+    for admin in (False, True):
+        for external in (False, True):
+            for changes in variants:
+                user = base._replace(admin=admin, external=external, **changes)
+                for via, scopes in (("personal_access_token", frozenset({"api"})), ("session", None)):
+                    actor = Actor(user=user, via=via, scopes=scopes, token_id=7 if scopes else None)
+                    kinds.setdefault(policy.viewer_kind(actor), []).append(actor)
+    kinds[policy.viewer_kind(None)] = [None]
+    assert len(kinds) == 5
+    for project in projects:
+        namespace = db.get(Namespace, project.namespace_id)
+        for level in (None, GUEST, REPORTER, DEVELOPER, MAINTAINER, OWNER):
+            subject = ProjectSubject(project=project, namespace=namespace, level=level)
+            for actors in kinds.values():
+                decisions = {_decisions(actor, subject) for actor in actors}
+                assert len(decisions) == 1, (project.visibility, level, decisions)
+
+
+def _decisions(actor: Actor | None, subject: ProjectSubject) -> tuple[Any, ...]:
+    """Every decision a project record carries (services.projects._build)."""
+    actions = (
+        Action.READ_PROJECT,
+        Action.READ_CODE,
+        Action.READ_PROJECT_SETTINGS,
+        Action.CREATE_MERGE_REQUEST_IN,
+    )
+    return (
+        *(policy.may(actor, action, subject) for action in actions),
+        tuple(policy.open_features(actor, subject).items()),
+    )
 
 
 # ---------------------------------------------------------------------------- lists
