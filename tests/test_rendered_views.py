@@ -139,7 +139,7 @@ def test_the_base_url_is_part_of_what_is_rendered(record):
 
 
 def test_a_view_is_rendered_once_per_record():
-    kept = RenderedViews(limit=2)
+    kept = RenderedViews(limit=2, budget=1 << 20)
     calls: list[str] = []
 
     def view(name: str) -> Any:

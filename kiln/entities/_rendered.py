@@ -19,8 +19,9 @@ from kiln.kept import Kept
 
 
 class RenderedViews:
-    def __init__(self, limit: int) -> None:
-        self._kept: Kept[orjson.Fragment] = Kept(limit)
+    def __init__(self, limit: int, budget: int) -> None:
+        """At most `limit` views and `budget` bytes of JSON."""
+        self._kept: Kept[orjson.Fragment] = Kept(limit, budget)
 
     def get(self, key: Hashable, view: Callable[[], Any]) -> orjson.Fragment:
         """The JSON of `view()`, rendered once per `key`: the key must hold every input of the
@@ -32,8 +33,9 @@ class RenderedViews:
             found = self._kept.get(key)
         if found is not None:
             return found
-        rendered = orjson.Fragment(orjson.dumps(view(), option=orjson.OPT_NON_STR_KEYS))
-        self._kept.put(key, rendered)
+        data = orjson.dumps(view(), option=orjson.OPT_NON_STR_KEYS)
+        rendered = orjson.Fragment(data)
+        self._kept.put(key, rendered, len(data))
         return rendered
 
     def clear(self) -> None:

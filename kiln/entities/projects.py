@@ -316,7 +316,7 @@ def project_in_list(rec: ProjectRecord, base: str, *, authenticated: bool, simpl
 
 
 # The project views lists and single reads send, as JSON kept by their record (RenderedViews).
-RENDERED = RenderedViews(limit=1024)
+RENDERED = RenderedViews(limit=1024, budget=8 << 20)
 
 
 def project_in_list_json(

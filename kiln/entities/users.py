@@ -142,7 +142,7 @@ def user_detail(
 
 
 # The user views lists send, as JSON kept by the row they are rendered from (RenderedViews).
-RENDERED = RenderedViews(limit=2048)
+RENDERED = RenderedViews(limit=2048, budget=4 << 20)
 
 
 def user_detail_json(

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from kiln import policy
 from kiln.auth.actor import Actor
 from kiln.errors import NotFound
-from kiln.kept import Kept
+from kiln.kept import Kept, text_size
 from kiln.models import Project
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action, ProjectSubject
@@ -156,7 +156,11 @@ def list_projects(
 
 
 # Project records as lists read them, kept across requests by what they were read from.
-KEPT: Kept[ProjectRecord] = Kept(limit=1024)  # about 5 KB each
+KEPT: Kept[ProjectRecord] = Kept(
+    limit=1024,
+    budget=8 << 20,
+    size=lambda rec: text_size(rec.project, rec.namespace, rec.owner, rec.topics),
+)
 
 
 def _kept_records(db: Session, actor: Actor | None, ids: list[int]) -> list[ProjectRecord]:

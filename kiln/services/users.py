@@ -18,7 +18,7 @@ from kiln.auth.passwords import MIN_PASSWORD_LENGTH, hash_password, random_passw
 from kiln.config import Settings
 from kiln.db import transaction, try_transaction
 from kiln.errors import BadRequest, Conflict, Forbidden, NotFound, ParamError, ValidationFailed
-from kiln.kept import Kept
+from kiln.kept import Kept, text_size
 from kiln.models import Base, Identity, Namespace, User
 from kiln.models.namespaces import KIND_USER
 from kiln.models.users import USER_TYPE_GHOST
@@ -124,7 +124,7 @@ def list_users(db: Session, viewer: Actor | None, q: UserList, page: Page) -> Us
 
 
 # Users' rows as lists read them, kept across requests by their version (models RowVersion).
-KEPT: Kept[UserRow] = Kept(limit=2048)  # about 1.3 KB each
+KEPT: Kept[UserRow] = Kept(limit=2048, budget=4 << 20, size=text_size)
 
 
 def _kept_rows(db: Session, versions: list[tuple[int, int]]) -> list[UserRow]:
