@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 import uvicorn
+from sqlalchemy import Engine
 
 from kiln import jobs, migrate, observability
 from kiln.auth.tokens import PAT_SCOPES
@@ -115,6 +116,18 @@ def worker(
     threads: Annotated[
         int | None, typer.Option(help="Worker threads; default KILN_WORKERS (at least 1).", min=1)
     ] = None,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            help="Serve Prometheus text at /-/metrics on this port (off by default).",
+            envvar="KILN_WORKER_METRICS_PORT",
+            min=0,
+            max=65535,
+        ),
+    ] = None,
+    metrics_host: Annotated[
+        str, typer.Option(help="Address of the metrics port.", envvar="KILN_WORKER_METRICS_HOST")
+    ] = "127.0.0.1",
 ) -> None:
     """Run migrations, then run queued jobs until SIGTERM or SIGINT (the jobs running then
     get KILN_SHUTDOWN_TIMEOUT seconds to finish)."""
@@ -122,6 +135,13 @@ def worker(
     settings = load_settings()
     rt = Runtime.build(settings)
     prepare(rt)
+    observability.instrument(Engine)  # the jobs' statements, on every engine of this process
+    if metrics_port is not None:
+        server = observability.serve_metrics(
+            metrics_host, metrics_port, rt.sessions, settings.monitoring_networks
+        )
+        host, port = server.server_address[:2]
+        typer.echo(f"kiln: worker metrics at http://{host}:{port}/-/metrics", err=True)
     stop = threading.Event()
 
     def on_signal(_signum: int, _frame: FrameType | None) -> None:

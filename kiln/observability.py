@@ -14,8 +14,10 @@ import logging
 import os
 import shutil
 import sys
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from time import perf_counter
 from typing import Any
@@ -28,7 +30,8 @@ from prometheus_client.registry import REGISTRY, Collector
 from sqlalchemy import Engine, case, event, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from kiln.metrics import CURRENT, observe_statement
+from kiln import policy
+from kiln.metrics import CONTENT_TYPE, CURRENT, observe_statement
 from kiln.models.jobs import QUEUED, RUNNING, Job
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
@@ -126,6 +129,52 @@ def exposition(sessions: sessionmaker[Session]) -> bytes:
     jobs = CollectorRegistry(auto_describe=False)
     jobs.register(JobQueue(sessions))
     return base + generate_latest(jobs)
+
+
+class _MetricsHandler(BaseHTTPRequestHandler):
+    server: _MetricsServer
+
+    def do_GET(self) -> None:
+        allowed = policy.may_scrape(self.client_address[0], self.server.networks)
+        if self.path.split("?", 1)[0] != METRICS_PATH or not allowed:
+            self._answer(404, b'{"message":"404 Not Found"}', "application/json")
+            return
+        self._answer(200, exposition(self.server.sessions), CONTENT_TYPE)
+
+    def _answer(self, status: int, body: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return  # a scrape every few seconds is no news
+
+
+class _MetricsServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(
+        self, address: tuple[str, int], sessions: sessionmaker[Session], networks: Sequence[Any]
+    ) -> None:
+        super().__init__(address, _MetricsHandler)
+        self.sessions = sessions
+        self.networks = networks
+
+
+METRICS_PATH = "/-/metrics"
+
+
+def serve_metrics(
+    host: str, port: int, sessions: sessionmaker[Session], networks: Sequence[Any]
+) -> ThreadingHTTPServer:
+    """`kiln worker`'s metrics at /-/metrics on (host, port), answered on threads of their
+    own: its statements and git processes, and the job queue, for the monitoring allowlist
+    (`networks`) as `kiln serve`'s are. Port 0 picks a free one (server_address says which)."""
+    server = _MetricsServer((host, port), sessions, networks)
+    threading.Thread(target=server.serve_forever, name="kiln-metrics", daemon=True).start()
+    return server
 
 
 # Logs

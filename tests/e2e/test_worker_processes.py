@@ -7,15 +7,19 @@ built-in "jobs.purge" kind is the work, and each job's row tells who ran it how 
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -59,10 +63,12 @@ class WorkerProcess:
             self.process.wait(timeout=5)
 
 
-def start_worker(data_dir: Path, database_url: str | None, log: Path, *args: str) -> WorkerProcess:
+def start_worker(
+    data_dir: Path, database_url: str | None, log: Path, *args: str, env: dict[str, str] | None = None
+) -> WorkerProcess:
     data_dir.mkdir(parents=True, exist_ok=True)
     log.parent.mkdir(parents=True, exist_ok=True)
-    env = server_env(data_dir, database_url, 0, KILN_JOB_POLL_INTERVAL=FAST_POLL)
+    env = server_env(data_dir, database_url, 0, KILN_JOB_POLL_INTERVAL=FAST_POLL, **(env or {}))
     with log.open("wb") as err:
         process = subprocess.Popen(
             [*kiln_command(), "worker", *args], env=env, stdout=subprocess.DEVNULL, stderr=err
@@ -197,3 +203,46 @@ def test_worker_process_runs_jobs_and_stops_cleanly_on_a_signal(tmp_path, databa
     }
     assert "kiln: worker stopped" in worker.output()
     assert "Traceback" not in worker.output()
+
+
+def metrics_of(url: str) -> dict[str, float]:
+    """Every sample of the Prometheus text at `url`, by name and labels."""
+    with urllib.request.urlopen(url, timeout=10) as r:
+        text = r.read().decode()
+    return {
+        sample.name + str(sorted(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def test_a_worker_serves_its_metrics_to_the_monitoring_allowlist(tmp_path, database, processes):
+    """Its jobs' statements and the queue, at /-/metrics on the port it is given."""
+    url, sessions = database
+    worker = start_worker(tmp_path / "data", url, tmp_path / "logs" / "w.log", "--metrics-port", "0")
+    processes.append(worker)
+    worker.wait_running()
+    address = re.search(r"worker metrics at (\S+)", worker.output())
+    assert address is not None, worker.output()
+    wait_all_done(sessions, enqueue_purges(sessions, 3))
+    samples = metrics_of(address.group(1))
+    assert samples["kiln_db_statement_duration_seconds_count[('origin', 'background')]"] > 0
+    assert samples["kiln_jobs_queued[]"] == 0
+    with pytest.raises(urllib.error.HTTPError) as missing:
+        urllib.request.urlopen(address.group(1).replace("/-/metrics", "/metrics"), timeout=10)
+    assert missing.value.code == 404
+
+
+def test_a_worker_hides_its_metrics_from_others(tmp_path, database, processes):
+    url, _ = database
+    log = tmp_path / "logs" / "w.log"
+    worker = start_worker(
+        tmp_path / "data", url, log, "--metrics-port", "0", env={"KILN_MONITORING_WHITELIST": "10.0.0.0/8"}
+    )
+    processes.append(worker)
+    worker.wait_running()
+    address = re.search(r"worker metrics at (\S+)", worker.output())
+    assert address is not None, worker.output()
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(address.group(1), timeout=10)
+    assert refused.value.code == 404
