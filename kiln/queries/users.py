@@ -133,12 +133,24 @@ def row_by_id(db: Session, user_id: int) -> UserRow | None:
     return None if row is None else UserRow._make(row)
 
 
+def ident_id(ident: str) -> int | None:
+    """The id a user ident names, as GitLab's UserFinder reads one: ASCII digits are an id,
+    never a username (not even a username made of digits); anything else is a username
+    (None). Digits past the 64-bit ids name no one: 0."""
+    if not (ident.isascii() and ident.isdigit()):
+        return None
+    user_id = int(ident)
+    return user_id if user_id <= MAX_ID else 0
+
+
+MAX_ID = 2**63 - 1
+
+
 def row_by_id_or_username(db: Session, ident: str) -> UserRow | None:
-    """A numeric ident is tried as an id first, then as a username (GitLab's order)."""
-    if ident.isdigit() and len(ident) <= 18:
-        found = row_by_id(db, int(ident))
-        if found is not None:
-            return found
+    """The user an ident names (ident_id), or None."""
+    user_id = ident_id(ident)
+    if user_id is not None:
+        return row_by_id(db, user_id) if user_id else None
     row = run(db, _by_username_statement(), {"username": ident.lower()}).first()
     return None if row is None else UserRow._make(row)
 
@@ -169,9 +181,10 @@ def identities_of(db: Session, user_ids: list[int]) -> dict[int, list[IdentityRo
 
 
 def by_id_or_username(db: Session, ident: str) -> User | None:
-    """The ORM user, for writes."""
-    if ident.isdigit():
-        return db.get(User, int(ident))
+    """The ORM user an ident names (ident_id), for writes."""
+    user_id = ident_id(ident)
+    if user_id is not None:
+        return db.get(User, user_id) if user_id else None
     return db.scalars(select(User).where(func.lower(User.username) == ident.lower())).first()
 
 

@@ -409,11 +409,8 @@ def unblock(db: Session, actor: Actor, user_id: int) -> bool:
 
 
 def status_of(db: Session, viewer: Actor | None, ident: str) -> UserRow:
-    """A numeric ident is an id, anything else a username (GitLab's find_user)."""
-    if ident.isdigit() and len(ident) <= 18:
-        user = finder.row_by_id(db, int(ident))
-    else:
-        user = finder.row_by_id_or_username(db, ident)
+    """`ident`: an id or a username (queries.users.ident_id)."""
+    user = finder.row_by_id_or_username(db, ident)
     if user is None:
         raise NotFound("User")
     policy.require_visible(viewer, Action.READ_USER, user, "User")

@@ -1010,6 +1010,16 @@ def test_projects_of_a_user(api, make):
     assert (r.status_code, r.json()) == (404, {"message": "404 User Not Found"})
 
 
+@pytest.mark.parametrize("ident", ["12345", "99999999999999999999"])
+def test_digits_name_a_user_by_id_never_by_username(api, make, ident):
+    """GitLab's UserFinder: a user named "12345" is not /users/12345 (nor is any user an id
+    past 64 bits)."""
+    named = make.user(username=ident)
+    make.project(owner=named, visibility="public")
+    r = api().get(f"/users/{ident}/projects")
+    assert (r.status_code, r.json()) == (404, {"message": "404 User Not Found"})
+
+
 def test_list_filters_are_validated(api, make):
     r = api(make.user()).get("/projects?archived=maybe")
     assert (r.status_code, r.json()) == (400, {"error": "archived is invalid"})

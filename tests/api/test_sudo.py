@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.bodies import HIGHER_PRIVILEGES
 from tests.conftest import ROOT_PASSWORD
 
@@ -195,12 +197,19 @@ def test_sudo_by_blocked_admin_is_403_blocked(api, make):
     assert (r.status_code, r.json()) == (403, {"message": "403 Forbidden - Your account has been blocked."})
 
 
-def test_sudo_to_numeric_username(api, make):
-    """A numeric value is an id first; GitLab's finder falls back to the username."""
+def test_sudo_with_digits_names_an_id_not_a_username(api, make):
+    """GitLab's UserFinder: digits are an id, even when a username is made of them."""
     admin = sudo_admin(make)
-    target = make.user(username="12345")
+    make.user(username="12345")
     r = api(admin).get("/user", headers={"Sudo": "12345"})
-    assert (r.status_code, r.json()["id"]) == (200, target.id)
+    assert (r.status_code, r.json()) == (404, {"message": "404 User with ID or username '12345' Not Found"})
+
+
+@pytest.mark.parametrize("ident", ["99999999999999999999", "9223372036854775808", "²"])
+def test_sudo_with_an_impossible_id_is_404(api, make, ident):
+    admin = sudo_admin(make)
+    r = api(admin).get("/user", params={"sudo": ident})
+    assert r.status_code == 404, r.text
 
 
 def test_sudo_admin_mode_token_without_admin_mode_scope_is_not_admin(api, make, configure):
