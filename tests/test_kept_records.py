@@ -11,6 +11,8 @@ from sqlalchemy import delete, insert, select, update
 
 from kiln import policy
 from kiln.auth.actor import Actor
+from kiln.entities import projects as project_views
+from kiln.entities import users as user_views
 from kiln.models import Identity, Member, Namespace, Project, ProjectGroupLink, ProjectTopic, User
 from kiln.models.namespaces import DEVELOPER, GUEST, MAINTAINER, OWNER, REPORTER
 from kiln.models.projects import DISABLED, ENABLED, FEATURE_PRIVATE
@@ -232,6 +234,46 @@ def test_a_fork_shows_its_parent_s_new_name(api, make, db):
     assert listed(client, r.json()["id"])["forked_from_project"]["name"] == "renamed"
 
 
+def test_a_kept_page_is_always_the_page_read_afresh(api, make, db):
+    """After each of a run of changes, through the API and past it, every viewer's page is
+    the page a process that kept nothing would send."""
+    owner, member, other = make.user(), make.user(), make.user()
+    group = make.group(owners=[owner], visibility="public", members={member: DEVELOPER})
+    mine = make.project(owner=owner, visibility="public", name="mine")
+    theirs = make.project(namespace=group, owner=owner, visibility="internal", name="theirs")
+    hidden = make.project(namespace=group, owner=owner, visibility="private", name="hidden")
+    by_owner = api(owner)
+    changes = [
+        lambda: by_owner.put(f"/projects/{mine.id}", json={"description": "x", "topics": ["a"]}),
+        lambda: by_owner.put(f"/projects/{theirs.id}", json={"name": "renamed", "visibility": "public"}),
+        lambda: by_owner.post(f"/projects/{hidden.id}/archive"),
+        lambda: by_owner.put(f"/groups/{group.id}", json={"name": "Group renamed"}),
+        lambda: written(
+            db, update(Member).where(Member.user_id == member.id).values(access_level=MAINTAINER)
+        ),
+        lambda: by_owner.post(f"/projects/{mine.id}/fork", json={"path": "fork", "name": "fork"}),
+        lambda: written(db, update(User).where(User.id == owner.id).values(name="Owner renamed")),
+        lambda: by_owner.post(f"/projects/{mine.id}/share", json={"group_id": group.id, "group_access": 30}),
+        lambda: api(member).post(f"/projects/{mine.id}/star"),
+        lambda: written(db, update(Project).where(Project.id == mine.id).values(visibility="private")),
+        lambda: written(db, delete(Member).where(Member.user_id == member.id)),
+        lambda: by_owner.delete(f"/projects/{theirs.id}"),
+    ]
+    viewers = [api(owner), api(member), api(other), api("root"), api()]
+
+    def pages() -> list[Any]:
+        return [viewer.get("/projects?per_page=100&order_by=id").json() for viewer in viewers]
+
+    for change in changes:
+        pages()  # kept
+        r = change()
+        assert r is None or r.status_code < 300, r.text
+        kept = pages()
+        project_service.KEPT.clear()
+        project_views.RENDERED.clear()
+        assert kept == pages()
+
+
 # ---------------------------------------------------------------------------- users
 
 
@@ -284,3 +326,29 @@ def test_an_administrator_s_user_view_is_not_shown_to_others(api, make):
     user = make.user()
     assert "email" in user_listed(api("root"), user.id)
     assert "email" not in user_listed(api(make.user()), user.id)
+
+
+def test_a_kept_user_page_is_always_the_page_read_afresh(api, make, db):
+    user, viewer = make.user(name="Before"), make.user()
+    root = api("root")
+    changes = [
+        lambda: root.put(f"/users/{user.id}", json={"name": "After", "bio": "b"}),
+        lambda: root.post(f"/users/{user.id}/block"),
+        lambda: written(db, insert(Identity).values(user_id=user.id, provider="ldapmain", extern_uid="u")),
+        lambda: written(db, update(User).where(User.id == user.id).values(projects_limit=0, external=True)),
+        lambda: root.post(f"/users/{user.id}/unblock"),
+        lambda: written(db, update(User).where(User.id == viewer.id).values(admin=True)),
+    ]
+    viewers = [root, api(viewer), api(user)]
+
+    def pages() -> list[Any]:
+        return [v.get("/users?per_page=100").json() for v in viewers]
+
+    for change in changes:
+        pages()  # kept
+        r = change()
+        assert r is None or r.status_code < 300, r.text
+        kept = pages()
+        user_service.KEPT.clear()
+        user_views.RENDERED.clear()
+        assert kept == pages()
