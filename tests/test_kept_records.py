@@ -223,6 +223,30 @@ def test_a_shared_project_shows_its_group_s_new_name(api, make, db):
     assert listed(client, project.id)["shared_with_groups"][0]["group_name"] == "Renamed"
 
 
+def test_a_shared_project_shows_its_share_s_new_access(api, make, db):
+    owner, viewer = make.user(), make.user()
+    group = make.group(owners=[owner], visibility="public")
+    project = make.project(owner=owner, visibility="public")
+    written(db, insert(ProjectGroupLink).values(project_id=project.id, group_id=group.id, group_access=30))
+    client = api(viewer)
+    assert listed(client, project.id)["shared_with_groups"][0]["group_access_level"] == 30
+    written(
+        db, update(ProjectGroupLink).where(ProjectGroupLink.project_id == project.id).values(group_access=20)
+    )
+    assert listed(client, project.id)["shared_with_groups"][0]["group_access_level"] == 20
+    written(db, delete(ProjectGroupLink).where(ProjectGroupLink.project_id == project.id))
+    assert listed(client, project.id)["shared_with_groups"] == []
+
+
+def test_a_shared_project_is_kept_too(api, make, runtime, db):
+    """The token, the page's ids, the versions (with its groups'): no view, no shares."""
+    owner = make.user()
+    group = make.group(owners=[owner])
+    project = make.project(owner=owner)
+    written(db, insert(ProjectGroupLink).values(project_id=project.id, group_id=group.id, group_access=30))
+    assert statements_for(runtime, lambda: api(owner).get("/projects?per_page=20")) == 3  # one page: no count
+
+
 def test_a_fork_shows_its_parent_s_new_name(api, make, db):
     owner = make.user()
     parent = make.project(owner=owner, visibility="public", name="parent")

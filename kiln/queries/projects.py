@@ -14,6 +14,7 @@ from sqlalchemy import (
     ColumnElement,
     Date,
     Select,
+    String,
     and_,
     bindparam,
     cast,
@@ -520,6 +521,21 @@ def _topics_column() -> Any:
     return select(func.aggregate_strings(ordered.c.name, _TOPIC_SEPARATOR)).scalar_subquery()
 
 
+def _shared_groups_versions() -> Any:
+    """The versions of the groups a project is shared with, in the order its view lists them
+    (NULL: none). The shares themselves renew the project's version."""
+    ordered = (
+        select(cast(Namespace.row_version, String).label("version"))
+        .select_from(ProjectGroupLink)
+        .join(Namespace, Namespace.id == ProjectGroupLink.group_id)
+        .where(ProjectGroupLink.project_id == _PROJECTS.c.id)
+        .order_by(ProjectGroupLink.id)
+        .correlate(_PROJECTS)
+        .subquery()
+    )
+    return select(func.aggregate_strings(ordered.c.version, ",")).scalar_subquery()
+
+
 @cache
 def _view_statement(shape: str, signed_in: bool, statistics: bool, versions: bool = False) -> Select[Any]:
     """Built once per shape: "page" (`ids` expands to the page's project ids), "id" or
@@ -542,7 +558,7 @@ def _view_statement(shape: str, signed_in: bool, statistics: bool, versions: boo
             _NAMESPACES.c.row_version,
             _OWNER.c.row_version,
             _PROJECTS.c.forked_from_id,
-            shared.label("shared"),
+            _shared_groups_versions().label("shares"),
         ]
     stmt = (
         select(*columns)
@@ -642,14 +658,14 @@ def view_rows(
 
 class VersionRow(NamedTuple):
     """What a project's view is read from, by version: its row's, its namespace's and its
-    owner's versions (topics renew the project's), and the caller's levels. Equal versions
-    read equal rows; what this does not cover (a fork's parent, the groups a project is shared
-    with) is named so that callers read those views whole."""
+    owner's versions (topics and group shares renew the project's), the versions of the
+    groups it is shared with, and the caller's levels. Equal versions read equal rows; what
+    this does not cover (a fork's parent) is named so that callers read those views whole."""
 
     id: int
     versions: tuple[int, int, int | None]
     forked_from_id: int | None
-    shared: bool
+    shares: str | None
     level: int | None
     project_access: int | None
     group_access: int | None
@@ -666,7 +682,7 @@ def view_versions(db: Session, user_id: int | None, ids: list[int]) -> dict[int,
     out = {}
     for row in run(db, _view_statement("page", user_id is not None, False, True), params):
         levels = (row[6], row[7], row[8]) if user_id is not None else (None, None, None)
-        out[row[0]] = VersionRow(row[0], (row[1], row[2], row[3]), row[4], bool(row[5]), *levels)
+        out[row[0]] = VersionRow(row[0], (row[1], row[2], row[3]), row[4], row[5], *levels)
     return out
 
 

@@ -143,9 +143,8 @@ def list_projects(
         )
     else:
         result = offset_page(db, listing.ids, page, core=True, params=params, count=listing.count)
-    # Forks and shared projects are read whole (_kept_records): a list of nothing else skips
-    # the versions' statement.
-    whole = scope.get("forked_from") is not None or scope.get("shared_with_group") is not None
+    # Forks are read whole (_kept_records): a list of nothing else skips the versions' statement.
+    whole = scope.get("forked_from") is not None
     if whole or q.statistics or q.with_custom_attributes:
         recs = records(
             db, actor, result.items, statistics=q.statistics, custom_attributes=q.with_custom_attributes
@@ -166,28 +165,32 @@ KEPT: Kept[ProjectRecord] = Kept(
 def _kept_records(db: Session, actor: Actor | None, ids: list[int]) -> list[ProjectRecord]:
     """The records of a page: the versions of its rows first (one narrow statement), then
     the view statement only for projects whose records are not kept under those versions.
-    A record is kept under the versions it was read with (its own rows', not the narrow
-    statement's: a write between the two statements leaves it under versions no read will
-    give again) and the caller's kind and levels, which is all it is made of: so an equal key
-    is an equal record. A fork or a shared project is read whole every time: its parent's
-    view and its groups' names are not covered by its versions."""
+    A record is kept under the versions and levels it was read with (its own rows', not the
+    narrow statement's: a write between the two statements leaves it under versions no read
+    will give again, and a level that changed back cannot find it) and the caller's kind, which
+    is all it is made of: so an equal key is an equal record. The versions of the groups it
+    is shared with come from the narrow statement, read before the view: newer names under
+    older versions are never asked for. A fork is read whole every time: its parent's view
+    is not covered by its versions."""
     user_id = actor.id if actor is not None else None
     kind = policy.viewer_kind(actor)
     versions = finder.view_versions(db, user_id, ids)
     found: dict[int, ProjectRecord] = {}
     for pid, v in versions.items():
-        if v.forked_from_id is None and not v.shared:
-            kept = KEPT.get((kind, pid, v.versions, v.level, v.project_access, v.group_access))
+        if v.forked_from_id is None:
+            kept = KEPT.get((kind, pid, v.versions, v.shares, v.level, v.project_access, v.group_access))
             if kept is not None:
                 found[pid] = kept
     missing = [_Id(pid) for pid in ids if pid in versions and pid not in found]
     for rec in records(db, actor, missing):
         found[rec.project.id] = rec
-        if rec.forked_from is None and not rec.shared_with_groups and rec.project.forked_from_id is None:
+        if rec.forked_from is None and rec.project.forked_from_id is None:
+            shares = versions[rec.project.id].shares
             rec.version = (
                 kind,
                 rec.project.id,
                 _versions(rec),
+                shares,
                 rec.level,
                 rec.project_access,
                 rec.group_access,
