@@ -247,6 +247,41 @@ def test_a_shared_project_is_kept_too(api, make, runtime, db):
     assert statements_for(runtime, lambda: api(owner).get("/projects?per_page=20")) == 3  # one page: no count
 
 
+@pytest.fixture
+def fork(api, make) -> tuple[Any, Project, int]:
+    """(owner, parent, fork id): a public project and its public fork."""
+    owner = make.user()
+    parent = make.project(owner=owner, visibility="public", name="parent")
+    r = api(owner).post(f"/projects/{parent.id}/fork", json={"path": "fork", "name": "fork"})
+    assert r.status_code == 201, r.text
+    return owner, parent, r.json()["id"]
+
+
+def test_a_fork_is_kept_with_its_parent(api, runtime, fork):
+    """The token, the page's ids, its versions and its parents' versions: no views."""
+    owner, _, _ = fork
+    project_service.KEPT.clear()
+    assert statements_for(runtime, lambda: api(owner).get("/projects?per_page=20")) == 4  # one page: no count
+
+
+def test_a_fork_stops_showing_a_parent_made_private(api, make, db, fork):
+    _, parent, fork_id = fork
+    client = api(make.user())
+    assert listed(client, fork_id)["forked_from_project"]["id"] == parent.id
+    written(db, update(Project).where(Project.id == parent.id).values(visibility="private"))
+    assert listed(client, fork_id).get("forked_from_project") is None
+
+
+def test_a_fork_shows_a_private_parent_once_the_caller_may_see_it(api, make, db, fork):
+    _, parent, fork_id = fork
+    written(db, update(Project).where(Project.id == parent.id).values(visibility="private"))
+    viewer = make.user()
+    client = api(viewer)
+    assert listed(client, fork_id).get("forked_from_project") is None
+    make.member(parent, viewer, DEVELOPER)
+    assert listed(client, fork_id)["forked_from_project"]["id"] == parent.id
+
+
 def test_a_fork_shows_its_parent_s_new_name(api, make, db):
     owner = make.user()
     parent = make.project(owner=owner, visibility="public", name="parent")

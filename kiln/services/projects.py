@@ -143,9 +143,7 @@ def list_projects(
         )
     else:
         result = offset_page(db, listing.ids, page, core=True, params=params, count=listing.count)
-    # Forks are read whole (_kept_records): a list of nothing else skips the versions' statement.
-    whole = scope.get("forked_from") is not None
-    if whole or q.statistics or q.with_custom_attributes:
+    if q.statistics or q.with_custom_attributes:
         recs = records(
             db, actor, result.items, statistics=q.statistics, custom_attributes=q.with_custom_attributes
         )
@@ -163,40 +161,54 @@ KEPT: Kept[ProjectRecord] = Kept(
 
 
 def _kept_records(db: Session, actor: Actor | None, ids: list[int]) -> list[ProjectRecord]:
-    """The records of a page: the versions of its rows first (one narrow statement), then
-    the view statement only for projects whose records are not kept under those versions.
-    A record is kept under the versions and levels it was read with (its own rows', not the
-    narrow statement's: a write between the two statements leaves it under versions no read
-    will give again, and a level that changed back cannot find it) and the caller's kind, which
-    is all it is made of: so an equal key is an equal record. The versions of the groups it
-    is shared with come from the narrow statement, read before the view: newer names under
-    older versions are never asked for. A fork is read whole every time: its parent's view
-    is not covered by its versions."""
+    """The records of a page: the versions of its rows first (one narrow statement, and one
+    for the parents of its forks), then the view statement only for projects whose records
+    are not kept under those versions. A record is kept under the versions and levels it was
+    read with (its own rows', not the narrow statement's: a write between the two statements
+    leaves it under versions no read will give again, and a level that changed back cannot
+    find it) and the caller's kind, which is all it is made of: so an equal key is an equal
+    record. The versions of the groups a project is shared with come from the narrow
+    statement, read before the view: newer names under older versions are never asked for. A
+    fork is kept with its parent's key; one whose parent the caller may not see is read whole
+    every time (nothing read with it tells that parent's level)."""
     user_id = actor.id if actor is not None else None
     kind = policy.viewer_kind(actor)
     versions = finder.view_versions(db, user_id, ids)
+    parent_ids = sorted({v.forked_from_id for v in versions.values()} - {None})
+    parents = finder.view_versions(db, user_id, parent_ids) if parent_ids else {}
     found: dict[int, ProjectRecord] = {}
     for pid, v in versions.items():
-        if v.forked_from_id is None:
-            kept = KEPT.get((kind, pid, v.versions, v.shares, v.level, v.project_access, v.group_access))
-            if kept is not None:
-                found[pid] = kept
+        parent = parents.get(v.forked_from_id) if v.forked_from_id is not None else None
+        if v.forked_from_id is not None and parent is None:
+            continue
+        key = (kind, pid, v.versions, v.shares, v.level, v.project_access, v.group_access)
+        kept = KEPT.get((*key, _narrow_key(parent)))
+        if kept is not None:
+            found[pid] = kept
     missing = [_Id(pid) for pid in ids if pid in versions and pid not in found]
     for rec in records(db, actor, missing):
         found[rec.project.id] = rec
-        if rec.forked_from is None and rec.project.forked_from_id is None:
-            shares = versions[rec.project.id].shares
-            rec.version = (
-                kind,
-                rec.project.id,
-                _versions(rec),
-                shares,
-                rec.level,
-                rec.project_access,
-                rec.group_access,
-            )
-            KEPT.put(rec.version, rec)
+        parent_key = None
+        if rec.project.forked_from_id is not None:
+            parent = parents.get(rec.project.forked_from_id)
+            if rec.forked_from is None or parent is None:
+                continue
+            parent_key = _record_key(rec.forked_from, parent.shares)
+        rec.version = (kind, *_record_key(rec, versions[rec.project.id].shares), parent_key)
+        KEPT.put(rec.version, rec)
     return [found[pid] for pid in ids if pid in found]
+
+
+def _narrow_key(v: finder.VersionRow | None) -> tuple[Any, ...] | None:
+    """A parent's part of a fork's key, as the narrow statement read it."""
+    if v is None:
+        return None
+    return (v.id, v.versions, v.shares, v.level, v.project_access, v.group_access)
+
+
+def _record_key(rec: ProjectRecord, shares: str | None) -> tuple[Any, ...]:
+    """A record's part of its key, from what it was itself read with (_kept_records)."""
+    return (rec.project.id, _versions(rec), shares, rec.level, rec.project_access, rec.group_access)
 
 
 @dataclass(frozen=True, slots=True)
