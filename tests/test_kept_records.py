@@ -282,6 +282,17 @@ def test_a_fork_shows_a_private_parent_once_the_caller_may_see_it(api, make, db,
     assert listed(client, fork_id)["forked_from_project"]["id"] == parent.id
 
 
+def test_a_parent_on_the_same_page_is_shown_only_to_who_may_see_it(db, make):
+    """A page's ids are read before its views: a parent that closed in between is on the
+    page, and must not be shown (nor kept) inside its fork for a caller who cannot see it."""
+    owner = make.user()
+    parent = make.project(owner=owner, visibility="private")
+    fork = make.project(owner=owner, visibility="public", forked_from_id=parent.id)
+    viewer = Actor(user=row_by_id(db, make.user().id), via="personal_access_token", scopes=None)
+    (record,) = [r for r in project_service.records(db, viewer, [parent, fork]) if r.project.id == fork.id]
+    assert record.forked_from is None
+
+
 def test_a_fork_shows_its_parent_s_new_name(api, make, db):
     owner = make.user()
     parent = make.project(owner=owner, visibility="public", name="parent")

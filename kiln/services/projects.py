@@ -110,12 +110,14 @@ def _build(
         )
 
     def parent_of(v: finder.ViewRow) -> ProjectRecord | None:
+        # A parent on the same page is checked too: the page's ids were read before its views,
+        # and the parent may have closed in between.
         parent_id = v.project.forked_from_id
         if parent_id is None:
             return None
-        if parent_id in views:
-            return build(views[parent_id], None)
-        found = parents.get(parent_id)
+        found = views.get(parent_id)
+        if found is None:
+            found = parents.get(parent_id)
         if found is None:
             return None
         subject = ProjectSubject(project=found.project, namespace=found.namespace, level=found.level)
@@ -153,11 +155,13 @@ def list_projects(
 
 
 # Project records as lists read them, kept across requests by what they were read from.
-KEPT: Kept[ProjectRecord] = Kept(
-    limit=1024,
-    budget=8 << 20,
-    size=lambda rec: text_size(rec.project, rec.namespace, rec.owner, rec.topics),
-)
+def _record_size(rec: ProjectRecord) -> int:
+    parent = rec.forked_from
+    own = text_size(rec.project, rec.namespace, rec.owner, rec.topics, rec.shared_with_groups)
+    return own if parent is None else own + _record_size(parent)
+
+
+KEPT: Kept[ProjectRecord] = Kept(limit=1024, budget=8 << 20, size=_record_size)
 
 
 def _kept_records(db: Session, actor: Actor | None, ids: list[int]) -> list[ProjectRecord]:
@@ -188,6 +192,9 @@ def _kept_records(db: Session, actor: Actor | None, ids: list[int]) -> list[Proj
     missing = [_Id(pid) for pid in ids if pid in versions and pid not in found]
     for rec in records(db, actor, missing):
         found[rec.project.id] = rec
+        subject = ProjectSubject(project=rec.project, namespace=rec.namespace, level=rec.level)
+        if not policy.may(actor, Action.READ_PROJECT, subject):
+            continue  # closed since the page's ids were read: kept for no one
         parent_key = None
         if rec.project.forked_from_id is not None:
             parent = parents.get(rec.project.forked_from_id)
