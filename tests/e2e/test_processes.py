@@ -99,6 +99,43 @@ def test_a_removed_member_loses_access_on_every_node_on_the_next_request(nodes):
     assert [(r.status_code, r.json()) for r in after] == [(404, {"message": "404 Project Not Found"})] * 2
 
 
+def test_a_change_shows_in_every_node_s_kept_lists_on_the_next_request(nodes):
+    """Project and user lists keep records by row version in each process: a change made
+    through another node is seen on the next request, as is a removed membership."""
+    a, b = nodes
+    user, token = new_user(a.url)
+    me = {"Private-Token": token}
+    project = httpx.post(
+        f"{a.url}/api/v4/projects",
+        headers=ROOT,
+        json={"name": f"p-{uuid.uuid4().hex[:8]}", "visibility": "private", "description": "before"},
+    ).json()["id"]
+    httpx.post(
+        f"{a.url}/api/v4/projects/{project}/members", headers=ROOT, json={"user_id": user, "access_level": 30}
+    )
+
+    def listed(server: Server) -> dict[str, object] | None:
+        page = httpx.get(f"{server.url}/api/v4/projects?per_page=100&membership=true", headers=me).json()
+        return next((p for p in page if p["id"] == project), None)
+
+    def user_name(server: Server) -> str:
+        page = httpx.get(f"{server.url}/api/v4/users?per_page=100", headers=ROOT).json()
+        return next(str(u["name"]) for u in page if u["id"] == user)
+
+    assert [listed(n)["description"] for n in (a, b, a, b)] == ["before"] * 4  # type: ignore[index]
+    assert [user_name(n) for n in (a, b)] == [user_name(a)] * 2
+
+    changed = httpx.put(f"{b.url}/api/v4/projects/{project}", headers=ROOT, json={"description": "changed"})
+    renamed = httpx.put(f"{b.url}/api/v4/users/{user}", headers=ROOT, json={"name": "Renamed"})
+    assert (changed.status_code, renamed.status_code) == (200, 200)
+    assert [listed(n)["description"] for n in (a, b)] == ["changed"] * 2  # type: ignore[index]
+    assert [user_name(n) for n in (a, b)] == ["Renamed"] * 2
+
+    removed = httpx.delete(f"{b.url}/api/v4/projects/{project}/members/{user}", headers=ROOT)
+    assert removed.status_code == 204
+    assert [listed(n) for n in (a, b)] == [None, None]
+
+
 def test_a_changed_instance_setting_applies_on_every_node_on_the_next_request(nodes):
     """No route changes application settings yet: the change is written as an admin tool on
     a third node would, through the instance settings service."""
