@@ -20,6 +20,7 @@ from kiln.auth.credentials import Credentials, authenticate
 from kiln.auth.sudo import apply_sudo
 from kiln.entities.projects import project_web_url
 from kiln.errors import RouteNotFound, Unauthorized
+from kiln.models.base import numeric_id
 from kiln.runtime import Runtime
 
 SESSION_COOKIE = "_service_session"
@@ -28,16 +29,16 @@ SESSION_SCOPE_KEY = "kiln_db"
 # Set by a handler whose streamed answer still uses the database (a push records itself once
 # git has taken the pack): it keeps its admission slot until the answer ends.
 DATABASE_WHILE_STREAMING = "kiln_database_while_streaming"
-MAX_ID = 2**63 - 1  # ids are BIGINT: anything larger names nothing
 _SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 T = TypeVar("T")
 
 
 def int_id(value: str) -> int:
     """A numeric path segment; anything else is no route at all (GitLab's requirements)."""
-    if not value.isdigit() or len(value) > 19 or int(value) > MAX_ID:
+    found = numeric_id(value)
+    if found is None:
         raise RouteNotFound()
-    return int(value)
+    return found
 
 
 async def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

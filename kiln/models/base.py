@@ -100,6 +100,24 @@ class IdHighWater(Base):
     last_id: Mapped[int]
 
 
+# Ids are BIGINT: a larger number names no row.
+MAX_ID = 2**63 - 1
+
+
+def is_numeric(text: str) -> bool:
+    """ASCII digits only: what a route or a client means as an id (str.isdigit also takes
+    "²" and other digits int() refuses)."""
+    return text.isascii() and text.isdigit()
+
+
+def numeric_id(text: str) -> int | None:
+    """The id `text` spells, or None when it spells none (not digits, or past MAX_ID)."""
+    if not is_numeric(text):
+        return None
+    value = int(text)
+    return value if value <= MAX_ID else None
+
+
 def never_reuse_ids(model: type[Base]) -> None:
     """Rows of `model` draw their ids from IdHighWater on SQLite, inside the insert's write
     transaction (SQLite's one writer), so two inserts never draw the same id; PostgreSQL's

@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session
 from kiln import policy
 from kiln.auth.actor import Actor
 from kiln.models import ApplicationSetting, Namespace, Project, ProjectStatistics
+from kiln.models.base import is_numeric, numeric_id
 from kiln.models.namespaces import KIND_GROUP, OWNER
 from kiln.models.projects import STORAGE_SIZES
 from kiln.queries import access, custom_attributes
@@ -72,10 +73,11 @@ def ident_params(ident: str, user_id: int | None) -> dict[str, Any] | None:
     parameters of a statement built on _where; None for what names nothing."""
     ident = unquote(ident)
     params: dict[str, Any] = {}
-    if ident.isdigit():
-        if len(ident) > 18:
+    if is_numeric(ident):
+        found = numeric_id(ident)
+        if found is None:
             return None
-        params["id"] = int(ident)
+        params["id"] = found
     else:
         params["path"] = ident.lower()
     if user_id is not None:

@@ -42,6 +42,7 @@ from kiln.models import (
     ProjectVisibilityCount,
     User,
 )
+from kiln.models.base import is_numeric, numeric_id
 from kiln.models.namespaces import KIND_GROUP, OWNER, ancestor_ids
 from kiln.models.projects import DISABLED, storage_size
 from kiln.queries import access, custom_attributes
@@ -93,10 +94,11 @@ def _ident_params(ident: str, user_id: int | None) -> dict[str, Any] | None:
     parameters of a statement built on _project_id; None for what names no project."""
     ident = unquote(ident)
     params: dict[str, Any] = {}
-    if ident.isdigit():
-        if len(ident) > 18:
+    if is_numeric(ident):
+        found = numeric_id(ident)
+        if found is None:
             return None
-        params["id"] = int(ident)
+        params["id"] = found
     elif "/" in ident:
         ns_path, _, path = ident.rpartition("/")
         params["namespace_path"], params["path"] = ns_path.lower(), path.lower()

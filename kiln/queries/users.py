@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session, aliased
 from sqlalchemy.sql.functions import FunctionElement
 
 from kiln.models import Identity, Member, Namespace, User
+from kiln.models.base import is_numeric, numeric_id
 from kiln.models.namespaces import KIND_GROUP, OWNER
 from kiln.models.users import USER_TYPE_GHOST, USER_TYPE_HUMAN
 from kiln.queries import custom_attributes
@@ -134,16 +135,12 @@ def row_by_id(db: Session, user_id: int) -> UserRow | None:
 
 
 def ident_id(ident: str) -> int | None:
-    """The id a user ident names, as GitLab's UserFinder reads one: ASCII digits are an id,
-    never a username (not even a username made of digits); anything else is a username
-    (None). Digits past the 64-bit ids name no one: 0."""
-    if not (ident.isascii() and ident.isdigit()):
+    """The id a user ident names, as GitLab's UserFinder reads one: digits are an id, never
+    a username (not even a username made of digits); anything else is a username (None).
+    Digits past the ids name no one: 0."""
+    if not is_numeric(ident):
         return None
-    user_id = int(ident)
-    return user_id if user_id <= MAX_ID else 0
-
-
-MAX_ID = 2**63 - 1
+    return numeric_id(ident) or 0
 
 
 def row_by_id_or_username(db: Session, ident: str) -> UserRow | None:

@@ -13,6 +13,7 @@ from kiln import policy
 from kiln.auth.actor import Actor
 from kiln.db import transaction
 from kiln.errors import NotFound, ValidationFailed
+from kiln.models.base import numeric_id
 from kiln.policy import Action
 from kiln.queries import custom_attributes as finder
 from kiln.queries import users
@@ -28,7 +29,8 @@ def _owner_id(db: Session, actor: Actor, kind: Kind, ident: str) -> int:
     Read as row records: no route here changes the owner itself."""
     policy.require(actor, Action.ADMIN_CUSTOM_ATTRIBUTES)
     if kind == "users":
-        user = users.row_by_id(db, int(ident)) if ident.isdigit() else None
+        user_id = numeric_id(ident)
+        user = users.row_by_id(db, user_id) if user_id is not None else None
         if user is None:
             raise NotFound("User")
         return int(user.id)

@@ -27,6 +27,7 @@ from kiln.auth.actor import Actor
 from kiln.db import transaction
 from kiln.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from kiln.models import Member, Namespace, Project, User
+from kiln.models.base import numeric_id
 from kiln.models.namespaces import DEVELOPER, OWNER
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action, GroupSubject, ProjectSubject
@@ -221,7 +222,7 @@ def _add_many(db: Session, actor: Actor, source: Source, p: MemberCreate, given:
             [f"Too many users specified (limit is {BULK_LIMIT})"], reason="too_many_invites_error"
         )
     if p.user_id is not None:
-        numbers = [int(i) for i in idents if i.isdigit() and len(i) < 19]
+        numbers = [n for n in map(numeric_id, idents) if n is not None]
         users = (
             list(db.scalars(select(User).where(User.id.in_(numbers)).order_by(User.id))) if numbers else []
         )
@@ -244,9 +245,8 @@ def _find_user(db: Session, given: str, *, by_username: bool) -> User | None:
     given = given.strip()
     if by_username:
         return db.scalars(select(User).where(func.lower(User.username) == given.lower())).first()
-    if not given.isdigit() or len(given) > 18:
-        return None
-    return db.get(User, int(given))
+    user_id = numeric_id(given)
+    return None if user_id is None else db.get(User, user_id)
 
 
 def _row_of(db: Session, source: Source, user_id: int) -> Member | None:

@@ -90,6 +90,21 @@ def test_numeric_id_with_suffix_is_no_route(api):
     assert (r.status_code, r.json()) == (404, {"error": "404 Not Found"})
 
 
+@pytest.mark.parametrize(
+    ("path", "answer"),
+    [
+        ("/users/%C2%B2", {"error": "404 Not Found"}),  # "²": a digit to str.isdigit, not to int()
+        ("/projects/%C2%B2", {"message": "404 Project Not Found"}),
+        ("/groups/%C2%B2", {"message": "404 Group Not Found"}),
+        ("/projects/9223372036854775808", {"message": "404 Project Not Found"}),  # past BIGINT
+        ("/groups/99999999999999999999", {"message": "404 Group Not Found"}),
+    ],
+)
+def test_an_id_is_ascii_digits_within_bigint(api, path, answer):
+    r = api("root").get(path)
+    assert (r.status_code, r.json()) == (404, answer)
+
+
 # --- HEAD -------------------------------------------------------------------------------------
 
 
