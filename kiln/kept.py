@@ -7,9 +7,10 @@ kept (a project's description has no length limit)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Generic, TypeVar
 
+K = TypeVar("K")
 V = TypeVar("V")
 
 
@@ -47,6 +48,29 @@ class Kept(Generic[V]):
                 self._bytes -= gone
             self._kept[key] = (value, n)
             self._bytes += n
+
+    def many(
+        self,
+        wanted: Mapping[K, Hashable | None],
+        read: Callable[[list[K]], Iterable[tuple[K, V, Hashable | None]]],
+    ) -> dict[K, V]:
+        """The values of `wanted` (id -> the key it would be kept under; None: never kept),
+        those not kept read at once: `read(missing ids)` yields (id, value, the key to keep it
+        under, or None). The key a value is kept under must come from what it was itself read
+        with, not from `wanted`: a write between the two reads then leaves it under a key no
+        later read asks for."""
+        found: dict[K, V] = {}
+        for ident, key in wanted.items():
+            value = None if key is None else self.get(key)
+            if value is not None:
+                found[ident] = value
+        missing = [ident for ident in wanted if ident not in found]
+        if missing:
+            for ident, value, key in read(missing):
+                found[ident] = value
+                if key is not None:
+                    self.put(key, value)
+        return found
 
     def clear(self) -> None:
         with self._lock:

@@ -48,3 +48,19 @@ def test_a_key_kept_again_counts_its_bytes_once():
 
 def test_the_size_of_rows_is_their_text():
     assert text_size(("ab", None, 3), ["cd"], {"k": "vv"}) == 2 + 8 + 8 + 2 + 1 + 2
+
+
+def test_many_reads_at_once_what_is_not_kept_and_keeps_it_under_the_key_read():
+    values = kept(limit=10)
+    values.put("a-1", "A")
+    calls: list[list[str]] = []
+
+    def read(missing: list[str]) -> list[tuple[str, str, str | None]]:
+        calls.append(missing)
+        return [(ident, ident.upper(), f"{ident}-2" if ident == "b" else None) for ident in missing]
+
+    # "a" is kept under its key; "b" and "c" are read in one call; "c" is never to be kept.
+    assert values.many({"a": "a-1", "b": "b-1", "c": None}, read) == {"a": "A", "b": "B", "c": "C"}
+    assert calls == [["b", "c"]]
+    # "b" is kept under the key it was read with, not the one asked for.
+    assert (values.get("b-1"), values.get("b-2"), len(values)) == (None, "B", 2)

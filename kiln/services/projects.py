@@ -6,6 +6,7 @@ project_shares, uploads and languages."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -180,36 +181,36 @@ def _kept_records(db: Session, actor: Actor | None, ids: list[int]) -> list[Proj
     versions = finder.view_versions(db, user_id, ids)
     parent_ids = sorted({v.forked_from_id for v in versions.values()} - {None})
     parents = finder.view_versions(db, user_id, parent_ids) if parent_ids else {}
-    found: dict[int, ProjectRecord] = {}
-    for pid, v in versions.items():
-        parent = parents.get(v.forked_from_id) if v.forked_from_id is not None else None
-        if v.forked_from_id is not None and parent is None:
-            continue
-        key = (kind, pid, v.versions, v.shares, v.level, v.project_access, v.group_access)
-        kept = KEPT.get((*key, _narrow_key(parent)))
-        if kept is not None:
-            found[pid] = kept
-    missing = [_Id(pid) for pid in ids if pid in versions and pid not in found]
-    for rec in records(db, actor, missing):
-        found[rec.project.id] = rec
+
+    def wanted(v: finder.VersionRow) -> tuple[Any, ...] | None:
+        if v.forked_from_id is None:
+            return (kind, *_narrow_key(v), None)
+        parent = parents.get(v.forked_from_id)
+        return None if parent is None else (kind, *_narrow_key(v), _narrow_key(parent))
+
+    def read(missing: list[int]) -> Iterable[tuple[int, ProjectRecord, tuple[Any, ...] | None]]:
+        for rec in records(db, actor, [_Id(pid) for pid in missing]):
+            rec.version = kept_key(rec)
+            yield rec.project.id, rec, rec.version
+
+    def kept_key(rec: ProjectRecord) -> tuple[Any, ...] | None:
         subject = ProjectSubject(project=rec.project, namespace=rec.namespace, level=rec.level)
         if not policy.may(actor, Action.READ_PROJECT, subject):
-            continue  # closed since the page's ids were read: kept for no one
+            return None  # closed since the page's ids were read: kept for no one
         parent_key = None
         if rec.project.forked_from_id is not None:
             parent = parents.get(rec.project.forked_from_id)
             if rec.forked_from is None or parent is None:
-                continue
+                return None
             parent_key = _record_key(rec.forked_from, parent.shares)
-        rec.version = (kind, *_record_key(rec, versions[rec.project.id].shares), parent_key)
-        KEPT.put(rec.version, rec)
+        return (kind, *_record_key(rec, versions[rec.project.id].shares), parent_key)
+
+    found = KEPT.many({pid: wanted(v) for pid, v in versions.items()}, read)
     return [found[pid] for pid in ids if pid in found]
 
 
-def _narrow_key(v: finder.VersionRow | None) -> tuple[Any, ...] | None:
-    """A parent's part of a fork's key, as the narrow statement read it."""
-    if v is None:
-        return None
+def _narrow_key(v: finder.VersionRow) -> tuple[Any, ...]:
+    """A project's part of a key, as the narrow statement read it (_record_key's shape)."""
     return (v.id, v.versions, v.shares, v.level, v.project_access, v.group_access)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import PurePosixPath
@@ -128,14 +129,13 @@ KEPT: Kept[UserRow] = Kept(limit=2048, budget=4 << 20, size=text_size)
 
 
 def _kept_rows(db: Session, versions: list[tuple[int, int]]) -> list[UserRow]:
-    """The rows of (id, row_version) pairs, in order: those kept under that version, the
-    rest read in one statement and kept under the version they were read with (never the
-    page's: a write in between leaves them under a version no read gives again)."""
-    found = {uid: row for uid, version in versions if (row := KEPT.get((uid, version))) is not None}
-    missing = [uid for uid, _ in versions if uid not in found]
-    for row in finder.rows_by_ids(db, missing):
-        KEPT.put((row.id, row.row_version), row)
-        found[row.id] = row
+    """The rows of (id, row_version) pairs, in order: kept by version (Kept.many), the rest
+    read in one statement."""
+
+    def read(missing: list[int]) -> Iterable[tuple[int, UserRow, tuple[int, int]]]:
+        return ((row.id, row, (row.id, row.row_version)) for row in finder.rows_by_ids(db, missing))
+
+    found = KEPT.many({uid: (uid, version) for uid, version in versions}, read)
     return [found[uid] for uid, _ in versions if uid in found]
 
 
