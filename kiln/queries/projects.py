@@ -512,30 +512,33 @@ _O = len(OwnerRow._fields)
 _S = len(_STAT_FIELDS)
 
 
+def _joined(rows: Select[Any], separator: str) -> Any:
+    """The one text column of `rows` (correlated to the project, ordered), joined by
+    `separator` into one value per project (NULL: no rows)."""
+    ordered = rows.correlate(_PROJECTS).subquery()
+    return select(func.aggregate_strings(ordered.c[0], separator)).scalar_subquery()
+
+
 def _topics_column() -> Any:
-    ordered = (
+    return _joined(
         select(ProjectTopic.name)
         .where(ProjectTopic.project_id == _PROJECTS.c.id)
-        .order_by(ProjectTopic.position, ProjectTopic.id)
-        .correlate(_PROJECTS)
-        .subquery()
+        .order_by(ProjectTopic.position, ProjectTopic.id),
+        _TOPIC_SEPARATOR,
     )
-    return select(func.aggregate_strings(ordered.c.name, _TOPIC_SEPARATOR)).scalar_subquery()
 
 
 def _shared_groups_versions() -> Any:
     """The versions of the groups a project is shared with, in the order its view lists them
     (NULL: none). The shares themselves renew the project's version."""
-    ordered = (
-        select(cast(Namespace.row_version, String).label("version"))
+    return _joined(
+        select(cast(Namespace.row_version, String))
         .select_from(ProjectGroupLink)
         .join(Namespace, Namespace.id == ProjectGroupLink.group_id)
         .where(ProjectGroupLink.project_id == _PROJECTS.c.id)
-        .order_by(ProjectGroupLink.id)
-        .correlate(_PROJECTS)
-        .subquery()
+        .order_by(ProjectGroupLink.id),
+        ",",
     )
-    return select(func.aggregate_strings(ordered.c.version, ",")).scalar_subquery()
 
 
 @cache
