@@ -31,6 +31,7 @@ from sqlalchemy import Engine, case, event, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from kiln import policy
+from kiln.errors import NotFound
 from kiln.metrics import CONTENT_TYPE, CURRENT, observe_statement
 from kiln.models.jobs import QUEUED, RUNNING, Job
 
@@ -131,15 +132,26 @@ def exposition(sessions: sessionmaker[Session]) -> bytes:
     return base + generate_latest(jobs)
 
 
+def scrape(address: str | None, networks: Sequence[Any], sessions: sessionmaker[Session]) -> bytes:
+    """/-/metrics, for `kiln serve` and `kiln worker` alike: the exposition, to the monitoring
+    allowlist only (GitLab's); NotFound for anyone else."""
+    if not policy.may_scrape(address, networks):
+        raise NotFound()
+    return exposition(sessions)
+
+
 class _MetricsHandler(BaseHTTPRequestHandler):
     server: _MetricsServer
 
     def do_GET(self) -> None:
-        allowed = policy.may_scrape(self.client_address[0], self.server.networks)
-        if self.path.split("?", 1)[0] != METRICS_PATH or not allowed:
-            self._answer(404, b'{"message":"404 Not Found"}', "application/json")
+        try:
+            if self.path.split("?", 1)[0] != METRICS_PATH:
+                raise NotFound()
+            body = scrape(self.client_address[0], self.server.networks, self.server.sessions)
+        except NotFound as error:
+            self._answer(error.status, orjson.dumps(error.body()), "application/json")
             return
-        self._answer(200, exposition(self.server.sessions), CONTENT_TYPE)
+        self._answer(200, body, CONTENT_TYPE)
 
     def _answer(self, status: int, body: bytes, content_type: str) -> None:
         self.send_response(status)

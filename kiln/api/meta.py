@@ -6,13 +6,12 @@ from typing import Any
 
 from litestar import Request, Response
 
-from kiln import COMPATIBLE_GITLAB_VERSION, __version__, observability, policy
+from kiln import COMPATIBLE_GITLAB_VERSION, __version__, observability
 from kiln.api import _openapi
 from kiln.api._deps import Authenticated, Db, Viewer, in_thread, runtime
 from kiln.api._render import render
 from kiln.api._routes import get
 from kiln.auth.tokens import API, READ_API, READ_USER
-from kiln.errors import NotFound
 from kiln.metrics import CONTENT_TYPE
 from kiln.services import health as health_service
 
@@ -69,7 +68,7 @@ async def metrics(request: Req) -> Response[bytes]:
     """Prometheus text: every HTTP process's counters and the job queue (read from the
     database, so off the event loop). Only for the monitoring allowlist, as GitLab's."""
     client = request.scope.get("client")
-    if not policy.may_scrape(client[0] if client else None, runtime(request).settings.monitoring_networks):
-        raise NotFound()
-    body = await in_thread(observability.exposition, runtime(request).sessions)
+    rt = runtime(request)
+    address = client[0] if client else None
+    body = await in_thread(observability.scrape, address, rt.settings.monitoring_networks, rt.sessions)
     return Response(content=body, media_type=CONTENT_TYPE)
