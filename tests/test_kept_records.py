@@ -4,6 +4,7 @@ project's or a user's view, through the API or by any other statement, the next 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -13,6 +14,8 @@ from kiln import policy
 from kiln.auth.actor import Actor
 from kiln.entities import projects as project_views
 from kiln.entities import users as user_views
+from kiln.entities._rendered import RenderedViews
+from kiln.kept import Kept
 from kiln.models import Identity, Member, Namespace, Project, ProjectGroupLink, ProjectTopic, User
 from kiln.models.namespaces import DEVELOPER, GUEST, MAINTAINER, OWNER, REPORTER
 from kiln.models.projects import DISABLED, ENABLED, FEATURE_PRIVATE
@@ -32,6 +35,21 @@ def written(db: Any, statement: Any) -> None:
     """A write past every service: only the database's triggers know of it."""
     db.execute(statement)
     db.commit()
+
+
+def each_change_read_as_if_nothing_were_kept(
+    changes: list[Callable[[], Any]], pages: Callable[[], Any], *kept: Kept[Any] | RenderedViews
+) -> None:
+    """After each change (its pages read and kept before it), the pages equal the pages read
+    with `kept` emptied."""
+    for change in changes:
+        pages()
+        r = change()
+        assert r is None or r.status_code < 300, r.text
+        seen = pages()
+        for memo in kept:
+            memo.clear()
+        assert seen == pages()
 
 
 def listed(client: Any, project_id: int, query: str = "") -> dict[str, Any]:
@@ -206,7 +224,9 @@ def test_what_an_administrator_is_shown_is_not_shown_to_others(api, make):
     assert "import_url" not in listed(api(make.user()), project.id)
 
 
-def test_an_anonymous_caller_is_not_shown_a_signed_in_caller_s_record(api, make):
+def test_an_anonymous_caller_is_not_shown_a_signed_in_caller_s_view(api, make):
+    """End to end, whoever lists first: a signed-in caller's view (with permissions) never
+    answers an anonymous one (tests/test_rendered_views.py checks the view's key)."""
     project = make.project(visibility="public")
     assert "permissions" in listed(api(make.user()), project.id)
     assert "permissions" not in listed(api(), project.id)
@@ -334,14 +354,7 @@ def test_a_kept_page_is_always_the_page_read_afresh(api, make, db):
     def pages() -> list[Any]:
         return [viewer.get("/projects?per_page=100&order_by=id").json() for viewer in viewers]
 
-    for change in changes:
-        pages()  # kept
-        r = change()
-        assert r is None or r.status_code < 300, r.text
-        kept = pages()
-        project_service.KEPT.clear()
-        project_views.RENDERED.clear()
-        assert kept == pages()
+    each_change_read_as_if_nothing_were_kept(changes, pages, project_service.KEPT, project_views.RENDERED)
 
 
 # ---------------------------------------------------------------------------- users
@@ -414,11 +427,4 @@ def test_a_kept_user_page_is_always_the_page_read_afresh(api, make, db):
     def pages() -> list[Any]:
         return [v.get("/users?per_page=100").json() for v in viewers]
 
-    for change in changes:
-        pages()  # kept
-        r = change()
-        assert r is None or r.status_code < 300, r.text
-        kept = pages()
-        user_service.KEPT.clear()
-        user_views.RENDERED.clear()
-        assert kept == pages()
+    each_change_read_as_if_nothing_were_kept(changes, pages, user_service.KEPT, user_views.RENDERED)

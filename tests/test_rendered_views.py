@@ -129,6 +129,17 @@ def test_a_record_whose_row_holds_a_json_value_is_kept_by_that_value(record):
     assert views.project_with_access_json(other, BASE) is not first
 
 
+def test_a_list_view_is_kept_per_kind_of_caller(record):
+    """One record, listed for a signed-in caller and for an anonymous one: each gets its own
+    view (permissions are a signed-in caller's only), whichever was rendered first."""
+    views.RENDERED.clear()
+    for authenticated in (True, False):
+        kept = views.project_in_list_json(record, BASE, authenticated=authenticated, simple=False)
+        assert sent(kept) == rendered(
+            views.project_in_list(record, BASE, authenticated=authenticated, simple=False)
+        )
+
+
 def test_the_base_url_is_part_of_what_is_rendered(record):
     first = sent(views.project_with_access_json(record, BASE))
     again = sent(views.project_with_access_json(record, "https://elsewhere.example"))

@@ -13,6 +13,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -63,6 +64,24 @@ def new_user(url: str) -> tuple[int, str]:
     return user.json()["id"], token.json()["token"]
 
 
+def private_project(url: str, *, member: int, added_through: str | None = None, **fields: Any) -> int:
+    """A private project of root's, made through `url`, with `member` a Developer (added
+    through `added_through`, another node, when given)."""
+    project = httpx.post(
+        f"{url}/api/v4/projects",
+        headers=ROOT,
+        json={"name": f"p-{uuid.uuid4().hex[:8]}", "visibility": "private", **fields},
+    )
+    assert project.status_code == 201, project.text
+    added = httpx.post(
+        f"{added_through or url}/api/v4/projects/{project.json()['id']}/members",
+        headers=ROOT,
+        json={"user_id": member, "access_level": 30},
+    )
+    assert added.status_code == 201, added.text
+    return int(project.json()["id"])
+
+
 def test_a_revoked_token_is_refused_by_every_node_on_the_next_request(nodes):
     a, b = nodes
     _user, token = new_user(a.url)
@@ -80,15 +99,7 @@ def test_a_removed_member_loses_access_on_every_node_on_the_next_request(nodes):
     a, b = nodes
     user, token = new_user(a.url)
     me = {"Private-Token": token}
-    project = httpx.post(
-        f"{a.url}/api/v4/projects",
-        headers=ROOT,
-        json={"name": f"p-{uuid.uuid4().hex[:8]}", "visibility": "private"},
-    ).json()["id"]
-    added = httpx.post(
-        f"{b.url}/api/v4/projects/{project}/members", headers=ROOT, json={"user_id": user, "access_level": 30}
-    )
-    assert added.status_code == 201, added.text
+    project = private_project(a.url, member=user, added_through=b.url)
     seen = [httpx.get(f"{n.url}/api/v4/projects/{project}", headers=me).status_code for n in (a, b, a, b)]
     assert seen == [200] * 4
 
@@ -105,14 +116,7 @@ def test_a_change_shows_in_every_node_s_kept_lists_on_the_next_request(nodes):
     a, b = nodes
     user, token = new_user(a.url)
     me = {"Private-Token": token}
-    project = httpx.post(
-        f"{a.url}/api/v4/projects",
-        headers=ROOT,
-        json={"name": f"p-{uuid.uuid4().hex[:8]}", "visibility": "private", "description": "before"},
-    ).json()["id"]
-    httpx.post(
-        f"{a.url}/api/v4/projects/{project}/members", headers=ROOT, json={"user_id": user, "access_level": 30}
-    )
+    project = private_project(a.url, member=user, description="before")
 
     def listed(server: Server) -> dict[str, object] | None:
         page = httpx.get(f"{server.url}/api/v4/projects?per_page=100&membership=true", headers=me).json()
