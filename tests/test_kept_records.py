@@ -83,15 +83,32 @@ def test_every_update_gives_the_row_a_new_version(db, make, model, values):
     assert len({before, after, version(db, model, row_id)}) == 3
 
 
-def test_a_change_to_the_topics_gives_the_project_a_new_version(db, make):
-    project = make.project()
-    versions = [version(db, Project, project.id)]
-    written(db, insert(ProjectTopic).values(project_id=project.id, name="a", position=0))
-    versions.append(version(db, Project, project.id))
-    written(db, update(ProjectTopic).where(ProjectTopic.project_id == project.id).values(name="b"))
-    versions.append(version(db, Project, project.id))
-    written(db, delete(ProjectTopic).where(ProjectTopic.project_id == project.id))
-    versions.append(version(db, Project, project.id))
+@pytest.mark.parametrize(
+    ("child", "parent"),
+    [(ProjectTopic, Project), (ProjectGroupLink, Project), (Identity, User)],
+)
+def test_a_change_to_a_child_row_gives_its_parent_a_new_version(db, make, child, parent):
+    """Rows a parent's view shows: their insert, update and delete each renew the parent's."""
+    owner = make.user()
+    project = make.project(owner=owner)
+    row, changed = {
+        ProjectTopic: ({"project_id": project.id, "name": "a", "position": 0}, {"name": "b"}),
+        ProjectGroupLink: (
+            {"project_id": project.id, "group_id": make.group(owners=[owner]).id, "group_access": 30},
+            {"group_access": 20},
+        ),
+        Identity: ({"user_id": owner.id, "provider": "ldapmain", "extern_uid": "uid=a"}, {"extern_uid": "b"}),
+    }[child]
+    parent_id = owner.id if parent is User else project.id
+    own = (child.user_id if parent is User else child.project_id) == parent_id
+    versions = [version(db, parent, parent_id)]
+    for statement in (
+        insert(child).values(**row),
+        update(child).where(own).values(**changed),
+        delete(child).where(own),
+    ):
+        written(db, statement)
+        versions.append(version(db, parent, parent_id))
     assert len(set(versions)) == 4
 
 
@@ -366,18 +383,6 @@ def user_listed(client: Any, user_id: int) -> dict[str, Any]:
     found = [u for u in r.json() if u["id"] == user_id]
     assert len(found) == 1, [u["id"] for u in r.json()]
     return found[0]
-
-
-def test_a_change_to_the_identities_gives_the_user_a_new_version(db, make):
-    user = make.user()
-    versions = [version(db, User, user.id)]
-    written(db, insert(Identity).values(user_id=user.id, provider="ldapmain", extern_uid="uid=a"))
-    versions.append(version(db, User, user.id))
-    written(db, update(Identity).where(Identity.user_id == user.id).values(extern_uid="uid=b"))
-    versions.append(version(db, User, user.id))
-    written(db, delete(Identity).where(Identity.user_id == user.id))
-    versions.append(version(db, User, user.id))
-    assert len(set(versions)) == 4
 
 
 def test_the_second_user_list_reuses_the_kept_rows(api, runtime):
