@@ -15,6 +15,7 @@ from typing import Any
 from litestar import Litestar, Router
 from litestar.datastructures import State
 
+from kiln import changes
 from kiln.api import API_PREFIX, API_ROUTES, ROOT_ROUTES
 from kiln.api._asgi import Admission, KilnASGI
 from kiln.api._deps import DEPENDENCIES
@@ -77,6 +78,7 @@ def create_app(
             # serves the last answers.
             await asyncio.to_thread(workers.pop().stop, deadline)
         await asyncio.to_thread(read_loops.stop, deadline)
+        changes.forget(rt.engine)
         rt.engine.dispose()
 
     litestar = Litestar(

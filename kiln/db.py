@@ -18,6 +18,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import NullPool
 
+from kiln import changes
 from kiln.config import Settings
 
 
@@ -127,6 +128,7 @@ def make_engine(settings: Settings) -> Engine:
             execution_options={WRITER_TIMEOUT: settings.sqlite_writer_timeout},
         )
         _configure_sqlite(engine)
+        changes.watch(engine)
         return engine
     engine = create_engine(
         url,
@@ -143,6 +145,7 @@ def make_engine(settings: Settings) -> Engine:
         connect_args={"prepare_threshold": PG_PREPARE_THRESHOLD},
     )
     _keep_prepared_statements(engine)
+    changes.watch(engine)
     return engine
 
 
@@ -190,8 +193,12 @@ def _configure_sqlite(engine: Engine) -> None:
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:
         # Straight to the driver: every request begins one, and SQLAlchemy's execute path
-        # costs more than SQLite's BEGIN.
+        # costs more than SQLite's BEGIN. What the database was as the snapshot began tells
+        # reused rows (queries.reads) whether this transaction's reads may be kept.
         begin = "BEGIN IMMEDIATE" if conn.get_execution_options().get("kiln_write") else "BEGIN"
+        clock = changes.clock_of(engine)
+        if isinstance(clock, changes.SQLiteClock):
+            conn.info[changes.BEGUN] = clock.external()
         conn.connection.driver_connection.execute(begin)
 
 
@@ -240,7 +247,10 @@ def transaction(db: Session) -> Iterator[Session]:
         db.info["tx_depth"] = 1
         try:
             yield db
+            written = changes.writing(db.connection())
             db.commit()
+            if written:
+                changes.wrote(db.get_bind())
         except BaseException:
             db.rollback()
             raise

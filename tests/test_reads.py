@@ -8,10 +8,11 @@ from datetime import date
 from typing import Any
 
 import pytest
-from sqlalchemy import Integer, bindparam, cast, event, func, literal, select
+from sqlalchemy import Integer, bindparam, cast, event, func, literal, select, update
 from sqlalchemy.exc import DBAPIError, NoResultFound
 from sqlalchemy.orm import Session
 
+from kiln.db import transaction
 from kiln.models import PersonalAccessToken, User
 from kiln.queries import reads
 from kiln.queries.reads import row_column, run
@@ -170,3 +171,81 @@ def test_a_time_is_read_as_the_api_shows_it(db, make, stored, shown):
     statement = select(row_column(_USERS.c.created_at)).where(_USERS.c.id == bindparam("id"))
     for _ in range(3):
         assert run(db, statement, {"id": user.id}).scalar_one() == shown
+
+
+# ---------------------------------------------------------------------------- reused rows
+
+# Marked reusable, as the credential and subject statements are.
+REUSED = reads.reusable(select(_USERS.c.id, _USERS.c.bio).where(_USERS.c.id == bindparam("id")))
+
+
+def runs_of(runtime: Any, read: Any) -> tuple[list[Any], int]:
+    """What `read()` gives, and how many statements it sent."""
+    statements: list[str] = []
+
+    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if statement.lstrip().upper().startswith("SELECT"):
+            statements.append(statement)
+
+    event.listen(runtime.engine, "before_cursor_execute", record)
+    try:
+        return read(), len(statements)
+    finally:
+        event.remove(runtime.engine, "before_cursor_execute", record)
+
+
+def read_user(runtime: Any, user_id: int) -> list[Any]:
+    with runtime.sessions() as session:
+        return [tuple(row) for row in run(session, REUSED, {"id": user_id})]
+
+
+def test_a_reusable_statement_is_read_once_while_nothing_is_written(db, make, runtime):
+    alice = make.user(bio="first")
+    first, sent = runs_of(runtime, lambda: read_user(runtime, alice.id))
+    again, sent_again = runs_of(runtime, lambda: read_user(runtime, alice.id))
+    assert (first, sent) == ([(alice.id, "first")], 1)
+    assert (again, sent_again) == (first, 0)
+
+
+def test_any_write_makes_it_read_again(db, make, runtime):
+    alice, bob = make.user(bio="first"), make.user()
+    read_user(runtime, alice.id)
+    db.execute(update(User).where(User.id == bob.id).values(bio="another row"))
+    assert runs_of(runtime, lambda: read_user(runtime, alice.id)) == ([(alice.id, "first")], 1)
+    db.execute(update(User).where(User.id == alice.id).values(bio="second"))
+    assert runs_of(runtime, lambda: read_user(runtime, alice.id)) == ([(alice.id, "second")], 1)
+
+
+def test_other_parameters_are_other_rows(db, make, runtime):
+    alice, bob = make.user(bio="a"), make.user(bio="b")
+    read_user(runtime, alice.id)
+    assert runs_of(runtime, lambda: read_user(runtime, bob.id)) == ([(bob.id, "b")], 1)
+
+
+def test_a_write_reads_from_the_database_and_keeps_nothing(db, make, runtime):
+    alice = make.user(bio="first")
+    read_user(runtime, alice.id)
+    with runtime.sessions() as session, transaction(session):
+        inside, sent = runs_of(
+            runtime, lambda: [tuple(row) for row in run(session, REUSED, {"id": alice.id})]
+        )
+        session.execute(update(User).where(User.id == alice.id).values(bio="inside"))
+        changed = [tuple(row) for row in run(session, REUSED, {"id": alice.id})]
+    assert (inside, sent) == ([(alice.id, "first")], 1)
+    assert changed == [(alice.id, "inside")]
+    assert runs_of(runtime, lambda: read_user(runtime, alice.id)) == ([(alice.id, "inside")], 1)
+
+
+def test_a_write_rolled_back_is_read_again_as_it_was(db, make, runtime):
+    alice = make.user(bio="first")
+    with runtime.sessions() as session:
+        session.execute(update(User).where(User.id == alice.id).values(bio="never"))
+        assert [tuple(row) for row in run(session, REUSED, {"id": alice.id})] == [(alice.id, "never")]
+        session.rollback()
+    assert runs_of(runtime, lambda: read_user(runtime, alice.id)) == ([(alice.id, "first")], 1)
+
+
+def test_nothing_is_kept_of_a_row_not_found(db, make, runtime):
+    missing = make.user().id + 1000
+    read_user(runtime, missing)
+    assert runs_of(runtime, lambda: read_user(runtime, missing)) == ([], 1)

@@ -15,7 +15,14 @@ from kiln.api._params import params
 from kiln.api._render import content_disposition, no_content, render
 from kiln.api._routes import delete, get, post, put
 from kiln.auth.tokens import API, READ_API, READ_REPOSITORY
-from kiln.entities.files import blame_ranges, content_length, file_headers, file_record, write_result
+from kiln.entities.files import (
+    blame_ranges,
+    content_length,
+    file_headers,
+    file_record,
+    file_view,
+    write_result,
+)
 from kiln.schemas.files import FileBlame, FileDelete, FileGet, FileRaw, FileWrite
 from kiln.services import files as service
 
@@ -43,7 +50,7 @@ async def get_file(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
     q: FileGet = await params(request)
     rec = service.read_file(db, viewer, q.id, q.file_path, q.ref, runtime(request).settings)
     if not _head(request):
-        return render(file_record(rec), headers=file_headers(rec))
+        return render(file_view(rec), headers=file_headers(rec))
     # HEAD sends no body, but the length GET would.
     response = render(file_record(rec, content=False))
     response.headers.update(

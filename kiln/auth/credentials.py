@@ -19,7 +19,7 @@ from kiln.config import Settings
 from kiln.db import try_transaction
 from kiln.errors import Forbidden, InsufficientScope, InvalidToken, Unauthorized
 from kiln.models import OAuthAccessToken, PersonalAccessToken, User, WebSession
-from kiln.queries.reads import run
+from kiln.queries.reads import reusable, run
 from kiln.queries.users import USER_COLUMNS, UserRow, user_row
 
 # Resolves a CI job token (the CI issue plugs its lookup in here).
@@ -83,7 +83,7 @@ _USERS = User.__table__
 def _credential_statement(table: Table, *columns: str) -> Select[Any]:
     """A credential's columns, then its user's row (USER_COLUMNS last), by digest. Built once
     per table: every authenticated request runs one, and building costs more than running."""
-    return (
+    return reusable(
         select(*(table.c[name] for name in columns), *USER_COLUMNS)
         .join(_USERS, _USERS.c.id == table.c.user_id)
         .where(table.c.digest == bindparam("digest"))

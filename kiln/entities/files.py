@@ -6,9 +6,12 @@ import base64
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+import orjson
 import pygit2
 
 from kiln.entities._format import git_text, git_time
+from kiln.entities._rendered import RenderedViews
+from kiln.kept import Kept, text_size
 
 if TYPE_CHECKING:
     from kiln.queries.files import BlameRange, FileRecord
@@ -38,6 +41,18 @@ def file_record(rec: FileRecord, *, content: bool = True) -> dict[str, Any]:
     return view
 
 
+# A file's record as GET sends it, kept by its repository, commit, path and ref: a commit's
+# files never change, and encoding a file is most of what reading it again costs.
+RENDERED = RenderedViews(limit=1024, budget=32 << 20)
+# Its metadata headers, by the same key.
+_HEADERS: Kept[dict[str, str]] = Kept(limit=1024, budget=1 << 20, size=text_size)
+
+
+def file_view(rec: FileRecord) -> orjson.Fragment:
+    """file_record's JSON, content included."""
+    return RENDERED.get((rec.key, rec.ref), lambda: file_record(rec))
+
+
 def content_length(rec: FileRecord) -> int:
     """What `content` adds to the record's JSON: its key and quotes, a comma, and the base64
     text (which JSON never escapes). HEAD tells GET's length without encoding the file."""
@@ -46,8 +61,13 @@ def content_length(rec: FileRecord) -> int:
 
 def file_headers(rec: FileRecord) -> dict[str, str]:
     """The metadata headers every file read carries (HEAD answers with these alone)."""
-    meta = file_record(rec, content=False)
-    return {_header_name(key): _header_value(value) for key, value in sorted(meta.items())}
+    key = (rec.key, rec.ref)
+    headers = _HEADERS.get(key)
+    if headers is None:
+        meta = file_record(rec, content=False)
+        headers = {_header_name(name): _header_value(value) for name, value in sorted(meta.items())}
+        _HEADERS.put(key, headers)
+    return dict(headers)
 
 
 def _header_name(key: str) -> str:

@@ -3,7 +3,8 @@ its raw content, its blame ranges. Entities render these; services build them.""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import hashlib
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 
 import pygit2
@@ -28,11 +29,16 @@ class FileRecord:
     ref: str
     commit_id: str
     last_commit_id: str
-    content_sha256: str
+    # The repository, commit and path: all a file's view is made of besides its ref.
+    key: Hashable
 
     @property
     def data(self) -> bytes:
         return self.file.blob.data
+
+    @property
+    def content_sha256(self) -> str:
+        return hashlib.sha256(self.data).hexdigest()
 
     def content(self) -> Content:
         return Content(self.data, self.file.blob.is_binary)

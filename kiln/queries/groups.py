@@ -34,7 +34,7 @@ from kiln.models.namespaces import KIND_GROUP, OWNER
 from kiln.models.projects import STORAGE_SIZES
 from kiln.queries import access, custom_attributes
 from kiln.queries.projects import NamespaceRow, viewer_params
-from kiln.queries.reads import row_columns, run
+from kiln.queries.reads import reusable, row_columns, run
 from kiln.queries.shapes import Shapes, parameters_key
 from kiln.queries.text import ESCAPE, contains
 from kiln.records import ProjectRecord
@@ -110,7 +110,8 @@ def _subject_statement(by_path: bool, signed_in: bool, orm: bool) -> Select[Any]
     every group route starts here. `orm`: the model, for a route that changes it."""
     standing = _standing() if signed_in else [null().label("level"), null().label("related")]
     selected: list[Any] = [Namespace] if orm else row_columns(_NAMESPACES)
-    return select(*selected, *standing).where(_where("path" if by_path else "id"))
+    stmt = select(*selected, *standing).where(_where("path" if by_path else "id"))
+    return stmt if orm else reusable(stmt)
 
 
 def subject_row(

@@ -47,7 +47,7 @@ from kiln.models.namespaces import KIND_GROUP, OWNER, ancestor_ids
 from kiln.models.projects import DISABLED, storage_size
 from kiln.queries import access, custom_attributes
 from kiln.queries.paging import capped_count
-from kiln.queries.reads import row_column, row_columns, run, unindexed
+from kiln.queries.reads import reusable, row_column, row_columns, run, unindexed
 from kiln.queries.shapes import Shapes, bound, parameters_key
 from kiln.queries.text import ESCAPE, contains, escape_like
 from kiln.schemas.projects import ProjectList
@@ -82,11 +82,12 @@ def _subject_statement(by_path: bool, signed_in: bool, orm: bool) -> Select[Any]
     selected: list[Any] = (
         [Project, Namespace] if orm else [*row_columns(_PROJECTS), *row_columns(_NAMESPACES)]
     )
-    return (
+    stmt = (
         select(*selected, level.label("level"))
         .join(Namespace, Namespace.id == Project.namespace_id)
         .where(Project.id == project_id)
     )
+    return stmt if orm else reusable(stmt)
 
 
 def _ident_params(ident: str, user_id: int | None) -> dict[str, Any] | None:

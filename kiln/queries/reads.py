@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict, namedtuple
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
 from sqlalchemy import ColumnElement, Connection, Dialect, Executable, String, Table
 from sqlalchemy.engine.interfaces import DBAPICursor
@@ -26,6 +26,8 @@ from sqlalchemy.sql.compiler import ExpandedState, SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.types import TypeEngine
 
+from kiln import changes
+from kiln.kept import Kept, text_size
 from kiln.models.base import UTCDateTime
 
 
@@ -58,6 +60,12 @@ class Rows:
 
 
 def run(db: Session, statement: Executable, params: Mapping[str, Any] | None = None) -> Rows:
+    if id(statement) in _reusable:
+        return _reused(db, statement, params or {})
+    return _run(db, statement, params)
+
+
+def _run(db: Session, statement: Executable, params: Mapping[str, Any] | None) -> Rows:
     # Pending ORM changes must be visible to the read, as Session.execute's autoflush makes them.
     if not db._is_clean():
         db.flush()
@@ -66,6 +74,61 @@ def run(db: Session, statement: Executable, params: Mapping[str, Any] | None = N
     if compiled is None or conn.engine.echo:
         return Rows(conn.execute(statement, params or {}).all())  # type: ignore[call-overload]
     return compiled.execute(conn, params or {})
+
+
+# Statements whose rows are reused while the database is unchanged (kiln.changes): rows that
+# depend on the database and on their parameters alone (no time or randomness in their SQL:
+# a date is a parameter). Held so that their ids stay theirs.
+_reusable: dict[int, Executable] = {}
+# Bounded as a process's other kept values (kiln.kept): small rows, the lookups every request
+# starts with (a credential with its user, a project with the caller's level).
+_REUSED_LIMIT = 8192
+_REUSED_BYTES = 8 * 1024 * 1024
+_kept: Kept[tuple[Hashable, Rows]] = Kept(_REUSED_LIMIT, _REUSED_BYTES)
+
+S = TypeVar("S", bound=Executable)
+
+
+def reusable(statement: S) -> S:
+    """Let `run` reuse the statement's rows while the database is unchanged."""
+    _reusable[id(statement)] = statement
+    return statement
+
+
+def _reused(db: Session, statement: Executable, params: Mapping[str, Any]) -> Rows:
+    """The rows an earlier run read, if no write was committed anywhere since (the clock's
+    stamp is the same); else read now, and kept under the stamp taken before the read. Never
+    inside a write, whose own changes the kept rows do not hold, nor kept from one."""
+    clock = None if db.info.get("tx_depth") else changes.clock_of(db.get_bind())
+    stamp = None if clock is None else clock.stamp()
+    if stamp is None:
+        return _run(db, statement, params)
+    try:
+        key: Hashable = (id(statement), tuple(params.items()))
+        hash(key)
+    except TypeError:
+        return _run(db, statement, params)
+    found = _kept.get(key)
+    if found is not None and found[0] == stamp:
+        return found[1]
+    rows = _run(db, statement, params)
+    if rows and clock.stamp() == stamp and _snapshot_at(db, clock, stamp):  # type: ignore[union-attr]
+        _kept.put(key, (stamp, rows), text_size(rows.all()))
+    return rows
+
+
+def _snapshot_at(db: Session, clock: changes.Clock, stamp: Hashable) -> bool:
+    """Whether the session's rows are the database's as of `stamp`: SQLite reads a whole
+    request in one snapshot, perhaps taken before a commit the stamp counts."""
+    if not isinstance(clock, changes.SQLiteClock):
+        return True  # PostgreSQL reads each statement in a snapshot of its own
+    begun = db.connection().info.get(changes.BEGUN)
+    return isinstance(stamp, tuple) and begun == stamp[1]
+
+
+def forget_reused() -> None:
+    """Drop every reused row (tests that measure what a request costs the database)."""
+    _kept.clear()
 
 
 # Statements seen once, by id (held so that the id stays theirs), and those compiled: a

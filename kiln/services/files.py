@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import re
 from typing import Literal
 
@@ -52,13 +51,14 @@ def _record(ctx: RepoContext, commit: pygit2.Commit, path: str, ref: str) -> Fil
     found = git_files.find_file(commit, path)
     if found is None:
         raise NotFound("File")
-    last = git_files.last_commit_for_path(ctx.path, str(commit.id), found.git_path)
+    commit_id = str(commit.id)
+    last = git_files.last_commit_for_path(ctx.path, commit_id, found.git_path)
     return FileRecord(
         file=found,
         ref=ref,
-        commit_id=str(commit.id),
-        last_commit_id=last or str(commit.id),
-        content_sha256=hashlib.sha256(found.blob.data).hexdigest(),
+        commit_id=commit_id,
+        last_commit_id=last or commit_id,
+        key=(str(ctx.path), commit_id, found.git_path),
     )
 
 

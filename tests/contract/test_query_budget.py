@@ -24,6 +24,7 @@ from kiln.models import (
     User,
     UserCustomAttribute,
 )
+from kiln.queries import reads
 from tests.repositories import new_project
 
 # The token with its user, the page's ids with their rows' versions, the count: the rows
@@ -59,8 +60,10 @@ def add_users(db: Any, start: int, n: int) -> None:
 
 
 def statements_for(runtime: Any, call: Callable[[], Any]) -> int:
-    """Statements of the second call: the first may record the token's use."""
+    """Statements of the second call, as it costs after any write: the first may record the
+    token's use, and nothing an earlier request read is reused (test_reused_reads)."""
     call()
+    reads.forget_reused()
     with counting(runtime.engine) as statements:
         r = call()
     assert r.status_code == 200, r.text
@@ -386,6 +389,45 @@ def test_a_file_costs_the_token_and_the_subject(api, make, runtime):
     project = new_project(api, make, owner)
     path = f"/projects/{project['id']}/repository/files/README.md?ref=main"
     assert statements_for(runtime, lambda: api(owner).get(path)) == 2
+
+
+def warm_statements(runtime: Any, call: Callable[[], Any]) -> int:
+    """Statements of a call made again while nothing was written since the one before (the
+    first records the token's use: a write)."""
+    call()
+    call()
+    with counting(runtime.engine) as statements:
+        r = call()
+    assert r.status_code == 200, r.text
+    return len(statements)
+
+
+def test_while_nothing_is_written_a_file_costs_no_statement(api, make, runtime):
+    """The token with its user and the project with the caller's level are reused while the
+    database is unchanged (kiln.changes); the file's view is kept by its commit."""
+    owner = make.user()
+    project = new_project(api, make, owner)
+    path = f"/projects/{project['id']}/repository/files/README.md?ref=main"
+    assert warm_statements(runtime, lambda: api(owner).get(path)) == 0
+
+
+def test_while_nothing_is_written_the_current_user_and_a_project_cost_their_views_alone(api, make, runtime):
+    owner = make.user()
+    project = make.project(owner=owner)
+    assert warm_statements(runtime, lambda: api(owner).get("/user")) == 0
+    # The project's view: its records are kept by row version, read by one narrow statement.
+    assert warm_statements(runtime, lambda: api(owner).get(f"/projects/{project.id}")) == 1
+
+
+def test_after_any_write_a_file_costs_the_token_and_the_subject_again(api, make, runtime):
+    owner = make.user()
+    project = new_project(api, make, owner)
+    path = f"/projects/{project['id']}/repository/files/README.md?ref=main"
+    api(owner).get(path)
+    make.user()  # anyone, anything
+    with counting(runtime.engine) as statements:
+        assert api(owner).get(path).status_code == 200
+    assert len(statements) == 2
 
 
 # ---------------------------------------------------------------------------- tokens

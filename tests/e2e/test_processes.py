@@ -17,9 +17,12 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import update
 
+from kiln.auth.tokens import digest
 from kiln.config import Settings
 from kiln.db import make_engine, make_sessionmaker
+from kiln.models import PersonalAccessToken
 from kiln.services import instance_settings
 from tests.e2e.conftest import ROOT_TOKEN, Server, start_server
 
@@ -93,6 +96,43 @@ def test_a_revoked_token_is_refused_by_every_node_on_the_next_request(nodes):
 
     assert revoked.status_code == 204
     assert [httpx.get(f"{n.url}/api/v4/user", headers=me).status_code for n in (a, b)] == [401, 401]
+
+
+def test_a_token_revoked_in_the_database_itself_is_refused_by_every_node_on_the_next_request(nodes):
+    """Rows a node reuses while nothing changed are read again after a write no node made
+    (an operator's SQL): SQLite's data_version, PostgreSQL's notifications."""
+    a, b = nodes
+    _user, token = new_user(a.url)
+    me = {"Private-Token": token}
+    for _ in range(3):  # read, then reused by each node
+        assert [httpx.get(f"{n.url}/api/v4/user", headers=me).status_code for n in (a, b)] == [200, 200]
+    engine = make_engine(Settings(data_dir=a.data_dir, database_url=a.env.get("KILN_DATABASE_URL")))
+    try:
+        with engine.begin() as conn:
+            conn.execute(
+                update(PersonalAccessToken)
+                .where(PersonalAccessToken.digest == digest(token))
+                .values(revoked=True)
+            )
+    finally:
+        engine.dispose()
+
+    assert [httpx.get(f"{n.url}/api/v4/user", headers=me).status_code for n in (b, a)] == [401, 401]
+
+
+def test_a_file_read_again_and_again_is_refused_on_every_node_once_the_member_is_removed(nodes):
+    a, b = nodes
+    user, token = new_user(a.url)
+    me = {"Private-Token": token}
+    project = private_project(a.url, member=user, initialize_with_readme=True)
+    path = f"/api/v4/projects/{project}/repository/files/README.md?ref=main"
+    for _ in range(3):
+        assert [httpx.get(f"{n.url}{path}", headers=me).status_code for n in (a, b)] == [200, 200]
+
+    removed = httpx.delete(f"{b.url}/api/v4/projects/{project}/members/{user}", headers=ROOT)
+
+    assert removed.status_code == 204
+    assert [httpx.get(f"{n.url}{path}", headers=me).status_code for n in (a, b)] == [404, 404]
 
 
 def test_a_removed_member_loses_access_on_every_node_on_the_next_request(nodes):
