@@ -57,6 +57,7 @@ REFERENCE = {
     "kiln_projects_user": "bare",
     "kiln_users": "bare",
     "kiln_file": "bare_blob",
+    "kiln_file_fresh": "bare_blob",
     "kiln_projects": "bare",
     "kiln_projects_keyset": "bare",
     "kiln_version": "bare_blob",
@@ -342,6 +343,15 @@ def bench_targets(kiln_port: int, bare_port: int, user_id: int, project_id: int,
             f"{api}/projects/{project_id}/repository/files/{file_path}?ref=main",
             root,
         ),
+        # The same read, answered in full each time (a new query on every request: no kept
+        # answer fits): what a read costs the first time, or for a caller reading it once.
+        Target(
+            "kiln_file_fresh",
+            "  the same, a new query each time (answered in full)",
+            f"{api}/projects/{project_id}/repository/files/{file_path}?ref=main",
+            root,
+            fresh=True,
+        ),
         Target("kiln_version", "kiln GET /version, anonymous (no SQL, no git)", f"{api}/version"),
     ]
     return targets
@@ -355,7 +365,8 @@ def count_statements(targets: list[Target], kiln: Managed) -> dict[str, int | No
             continue
         for n in range(3):
             headers = {**target.headers, "X-Request-Id": f"{COUNT_ID.format(key=target.key)}-{n}"}
-            httpx.get(target.url, headers=headers, timeout=10).raise_for_status()
+            url = f"{target.url}&fresh=count-{n}" if target.fresh else target.url
+            httpx.get(url, headers=headers, timeout=10).raise_for_status()
     time.sleep(0.5)
     lines: dict[str, int | None] = {}
     for line in kiln.tail(lines=100_000).splitlines():
@@ -418,7 +429,7 @@ def answer_ok(
     link = headers.get("Link", "")
     if key == "bare":
         return isinstance(body, dict) and body.get("id") == user_id
-    if key in ("bare_blob", "kiln_file"):
+    if key in ("bare_blob", "kiln_file", "kiln_file_fresh"):
         return isinstance(body, dict) and base64.b64decode(body.get("content", "")) == content
     if key == "kiln_user":
         return isinstance(body, dict) and body.get("username") == "root"

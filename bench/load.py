@@ -37,12 +37,25 @@ end
 """.replace("MARKER", MARKER)
 
 
+# A target whose every request must be answered afresh: each names it differently (a counter
+# in the query, which kiln ignores), so no answer kept for an earlier request fits it.
+WRK_FRESH = """
+counter = 0
+request = function()
+  counter = counter + 1
+  return wrk.format(nil, wrk.path .. "&fresh=" .. counter)
+end
+"""
+
+
 @dataclass
 class Target:
     key: str
     label: str
     url: str
     headers: dict[str, str] = field(default_factory=dict)
+    # Every request a different query (WRK_FRESH): the route's work in full each time.
+    fresh: bool = False
 
 
 @dataclass
@@ -131,10 +144,8 @@ class Wrk(LoadGenerator):
     def __init__(self, binary: str, connections: int, cpu: int | None) -> None:
         super().__init__(connections, cpu)
         self.binary = binary
-        handle, path = tempfile.mkstemp(prefix="kiln-bench-", suffix=".lua")
-        with os.fdopen(handle, "w") as script:
-            script.write(WRK_SCRIPT)
-        self.script = Path(path)
+        self.script = _script(WRK_SCRIPT)
+        self.fresh_script = _script(WRK_SCRIPT + WRK_FRESH)
 
     def describe(self) -> str:
         return f"wrk -t1 -c{self.connections}"
@@ -150,10 +161,19 @@ class Wrk(LoadGenerator):
         ]
         for name, value in target.headers.items():
             argv += ["-H", f"{name}: {value}"]
-        return [*argv, "-s", str(self.script), target.url]
+        script = self.fresh_script if target.fresh else self.script
+        return [*argv, "-s", str(script), target.url]
 
     def close(self) -> None:
         self.script.unlink(missing_ok=True)
+        self.fresh_script.unlink(missing_ok=True)
+
+
+def _script(text: str) -> Path:
+    handle, path = tempfile.mkstemp(prefix="kiln-bench-", suffix=".lua")
+    with os.fdopen(handle, "w") as script:
+        script.write(text)
+    return Path(path)
 
 
 class PythonLoad(LoadGenerator):
@@ -179,7 +199,7 @@ class PythonLoad(LoadGenerator):
         ]
         for name, value in target.headers.items():
             argv += ["--header", f"{name}: {value}"]
-        return argv
+        return [*argv, "--fresh"] if target.fresh else argv
 
 
 class OpenLoop(PythonLoad):

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -85,14 +86,16 @@ async def read_response(reader: asyncio.StreamReader) -> tuple[int, int, bool]:
     return status, size, keep_alive
 
 
-async def connection(host: str, port: int, request: bytes, deadline: float, tally: Tally) -> None:
+async def connection(
+    host: str, port: int, request: Callable[[], bytes], deadline: float, tally: Tally
+) -> None:
     writer: asyncio.StreamWriter | None = None
     while time.perf_counter() < deadline:
         try:
             if writer is None:
                 reader, writer = await asyncio.open_connection(host, port)
             started = time.perf_counter()
-            writer.write(request)
+            writer.write(request())
             status, size, keep_alive = await asyncio.wait_for(read_response(reader), timeout=TIMEOUT_S)
             tally.record(status, size, time.perf_counter() - started)
             if not keep_alive:
@@ -115,11 +118,23 @@ def percentile(ordered: list[float], pct: float) -> float:
     return ordered[index]
 
 
-async def drive(url: str, headers: list[str], connections: int, duration: float) -> dict[str, float | int]:
+def requests_of(url: str, headers: list[str], fresh: bool) -> Callable[[], bytes]:
+    """The request to send next: always the same, or with `fresh` a new query each time
+    (bench.load.WRK_FRESH)."""
+    if not fresh:
+        same = raw_request(url, headers)
+        return lambda: same
+    counter = itertools.count(1)
+    return lambda: raw_request(f"{url}&fresh={next(counter)}", headers)
+
+
+async def drive(
+    url: str, headers: list[str], connections: int, duration: float, fresh: bool = False
+) -> dict[str, float | int]:
     parts = urlsplit(url)
     host = parts.hostname or "127.0.0.1"
     port = parts.port or 80
-    request = raw_request(url, headers)
+    request = requests_of(url, headers, fresh)
     tally = Tally()
     started = time.perf_counter()
     deadline = started + duration
@@ -184,17 +199,20 @@ async def scheduled(pool: Pool, request: bytes, due: float, tally: Tally, late: 
         tally.record(status, size, time.perf_counter() - due)
 
 
-async def drive_open(url: str, headers: list[str], rate: float, duration: float) -> dict[str, float | int]:
+async def drive_open(
+    url: str, headers: list[str], rate: float, duration: float, fresh: bool = False
+) -> dict[str, float | int]:
     parts = urlsplit(url)
     host = parts.hostname or "127.0.0.1"
     pool = Pool(host, parts.port or 80)
-    request = raw_request(url, headers)
+    request = requests_of(url, headers, fresh)
     tally = Tally()
     late: list[float] = []
     started = time.perf_counter() + 0.05
     count = int(rate * duration)
     tasks = [
-        asyncio.ensure_future(scheduled(pool, request, started + n / rate, tally, late)) for n in range(count)
+        asyncio.ensure_future(scheduled(pool, request(), started + n / rate, tally, late))
+        for n in range(count)
     ]
     await asyncio.gather(*tasks)
     elapsed = time.perf_counter() - started
@@ -243,6 +261,7 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--rate", type=float, default=0.0, help="open loop: requests per second")
+    parser.add_argument("--fresh", action="store_true", help="a new query on every request")
     args = parser.parse_args()
     try:
         import uvloop
@@ -251,9 +270,9 @@ def main() -> None:
     else:
         runner = uvloop.run
     if args.rate > 0:
-        result = runner(drive_open(args.url, args.header, args.rate, args.duration))
+        result = runner(drive_open(args.url, args.header, args.rate, args.duration, args.fresh))
     else:
-        result = runner(drive(args.url, args.header, args.connections, args.duration))
+        result = runner(drive(args.url, args.header, args.connections, args.duration, args.fresh))
     print(MARKER + json.dumps(result), flush=True)
 
 

@@ -15,7 +15,6 @@ from typing import Any
 from litestar import Litestar, Router
 from litestar.datastructures import State
 
-from kiln import changes
 from kiln.api import API_PREFIX, API_ROUTES, ROOT_ROUTES
 from kiln.api._asgi import Admission, KilnASGI
 from kiln.api._deps import DEPENDENCIES
@@ -78,7 +77,6 @@ def create_app(
             # serves the last answers.
             await asyncio.to_thread(workers.pop().stop, deadline)
         await asyncio.to_thread(read_loops.stop, deadline)
-        changes.forget(rt.engine)
         rt.engine.dispose()
 
     litestar = Litestar(

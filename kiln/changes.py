@@ -215,6 +215,7 @@ class PostgresClock(Clock):
         thread = self._thread
         if thread is not None and thread.is_alive() and thread is not threading.current_thread():
             thread.join(self.TICK_S + 1.0)
+        self._pid = 0  # listened again on next use
 
 
 def listener_name() -> str:
@@ -222,34 +223,40 @@ def listener_name() -> str:
     return f"kiln changes {os.getpid()}"
 
 
+# By database URL: engines on one database share its clock (a dispose gives an engine a new
+# pool, and tests make engines of their own beside the application's).
 _clocks: dict[Any, Clock] = {}
 
 
 def watch(engine: Engine) -> Clock:
-    """The engine's clock, counting this process's writes through the engine from now on."""
+    """The clock of the engine's database, counting this process's writes through the engine
+    from now on."""
     url = engine.url
-    if url.get_backend_name() == "sqlite":
-        path = url.database or ""
-        in_memory = path in ("", ":memory:") or path.startswith("file:")
-        clock: Clock = Clock() if in_memory else SQLiteClock(os.path.abspath(path))
-    else:
-        plain = make_url(url).set(drivername="postgresql")
-        clock = PostgresClock(plain.render_as_string(hide_password=False))
-    _clocks[engine.pool] = clock
+    clock = _clocks.get(url)
+    if clock is None:
+        if url.get_backend_name() == "sqlite":
+            path = url.database or ""
+            in_memory = path in ("", ":memory:") or path.startswith("file:")
+            clock = Clock() if in_memory else SQLiteClock(os.path.abspath(path))
+        else:
+            plain = make_url(url).set(drivername="postgresql")
+            clock = PostgresClock(plain.render_as_string(hide_password=False))
+        _clocks[url] = clock
     _count_writes(engine, clock)
     return clock
 
 
 def clock_of(bind: Any) -> Clock | None:
     """The clock of a session's bind: an engine, or a connection (the tests')."""
-    pool = getattr(bind, "pool", None)
-    if pool is None:
-        pool = bind.engine.pool
-    return _clocks.get(pool)
+    url = getattr(bind, "url", None)
+    if url is None:
+        url = bind.engine.url
+    return _clocks.get(url)
 
 
 def forget(engine: Engine) -> None:
-    clock = _clocks.pop(engine.pool, None)
+    """Stop watching the engine's database (an engine made for a while, as tests do)."""
+    clock = _clocks.pop(engine.url, None)
     if clock is not None:
         clock.close()
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from litestar.testing import TestClient
 from sqlalchemy import Connection, RootTransaction, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from kiln import migrate
+from kiln import changes, migrate
 from kiln.app import create_app
 from kiln.config import Settings
 from kiln.db import make_engine, make_engine_unpooled, make_sessionmaker
@@ -159,6 +160,12 @@ def runtime(defaults: Settings) -> Iterator[Runtime]:
     engine = make_engine(defaults)
     migrate.upgrade(engine)
     rt = Runtime(settings=defaults, engine=engine, sessions=make_sessionmaker(engine))
+    # PostgreSQL's listener (kiln.changes) starts on first use: until it listens, nothing is
+    # reused, and tests of what is reused would see a cold process.
+    clock = changes.clock_of(engine)
+    deadline = time.monotonic() + 30
+    while clock is not None and clock.stamp() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
     yield rt
     engine.dispose()
 

@@ -4,6 +4,7 @@ runs through SQLAlchemy and is never kept."""
 
 from __future__ import annotations
 
+import time
 from datetime import date
 from typing import Any
 
@@ -12,6 +13,7 @@ from sqlalchemy import Integer, bindparam, cast, event, func, literal, select, u
 from sqlalchemy.exc import DBAPIError, NoResultFound
 from sqlalchemy.orm import Session
 
+from kiln import changes
 from kiln.db import transaction
 from kiln.models import PersonalAccessToken, User
 from kiln.queries import reads
@@ -194,12 +196,23 @@ def runs_of(runtime: Any, read: Any) -> tuple[list[Any], int]:
         event.remove(runtime.engine, "before_cursor_execute", record)
 
 
+@pytest.fixture
+def clock(runtime: Any) -> changes.Clock:
+    """The database's clock, once it can tell (PostgreSQL's listener starts on first use)."""
+    found = changes.clock_of(runtime.engine)
+    assert found is not None
+    deadline = time.monotonic() + 10
+    while found.stamp() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return found
+
+
 def read_user(runtime: Any, user_id: int) -> list[Any]:
     with runtime.sessions() as session:
         return [tuple(row) for row in run(session, REUSED, {"id": user_id})]
 
 
-def test_a_reusable_statement_is_read_once_while_nothing_is_written(db, make, runtime):
+def test_a_reusable_statement_is_read_once_while_nothing_is_written(db, make, runtime, clock):
     alice = make.user(bio="first")
     first, sent = runs_of(runtime, lambda: read_user(runtime, alice.id))
     again, sent_again = runs_of(runtime, lambda: read_user(runtime, alice.id))
@@ -207,7 +220,7 @@ def test_a_reusable_statement_is_read_once_while_nothing_is_written(db, make, ru
     assert (again, sent_again) == (first, 0)
 
 
-def test_any_write_makes_it_read_again(db, make, runtime):
+def test_any_write_makes_it_read_again(db, make, runtime, clock):
     alice, bob = make.user(bio="first"), make.user()
     read_user(runtime, alice.id)
     db.execute(update(User).where(User.id == bob.id).values(bio="another row"))
@@ -216,13 +229,13 @@ def test_any_write_makes_it_read_again(db, make, runtime):
     assert runs_of(runtime, lambda: read_user(runtime, alice.id)) == ([(alice.id, "second")], 1)
 
 
-def test_other_parameters_are_other_rows(db, make, runtime):
+def test_other_parameters_are_other_rows(db, make, runtime, clock):
     alice, bob = make.user(bio="a"), make.user(bio="b")
     read_user(runtime, alice.id)
     assert runs_of(runtime, lambda: read_user(runtime, bob.id)) == ([(bob.id, "b")], 1)
 
 
-def test_a_write_reads_from_the_database_and_keeps_nothing(db, make, runtime):
+def test_a_write_reads_from_the_database_and_keeps_nothing(db, make, runtime, clock):
     alice = make.user(bio="first")
     read_user(runtime, alice.id)
     with runtime.sessions() as session, transaction(session):
@@ -236,7 +249,7 @@ def test_a_write_reads_from_the_database_and_keeps_nothing(db, make, runtime):
     assert runs_of(runtime, lambda: read_user(runtime, alice.id)) == ([(alice.id, "inside")], 1)
 
 
-def test_a_write_rolled_back_is_read_again_as_it_was(db, make, runtime):
+def test_a_write_rolled_back_is_read_again_as_it_was(db, make, runtime, clock):
     alice = make.user(bio="first")
     with runtime.sessions() as session:
         session.execute(update(User).where(User.id == alice.id).values(bio="never"))
@@ -245,7 +258,7 @@ def test_a_write_rolled_back_is_read_again_as_it_was(db, make, runtime):
     assert runs_of(runtime, lambda: read_user(runtime, alice.id)) == ([(alice.id, "first")], 1)
 
 
-def test_nothing_is_kept_of_a_row_not_found(db, make, runtime):
+def test_nothing_is_kept_of_a_row_not_found(db, make, runtime, clock):
     missing = make.user().id + 1000
     read_user(runtime, missing)
     assert runs_of(runtime, lambda: read_user(runtime, missing)) == ([], 1)

@@ -24,8 +24,11 @@ from typing import Any
 
 import orjson
 
+from kiln import changes
+from kiln.api import _answers
 from kiln.api._deps import DATABASE_WHILE_STREAMING, SESSION_SCOPE_KEY
 from kiln.api._errors import UNAVAILABLE
+from kiln.api._observe import answered_as
 from kiln.api._read_loops import ReadLoops
 from kiln.errors import PayloadTooLarge
 from kiln.services import git_http as transport
@@ -47,7 +50,7 @@ def decode_path(raw: bytes) -> str | None:
         return bytes([int(m.group(1), 16)])
 
     try:
-        return _ESCAPE.sub(repl, raw).decode("utf-8")
+        return (_ESCAPE.sub(repl, raw) if b"%" in raw else raw).decode("utf-8")
     except UnicodeDecodeError:
         return None
 
@@ -236,6 +239,24 @@ class KilnASGI:
         await self._forward(scope, _limited(receive, limit), send)
 
     async def _forward(self, scope: Scope, receive: Any, send: Any) -> None:
+        runtime = getattr(getattr(self.app, "state", None), "kiln", None)
+        keeping = None if runtime is None or not needs_database(scope) else _answers.may_keep(scope)
+        if keeping is None:
+            await self._answer(scope, receive, send)
+            return
+        clock = changes.clock_of(runtime.engine)
+        found = _answers.kept(scope, runtime.settings, clock)
+        if found is not None:
+            answered_as(scope, found.route, found.actor)
+            await send(found.start)
+            await send({"type": "http.response.body", "body": found.body})
+            return
+        await self._answer(scope, receive, send, keeping)
+        _answers.end(scope, keeping, runtime.settings, clock)
+
+    async def _answer(
+        self, scope: Scope, receive: Any, send: Any, keeping: _answers.Keeping | None = None
+    ) -> None:
         admission = self.admission
         if admission is not None and not needs_database(scope):
             admission = None
@@ -267,6 +288,8 @@ class KilnASGI:
             # connection nor a slot for as long as the client takes.
             if message["type"] == "http.response.start" and not scope.get(DATABASE_WHILE_STREAMING):
                 done_with_database()
+            if keeping is not None:
+                _answers.seen(keeping, message)
             await send(message)
 
         try:

@@ -14,7 +14,8 @@ from litestar import Request
 from litestar.di import NamedDependency, Provide
 from sqlalchemy.orm import Session
 
-from kiln import policy
+from kiln import changes, policy
+from kiln.api import _answers
 from kiln.auth.actor import Actor
 from kiln.auth.credentials import Credentials, authenticate
 from kiln.auth.sudo import apply_sudo
@@ -126,6 +127,7 @@ def provide_viewer(request: Request[Any, Any, Any], db: NamedDependency[Session]
         return cast("Actor | None", cached)
     rt = runtime(request)
     opt = request.route_handler.opt
+    _answers.starting(request.scope, changes.clock_of(rt.engine))  # type: ignore[arg-type]
     creds, sudo = credentials_of(request)
     # Under sudo the token needs the sudo scope instead of the route's (checked by apply_sudo).
     actor = authenticate(
@@ -138,6 +140,7 @@ def provide_viewer(request: Request[Any, Any, Any], db: NamedDependency[Session]
     if sudo is not None:
         actor = apply_sudo(db, actor, sudo)
     request.scope["kiln_actor"] = actor  # type: ignore[typeddict-unknown-key]
+    _answers.signed_in(request.scope, actor)  # type: ignore[arg-type]
     return actor
 
 

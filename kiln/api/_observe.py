@@ -61,6 +61,14 @@ class _Answer:
         self.inner: Scope | None = None
 
 
+def answered_as(scope: Scope, route: str | None, actor: Any) -> None:
+    """A request answered before Litestar saw it (a kept answer): its route and caller, for
+    the access log and the metrics."""
+    answer = scope.get(_SCOPE_KEY)
+    if answer is not None:
+        answer.inner = {"path_template": route, "kiln_actor": actor}
+
+
 class _Tap:
     """Keeps a reference to the scope Litestar sees; otherwise the Litestar app itself."""
 

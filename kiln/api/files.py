@@ -10,6 +10,7 @@ from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
 from litestar.response import Stream
 
+from kiln.api import _answers
 from kiln.api._deps import Authenticated, Db, Viewer, in_thread, runtime
 from kiln.api._params import params
 from kiln.api._render import content_disposition, no_content, render
@@ -48,8 +49,11 @@ def _head(request: Req) -> bool:
 @get(FILE, auth="optional", params=FileGet, scopes=READ_SCOPES)
 async def get_file(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
     q: FileGet = await params(request)
-    rec = service.read_file(db, viewer, q.id, q.file_path, q.ref, runtime(request).settings)
+    settings = runtime(request).settings
+    rec = service.read_file(db, viewer, q.id, q.file_path, q.ref, settings)
     if not _head(request):
+        # The same request is answered again with these bytes while nothing changed.
+        _answers.keep(request.scope, service.unchanged(settings, rec))  # type: ignore[arg-type]
         return render(file_view(rec), headers=file_headers(rec))
     # HEAD sends no body, but the length GET would.
     response = render(file_record(rec, content=False))

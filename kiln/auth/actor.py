@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Literal
 
 from kiln.auth.tokens import ADMIN_MODE
@@ -24,6 +25,10 @@ class Actor:
     admin_mode: bool = False
     # The administrator who is acting as `user` through sudo.
     sudo_by: UserRow | None = None
+    # Until when this credential needs no look even if nothing is written (its use is due to
+    # be recorded, or it expires): what an answer kept for it (api._answers) may last. None:
+    # look every time.
+    good_until: datetime | None = None
 
     @property
     def id(self) -> int:

@@ -117,12 +117,17 @@ def _personal_token(db: Session, settings: Settings, secret: str, scopes: tuple[
         raise InvalidToken("Token is an impersonation token but impersonation was disabled.")
     _require_usable(user)
     _touch(db, token_id, last_used_at)
+    # Looked at again once its use is due to be recorded, or on the day it expires.
+    good_until = None if last_used_at is None else last_used_at + LAST_USED_GRANULARITY
+    if good_until is not None and expires_at is not None:
+        good_until = min(good_until, datetime.combine(expires_at, datetime.min.time(), UTC))
     return Actor(
         user=user,
         via="impersonation_token" if impersonation else "personal_access_token",
         scopes=frozenset(held),
         token_id=token_id,
         admin_mode=settings.admin_mode,
+        good_until=good_until,
     )
 
 
@@ -145,6 +150,7 @@ def _oauth_token(
         scopes=frozenset(held),
         token_id=token_id,
         admin_mode=settings.admin_mode,
+        good_until=created_at + timedelta(seconds=expires_in),
     )
 
 
@@ -157,7 +163,7 @@ def _session(db: Session, settings: Settings, creds: Credentials) -> Actor | Non
         return None
     if not creds.safe_method and not (creds.csrf_token and hmac.compare_digest(creds.csrf_token, csrf_token)):
         return None
-    return Actor(user=user, via="session", scopes=None, admin_mode=settings.admin_mode)
+    return Actor(user=user, via="session", scopes=None, admin_mode=settings.admin_mode, good_until=expires_at)
 
 
 def _require_scope(held: list[str], wanted: tuple[str, ...] | None) -> None:

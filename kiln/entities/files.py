@@ -25,7 +25,7 @@ def file_record(rec: FileRecord, *, content: bool = True) -> dict[str, Any]:
     view: dict[str, Any] = {
         "file_name": rec.file.name,
         "file_path": rec.file.path,
-        "size": rec.file.blob.size,
+        "size": rec.file.size,
         "encoding": "base64",
     }
     if content:
@@ -33,7 +33,7 @@ def file_record(rec: FileRecord, *, content: bool = True) -> dict[str, Any]:
     view |= {
         "content_sha256": rec.content_sha256,
         "ref": rec.ref,
-        "blob_id": str(rec.file.blob.id),
+        "blob_id": rec.file.blob_id,
         "commit_id": rec.commit_id,
         "last_commit_id": rec.last_commit_id,
         "execute_filemode": rec.file.executable,
@@ -56,7 +56,7 @@ def file_view(rec: FileRecord) -> orjson.Fragment:
 def content_length(rec: FileRecord) -> int:
     """What `content` adds to the record's JSON: its key and quotes, a comma, and the base64
     text (which JSON never escapes). HEAD tells GET's length without encoding the file."""
-    return len(',"content":""') + 4 * ((rec.file.blob.size + 2) // 3)
+    return len(',"content":""') + 4 * ((rec.file.size + 2) // 3)
 
 
 def file_headers(rec: FileRecord) -> dict[str, str]:

@@ -26,11 +26,13 @@ _HEX = re.compile(r"[0-9a-fA-F]{4,40}")
 
 @dataclass(slots=True)
 class FoundFile:
-    """A blob at a path of a commit's tree."""
+    """A blob at a path of a commit's tree: what the tree says of it, without its bytes (a
+    commit's files never change, so this is kept across requests, and holds no repository)."""
 
     path: str  # as clients name it
     git_path: str  # as pygit2 and the git binary take it
-    blob: pygit2.Blob
+    blob_id: str
+    size: int
     mode: int
 
     @property
@@ -105,7 +107,9 @@ def find_file(commit: pygit2.Commit, path: str) -> FoundFile | None:
     if not isinstance(obj, pygit2.Blob):
         return None
     shown = "/".join(display_name(os.fsencode(part)) for part in git_path.split("/"))
-    return FoundFile(path=shown, git_path=git_path, blob=obj, mode=int(obj.filemode))
+    return FoundFile(
+        path=shown, git_path=git_path, blob_id=str(obj.id), size=obj.size, mode=int(obj.filemode)
+    )
 
 
 def last_commit_for_path(repo_path: Path, revision: str, git_path: str) -> str | None:

@@ -15,6 +15,7 @@ from kiln.git.errors import RepositoryMissing
 from kiln.git.layout import repository_path
 
 CACHE_SIZE = 64
+_PATHS_LIMIT = 65536
 # libgit2 keeps recently read objects in memory across requests.
 pygit2.settings.cache_object_limit(pygit2.enums.ObjectType.BLOB, 256 * 1024)
 pygit2.settings.cache_max_size(256 * 1024 * 1024)
@@ -24,10 +25,17 @@ class RepositoryStore:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._open: OrderedDict[int, pygit2.Repository] = OrderedDict()
+        self._paths: dict[int, Path] = {}
         self._lock = threading.Lock()
 
     def path(self, project_id: int) -> Path:
-        return repository_path(self.root, project_id)
+        # Hashed from the id (a digest and a Path per call): every repository read asks.
+        found = self._paths.get(project_id)
+        if found is None:
+            if len(self._paths) >= _PATHS_LIMIT:
+                self._paths.clear()
+            found = self._paths[project_id] = repository_path(self.root, project_id)
+        return found
 
     def exists(self, project_id: int) -> bool:
         return (self.path(project_id) / "HEAD").is_file()

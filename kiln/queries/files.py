@@ -31,17 +31,25 @@ class FileRecord:
     last_commit_id: str
     # The repository, commit and path: all a file's view is made of besides its ref.
     key: Hashable
+    # Where the file's bytes are read from, when a view needs them.
+    repo: pygit2.Repository
+    project_id: int
+
+    @property
+    def blob(self) -> pygit2.Blob:
+        return self.repo[self.file.blob_id].peel(pygit2.Blob)
 
     @property
     def data(self) -> bytes:
-        return self.file.blob.data
+        return self.blob.data
 
     @property
     def content_sha256(self) -> str:
         return hashlib.sha256(self.data).hexdigest()
 
     def content(self) -> Content:
-        return Content(self.data, self.file.blob.is_binary)
+        blob = self.blob
+        return Content(blob.data, blob.is_binary)
 
 
 @dataclass(slots=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from collections.abc import Callable
 from typing import Literal
 
 import pygit2
@@ -23,6 +24,7 @@ from kiln.git.blame import BlameGroup, RangeOutsideFile, blame
 from kiln.git.errors import ActionFailed, ConcurrentUpdate, EmptyCommit, InvalidRefName, RefNotFound
 from kiln.git.refs import branch_tip, resolve_commit, valid_branch_name
 from kiln.git.writes import FileAction, Person, commit_actions
+from kiln.kept import Kept, text_size
 from kiln.queries.files import BlameRange, FileRecord
 from kiln.schemas.files import FileDelete, FileWrite
 from kiln.services import repositories
@@ -48,18 +50,35 @@ def _commit_at(ctx: RepoContext, ref: str | None) -> pygit2.Commit:
 
 
 def _record(ctx: RepoContext, commit: pygit2.Commit, path: str, ref: str) -> FileRecord:
-    found = git_files.find_file(commit, path)
-    if found is None:
-        raise NotFound("File")
     commit_id = str(commit.id)
-    last = git_files.last_commit_for_path(ctx.path, commit_id, found.git_path)
+    repo_path = ctx.path
+    key = (str(repo_path), commit_id, path)
+    kept = _FILES.get(key)
+    if kept is None:
+        found = git_files.find_file(commit, path)
+        if found is None:
+            raise NotFound("File")
+        last = git_files.last_commit_for_path(repo_path, commit_id, found.git_path)
+        kept = (found, last or commit_id)
+        _FILES.put(key, kept)
+    found, last_commit_id = kept
+    assert ctx.repo is not None  # a commit was found in it
     return FileRecord(
         file=found,
         ref=ref,
         commit_id=commit_id,
-        last_commit_id=last or commit_id,
-        key=(str(ctx.path), commit_id, found.git_path),
+        last_commit_id=last_commit_id,
+        key=key,
+        repo=ctx.repo,
+        project_id=ctx.project.id,
     )
+
+
+# A path at a commit: the file the tree holds there and the last commit that touched it,
+# neither of which ever changes (a missing file is not kept: it is cheap to find missing).
+_FILES: Kept[tuple[git_files.FoundFile, str]] = Kept(
+    limit=4096, budget=4 << 20, size=lambda kept: text_size(kept[0].path, kept[0].git_path, kept[1]) + 64
+)
 
 
 def read_file(
@@ -67,6 +86,19 @@ def read_file(
 ) -> FileRecord:
     ctx = repositories.for_read(db, viewer, ident, settings)
     return _record(ctx, _commit_at(ctx, ref), path, ref)
+
+
+def unchanged(settings: Settings, rec: FileRecord) -> Callable[[], bool]:
+    """Whether the record's ref still names its commit: all that an answer kept for it checks
+    besides the database (kiln.api._answers)."""
+    store = repositories.store(settings)
+    project_id, ref, commit_id = rec.project_id, rec.ref, rec.commit_id
+
+    def check() -> bool:
+        repo = store.find(project_id)
+        return repo is not None and str(resolve_commit(repo, ref).id) == commit_id
+
+    return check
 
 
 def raw_file(

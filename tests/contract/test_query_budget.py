@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from sqlalchemy import event, func, insert, select
 
+from kiln.api import _answers
 from kiln.models import (
     GroupCustomAttribute,
     Identity,
@@ -61,9 +62,10 @@ def add_users(db: Any, start: int, n: int) -> None:
 
 def statements_for(runtime: Any, call: Callable[[], Any]) -> int:
     """Statements of the second call, as it costs after any write: the first may record the
-    token's use, and nothing an earlier request read is reused (test_reused_reads)."""
+    token's use, and nothing an earlier request read or answered is reused."""
     call()
     reads.forget_reused()
+    _answers.forget()
     with counting(runtime.engine) as statements:
         r = call()
     assert r.status_code == 200, r.text
@@ -409,6 +411,10 @@ def test_while_nothing_is_written_a_file_costs_no_statement(api, make, runtime):
     project = new_project(api, make, owner)
     path = f"/projects/{project['id']}/repository/files/README.md?ref=main"
     assert warm_statements(runtime, lambda: api(owner).get(path)) == 0
+    _answers.forget()  # the answer itself is kept too (tests/api/test_kept_answers.py)
+    with counting(runtime.engine) as statements:
+        assert api(owner).get(path).status_code == 200
+    assert statements == []
 
 
 def test_while_nothing_is_written_the_current_user_and_a_project_cost_their_views_alone(api, make, runtime):
