@@ -248,15 +248,30 @@ def watch(engine: Engine) -> Clock:
 
 def clock_of(bind: Any) -> Clock | None:
     """The clock of a session's bind: an engine, or a connection (the tests')."""
+    found = _by_bind.get(id(bind))
+    if found is not None and found[0] is bind:
+        return found[1]
     url = getattr(bind, "url", None)
     if url is None:
         url = bind.engine.url
-    return _clocks.get(url)
+    clock = _clocks.get(url)
+    if clock is not None:
+        if len(_by_bind) >= _BY_BIND_LIMIT:
+            _by_bind.clear()
+        _by_bind[id(bind)] = (bind, clock)
+    return clock
+
+
+# Engines and connections asked before, by id (held, so the id stays theirs): a URL's hash
+# renders it as text each time.
+_by_bind: dict[int, tuple[Any, Clock]] = {}
+_BY_BIND_LIMIT = 1024
 
 
 def forget(engine: Engine) -> None:
     """Stop watching the engine's database (an engine made for a while, as tests do)."""
     clock = _clocks.pop(engine.url, None)
+    _by_bind.clear()
     if clock is not None:
         clock.close()
 
