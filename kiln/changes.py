@@ -26,6 +26,8 @@ import os
 import select
 import sqlite3
 import threading
+import time
+import uuid
 from collections.abc import Hashable
 from typing import Any
 
@@ -84,10 +86,12 @@ class SQLiteClock(Clock):
         # two connections are not comparable. Its calls take microseconds; a lock shares it.
         self._conn: sqlite3.Connection | None = None
         self._pid = 0
+        self._opened = 0
         self._lock = threading.Lock()
 
-    def external(self) -> int | None:
-        """The commits of every other connection, as a number that changes with each."""
+    def external(self) -> tuple[int, int] | None:
+        """The commits of every other connection, as a value that changes with each: the
+        connection's number (counts start again on a new connection) and its data_version."""
         with self._lock:
             try:
                 if self._conn is None or self._pid != os.getpid():
@@ -95,7 +99,8 @@ class SQLiteClock(Clock):
                         f"file:{self._path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False
                     )
                     self._pid = os.getpid()
-                return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+                    self._opened += 1
+                return (self._opened, int(self._conn.execute("PRAGMA data_version").fetchone()[0]))
             except sqlite3.Error:
                 self._conn = None
                 return None
@@ -112,6 +117,9 @@ class PostgresClock(Clock):
     # How long the listener waits before looking at whether it should stop.
     TICK_S = 1.0
     RETRY_S = 1.0
+    # How long a writer waits to hear its own commit (echo) before answering.
+    ECHO_S = 1.0
+    _ECHOES_LIMIT = 1024
 
     def __init__(self, url: str) -> None:
         super().__init__()
@@ -126,24 +134,59 @@ class PostgresClock(Clock):
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        # Writers' echoes heard (their payloads), and a condition they wait on.
+        self._echoes: dict[str, None] = {}
+        self._heard_more = threading.Condition()
+        self._polls = threading.local()
 
     def stamp(self) -> Hashable | None:
         if self._pid != os.getpid():
             self._start()
             return None
         counting = self._counting
-        if counting & 1 or self._fd < 0:
+        fd = self._fd
+        if counting & 1 or fd < 0:
             return None
         local, heard = self._local, self._heard
-        try:
-            # A notification PostgreSQL already sent and the listener has not counted yet.
-            if select.select([self._fd], [], [], 0)[0]:
-                return None
-        except (OSError, ValueError):
+        # A notification PostgreSQL already sent and the listener has not counted yet.
+        if self._readable(fd):
             return None
-        if self._counting != counting:
+        if self._counting != counting or self._heard != heard:
             return None
         return (local, heard)
+
+    def _readable(self, fd: int) -> bool:
+        """Whether the socket holds something (or is gone); poll, not select: any fd number.
+        A poll object per thread and socket (one may not be polled from two threads)."""
+        found = getattr(self._polls, "poll", None)
+        if found is None or found[0] != fd:
+            poll = select.poll()
+            poll.register(fd, select.POLLIN | select.POLLERR | select.POLLHUP)
+            found = self._polls.poll = (fd, poll)
+        try:
+            return bool(found[1].poll(0))
+        except (OSError, ValueError, RuntimeError):
+            return True
+
+    def echo(self) -> str | None:
+        """A payload for a writer to notify in its transaction (None while not listening), so
+        that it can wait to hear its own commit: `heard(echo)`."""
+        if self._fd < 0 or self._pid != os.getpid():
+            return None
+        return f"echo:{os.getpid()}:{uuid.uuid4().hex}"
+
+    def heard(self, echo: str) -> None:
+        """Wait (at most ECHO_S) until the listener has counted the writer's echo: every
+        listening node had it sent at the same moment, so the writer's answer reaches its
+        client after the other nodes' listeners have their notification in hand."""
+        deadline = time.monotonic() + self.ECHO_S
+        with self._heard_more:
+            while echo not in self._echoes:
+                left = deadline - time.monotonic()
+                if left <= 0 or self._fd < 0:
+                    return
+                self._heard_more.wait(left)
+            self._echoes.pop(echo, None)
 
     def _start(self) -> None:
         with self._lock:
@@ -160,7 +203,7 @@ class PostgresClock(Clock):
             try:
                 self._connect()
                 self._count_until_lost()
-            except (psycopg.Error, OSError) as error:
+            except Exception as error:
                 log.warning("kiln: not listening for database changes (%s); reading every time", error)
             finally:
                 self._disconnect()
@@ -173,9 +216,9 @@ class PostgresClock(Clock):
             application_name=listener_name(),
             # A peer gone without a word is noticed within seconds, not hours.
             keepalives=1,
-            keepalives_idle=5,
-            keepalives_interval=2,
-            keepalives_count=3,
+            keepalives_idle=2,
+            keepalives_interval=1,
+            keepalives_count=2,
         )
         conn.execute(f"LISTEN {CHANNEL}")
         self._conn = conn
@@ -187,18 +230,27 @@ class PostgresClock(Clock):
         conn = self._conn
         assert conn is not None
         pgconn = conn.pgconn
+        poll = select.poll()
+        poll.register(self._fd, select.POLLIN | select.POLLERR | select.POLLHUP)
         while not self._stop.is_set():
-            ready = select.select([self._fd], [], [], self.TICK_S)[0]
-            if not ready:
+            if not poll.poll(self.TICK_S * 1000):
                 continue
+            echoes = []
             self._counting += 1
             try:
                 pgconn.consume_input()  # raises once the connection is gone
-                while pgconn.notifies() is not None:
-                    pass
+                while (notice := pgconn.notifies()) is not None:
+                    if notice.extra.startswith(b"echo:"):
+                        echoes.append(notice.extra.decode("ascii", "replace"))
                 self._heard += 1
             finally:
                 self._counting += 1
+            if echoes:
+                with self._heard_more:
+                    if len(self._echoes) >= self._ECHOES_LIMIT:
+                        self._echoes.clear()
+                    self._echoes.update(dict.fromkeys(echoes))
+                    self._heard_more.notify_all()
             if pgconn.status != psycopg.pq.ConnStatus.OK:
                 return
 
@@ -207,8 +259,10 @@ class PostgresClock(Clock):
         self._heard += 1
         conn, self._conn = self._conn, None
         if conn is not None:
-            with contextlib.suppress(psycopg.Error, OSError):
+            with contextlib.suppress(Exception):
                 conn.close()
+        with self._heard_more:
+            self._heard_more.notify_all()
 
     def close(self) -> None:
         self._stop.set()
@@ -325,6 +379,19 @@ def _count_writes(engine: Engine, clock: Clock) -> None:
 
     event.listen(engine, "commit", _ended)
     event.listen(engine, "rollback", _ended)
+
+
+def echo(bind: Any) -> str | None:
+    """What a writing transaction notifies beside its triggers, to hear its own commit
+    (PostgreSQL; None elsewhere or while not listening)."""
+    clock = clock_of(bind)
+    return clock.echo() if isinstance(clock, PostgresClock) else None
+
+
+def heard(bind: Any, echo: str) -> None:
+    clock = clock_of(bind)
+    if isinstance(clock, PostgresClock):
+        clock.heard(echo)
 
 
 def writing(conn: Any) -> bool:

@@ -224,8 +224,12 @@ def is_sqlite(db: Session) -> bool:
 
 
 @contextmanager
-def transaction(db: Session) -> Iterator[Session]:
-    """Commit on success, roll back on any error. Nested calls join the outer unit of work."""
+def transaction(db: Session, *, heard: bool = True) -> Iterator[Session]:
+    """Commit on success, roll back on any error. Nested calls join the outer unit of work.
+
+    On PostgreSQL a write is answered once this process has heard its commit notified
+    (kiln.changes): by then every node's listener has it, and reuses nothing it changed.
+    `heard=False`: bookkeeping nobody waits on (a token's last use)."""
     depth = db.info.get("tx_depth", 0)
     if depth:
         db.info["tx_depth"] = depth + 1
@@ -248,9 +252,16 @@ def transaction(db: Session) -> Iterator[Session]:
         try:
             yield db
             written = changes.writing(db.connection())
+            # A session on a connection (the tests' rolled-back transaction) never commits.
+            bind = db.get_bind()
+            echo = changes.echo(bind) if written and heard and isinstance(bind, Engine) else None
+            if echo is not None:
+                db.execute(_NOTIFY, {"channel": changes.CHANNEL, "payload": echo})
             db.commit()
             if written:
                 changes.wrote(db.get_bind())
+            if echo is not None:
+                changes.heard(db.get_bind(), echo)
         except BaseException:
             db.rollback()
             raise
@@ -295,13 +306,13 @@ def try_transaction(db: Session) -> Iterator[bool]:
             return
         try:
             # Re-entered by `transaction` (the lock is this thread's already): no wait there.
-            with transaction(db):
+            with transaction(db, heard=False):
                 yield True
         finally:
             writer.release()
         return
     try:
-        with transaction(db):
+        with transaction(db, heard=False):
             db.execute(_NO_LOCK_WAIT)
             yield True
     except OperationalError as exc:
@@ -309,6 +320,8 @@ def try_transaction(db: Session) -> Iterator[bool]:
             raise
 
 
+# A writer's own notification beside its triggers', to hear its commit (kiln.changes).
+_NOTIFY = text("SELECT pg_notify(:channel, :payload)")
 # PostgreSQL's shortest wait for a lock (0 would mean forever), for this transaction only.
 _NO_LOCK_WAIT = text("SET LOCAL lock_timeout = 1")
 

@@ -183,3 +183,31 @@ def test_sessions_on_a_new_engine_share_its_clock(tmp_path):
     finally:
         changes.forget(engine)
         engine.dispose()
+
+
+def test_sqlite_a_new_connection_of_the_clock_never_repeats_a_stamp(sqlite_file):
+    """data_version counts again from its start on a new connection (after an error on the
+    old one): the connection's number is part of the stamp."""
+    engine, _path = sqlite_file
+    clock = changes.clock_of(engine)
+    assert isinstance(clock, changes.SQLiteClock)
+    seen = {clock.stamp()}
+    for _ in range(3):
+        clock._conn = None  # what an error on the PRAGMA does
+        stamp = clock.stamp()
+        assert stamp not in seen
+        seen.add(stamp)
+
+
+def test_postgresql_a_write_through_kiln_is_heard_before_it_returns(postgresql):
+    """A write answers once this process has heard its commit: every node's listener has it
+    by then (measured without: a third of writes returned before their notification came)."""
+    clock = changes.clock_of(postgresql.engine)
+    sessions = make_sessionmaker(postgresql.engine)
+    assert isinstance(clock, changes.PostgresClock)
+    for _ in range(30):
+        settled(clock, lambda stamp: stamp is not None)
+        heard = clock._heard  # what the listener has counted (the stamp counts local writes too)
+        with sessions() as session, transaction(session):
+            session.execute(text("UPDATE users SET name = name WHERE id = 1"))
+        assert clock._heard != heard

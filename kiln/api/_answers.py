@@ -37,6 +37,8 @@ _ANSWERS_BYTES = 32 << 20
 # Requests seen once (by key): an answer is kept the second time it is made, so a request
 # made once (a crawler, a script reading each file once) costs no copy of its answer.
 _SEEN_LIMIT = 8192
+# Paths longer than this are never kept (what is kept is bounded by count, so by size too).
+_PATH_LIMIT = 2048
 
 
 @dataclass(slots=True)
@@ -44,9 +46,11 @@ class Keeping:
     """What a GET learns as it runs, in its scope under KEEPING: whether its answer may be
     kept (the route says so) and what it was made from."""
 
-    # The stamp before the request read anything (taken as its caller is authenticated).
+    # The stamp before the request read anything (taken as its caller is authenticated), and
+    # the next change of date then (what it read was read for that day).
     stamp: Hashable | None = None
     started: bool = False
+    midnight: float = 0.0
     # Set by the route: the check its answer needs besides the stamp; None: not kept.
     still: Callable[[], bool] | None = None
     actor: Actor | None = None
@@ -85,7 +89,7 @@ def may_keep(scope: dict[str, Any]) -> Keeping | None:
 
 def kept(scope: dict[str, Any], settings: object, clock: changes.Clock | None) -> Answer | None:
     """The answer kept for this very request, if there is one and it still holds."""
-    if clock is None or scope.get("raw_path") not in _paths:
+    if clock is None or _path_of(scope) not in _paths:
         return None
     found = _answers.get(key_of(scope))
     if found is None or found.settings is not settings or time.time() >= found.until:
@@ -101,16 +105,25 @@ def kept(scope: dict[str, Any], settings: object, clock: changes.Clock | None) -
 
 
 def key_of(scope: dict[str, Any]) -> Hashable:
-    """The request as an answer depends on it: the raw path and query, and a digest of every
-    credential header (a kept answer holds no secret)."""
-    digest = hashlib.sha256()
+    """The request as an answer depends on it: its path, and a digest of its query and every
+    credential header (a kept answer holds no secret: a token may be in the query)."""
+    path = _path_of(scope)
+    digest = hashlib.sha256(scope.get("query_string", b""))
     for name, value in scope.get("headers", ()):
         if name in _CREDENTIALS:
+            digest.update(b"\0")
             digest.update(name)
             digest.update(b"\0")
             digest.update(value)
-            digest.update(b"\0")
-    return (scope.get("raw_path"), scope.get("query_string", b""), digest.digest())
+    return (path, digest.digest())
+
+
+def _path_of(scope: dict[str, Any]) -> bytes:
+    """The raw path without its query (some servers leave the query on it)."""
+    raw = scope.get("raw_path")
+    if not raw:
+        return scope["path"].encode("utf-8", "surrogateescape")  # type: ignore[no-any-return]
+    return raw.split(b"?", 1)[0] if b"?" in raw else raw  # type: ignore[no-any-return]
 
 
 def starting(scope: dict[str, Any], clock: changes.Clock | None) -> None:
@@ -120,6 +133,7 @@ def starting(scope: dict[str, Any], clock: changes.Clock | None) -> None:
     if keeping is not None and not keeping.started:
         keeping.started = True
         keeping.stamp = None if clock is None else clock.stamp()
+        keeping.midnight = _next_midnight()
 
 
 def signed_in(scope: dict[str, Any], actor: Actor | None) -> None:
@@ -161,6 +175,8 @@ def end(scope: dict[str, Any], keeping: Keeping, settings: object, clock: change
     if until is None or clock.stamp() != keeping.stamp:
         return
     key = key_of(scope)
+    if len(key[0]) > _PATH_LIMIT:  # type: ignore[index]
+        return
     if key not in _seen:
         if len(_seen) >= _SEEN_LIMIT:
             _seen.clear()
@@ -170,7 +186,7 @@ def end(scope: dict[str, Any], keeping: Keeping, settings: object, clock: change
     answer = Answer(
         stamp=keeping.stamp,
         settings=settings,
-        until=min(until, _next_midnight()),
+        until=min(until, keeping.midnight),
         still=keeping.still,
         actor=keeping.actor,
         route=keeping.route,
