@@ -199,12 +199,18 @@ class PostgresClock(Clock):
             self._thread.start()
 
     def _listen(self) -> None:
+        told = False  # one warning per outage, not one per retry
         while not self._stop.is_set():
             try:
                 self._connect()
+                if told:
+                    log.warning("kiln: listening for database changes again")
+                    told = False
                 self._count_until_lost()
-            except Exception as error:
-                log.warning("kiln: not listening for database changes (%s); reading every time", error)
+            except Exception as error:  # whatever it was: listen again
+                if not told and not self._stop.is_set():
+                    log.warning("kiln: not listening for database changes (%s); reading every time", error)
+                    told = True
             finally:
                 self._disconnect()
             self._stop.wait(self.RETRY_S)

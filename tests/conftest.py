@@ -167,6 +167,7 @@ def runtime(defaults: Settings) -> Iterator[Runtime]:
     while clock is not None and clock.stamp() is None and time.monotonic() < deadline:
         time.sleep(0.01)
     yield rt
+    changes.forget(engine)  # its listener ends before the tests' PostgreSQL server does
     engine.dispose()
 
 

@@ -211,3 +211,17 @@ def test_postgresql_a_write_through_kiln_is_heard_before_it_returns(postgresql):
         with sessions() as session, transaction(session):
             session.execute(text("UPDATE users SET name = name WHERE id = 1"))
         assert clock._heard != heard
+
+
+def test_postgresql_an_outage_is_logged_once_not_at_every_retry(caplog):
+    clock = changes.PostgresClock("postgresql://kiln@127.0.0.1:1/none?connect_timeout=1")
+    clock.RETRY_S = 0.02
+    try:
+        with caplog.at_level("WARNING", logger="kiln.changes"):
+            clock.stamp()
+            time.sleep(0.5)
+    finally:
+        clock.close()
+    said = [r.getMessage() for r in caplog.records if r.name == "kiln.changes"]
+    assert len(said) == 1
+    assert said[0].startswith("kiln: not listening for database changes")
