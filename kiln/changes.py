@@ -119,6 +119,9 @@ class PostgresClock(Clock):
     RETRY_S = 1.0
     # How long a writer waits to hear its own commit (echo) before answering.
     ECHO_S = 1.0
+    # The listener notifies itself every TICK_S: a connection whose beat is later than this
+    # (a peer gone silent, a proxy that delivers no notifications) gives no stamp.
+    BEAT_LATE_S = 3.0
     _ECHOES_LIMIT = 1024
 
     def __init__(self, url: str) -> None:
@@ -138,6 +141,8 @@ class PostgresClock(Clock):
         self._echoes: dict[str, None] = {}
         self._heard_more = threading.Condition()
         self._polls = threading.local()
+        self._beat = f"beat:{uuid.uuid4().hex}".encode("ascii")
+        self._beat_at = 0.0
 
     def stamp(self) -> Hashable | None:
         if self._pid != os.getpid():
@@ -148,6 +153,8 @@ class PostgresClock(Clock):
         if counting & 1 or fd < 0:
             return None
         local, heard = self._local, self._heard
+        if time.monotonic() - self._beat_at > self.BEAT_LATE_S:
+            return None
         # A notification PostgreSQL already sent and the listener has not counted yet.
         if self._readable(fd):
             return None
@@ -230,6 +237,7 @@ class PostgresClock(Clock):
         self._conn = conn
         # What was reused before this connection listened may have changed since.
         self._heard += 1
+        self._beat_at = time.monotonic()
         self._fd = conn.pgconn.socket
 
     def _count_until_lost(self) -> None:
@@ -238,17 +246,40 @@ class PostgresClock(Clock):
         pgconn = conn.pgconn
         poll = select.poll()
         poll.register(self._fd, select.POLLIN | select.POLLERR | select.POLLHUP)
+        beat = b"NOTIFY " + CHANNEL.encode() + b", '" + self._beat + b"'"
+        beating = False  # a beat sent, its result not read yet
+        next_beat = 0.0
         while not self._stop.is_set():
-            if not poll.poll(self.TICK_S * 1000):
+            now = time.monotonic()
+            if not beating and now >= next_beat:
+                pgconn.send_query(beat)
+                while pgconn.flush():
+                    pass
+                beating, next_beat = True, now + self.TICK_S
+            if not poll.poll(max(0.0, next_beat - time.monotonic()) * 1000 + 1):
                 continue
             echoes = []
             self._counting += 1
             try:
                 pgconn.consume_input()  # raises once the connection is gone
+                changed = False
                 while (notice := pgconn.notifies()) is not None:
-                    if notice.extra.startswith(b"echo:"):
-                        echoes.append(notice.extra.decode("ascii", "replace"))
-                self._heard += 1
+                    if notice.extra == self._beat:
+                        self._beat_at = time.monotonic()
+                    elif notice.extra.startswith(b"beat:"):
+                        continue  # another process's
+                    else:
+                        changed = True
+                        if notice.extra.startswith(b"echo:"):
+                            echoes.append(notice.extra.decode("ascii", "replace"))
+                while beating and not pgconn.is_busy():
+                    result = pgconn.get_result()
+                    if result is None:
+                        beating = False
+                    elif result.status != psycopg.pq.ExecStatus.COMMAND_OK:
+                        raise psycopg.OperationalError(result.error_message.decode("utf-8", "replace"))
+                if changed:
+                    self._heard += 1
             finally:
                 self._counting += 1
             if echoes:

@@ -225,3 +225,20 @@ def test_postgresql_an_outage_is_logged_once_not_at_every_retry(caplog):
     said = [r.getMessage() for r in caplog.records if r.name == "kiln.changes"]
     assert len(said) == 1
     assert said[0].startswith("kiln: not listening for database changes")
+
+
+def test_postgresql_the_listener_s_own_beats_change_nothing(postgresql):
+    clock = changes.clock_of(postgresql.engine)
+    before = settled(clock, lambda stamp: stamp is not None)
+    time.sleep(2.5)  # two beats or more
+    assert settled(clock, lambda stamp: stamp is not None) == before
+
+
+def test_postgresql_a_listener_whose_beat_is_late_gives_no_stamp(postgresql):
+    """A peer gone silent, or a proxy that delivers no notifications, never beats back."""
+    clock = changes.clock_of(postgresql.engine)
+    assert isinstance(clock, changes.PostgresClock)
+    settled(clock, lambda stamp: stamp is not None)
+    clock._beat_at -= clock.BEAT_LATE_S + 1
+    assert clock.stamp() is None
+    assert settled(clock, lambda stamp: stamp is not None) is not None  # the next beat comes
