@@ -74,6 +74,23 @@ class Clock:
     def stamp(self) -> Hashable | None:
         return self._local
 
+    def began(self, conn: Any) -> None:
+        """A read transaction begins on `conn` (engine event): note what it will read."""
+        return None
+
+    def read_at(self, conn: Any, stamp: Hashable) -> bool:
+        """Whether what `conn`'s transaction read is the database as of `stamp`: true where
+        each statement reads a snapshot of its own (taken after the stamp)."""
+        return True
+
+    def echo(self) -> str | None:
+        """A payload for a writer to notify in its transaction, to hear its own commit
+        (`heard`); None where there is nothing to hear."""
+        return None
+
+    def heard(self, echo: str) -> None:
+        return None
+
     def close(self) -> None:
         return None
 
@@ -109,6 +126,14 @@ class SQLiteClock(Clock):
         local = self._local
         external = self.external()
         return None if external is None else (local, external)
+
+    def began(self, conn: Any) -> None:
+        conn.info[_BEGUN] = self.external()
+
+    def read_at(self, conn: Any, stamp: Hashable) -> bool:
+        """SQLite reads a whole transaction in one snapshot, perhaps taken before a commit the
+        stamp counts: only one begun at the stamp's commits read what it says."""
+        return isinstance(stamp, tuple) and conn.info.get(_BEGUN) == stamp[1]
 
 
 class PostgresClock(Clock):
@@ -176,8 +201,7 @@ class PostgresClock(Clock):
             return True
 
     def echo(self) -> str | None:
-        """A payload for a writer to notify in its transaction (None while not listening), so
-        that it can wait to hear its own commit: `heard(echo)`."""
+        """A payload for a writer to notify in its transaction (None while not listening)."""
         if self._fd < 0 or self._pid != os.getpid():
             return None
         return f"echo:{os.getpid()}:{uuid.uuid4().hex}"
@@ -370,7 +394,7 @@ def forget(engine: Engine) -> None:
 _WROTE = "kiln_wrote"
 _SAVEPOINTS = "kiln_savepoints"
 # What SQLite's read transaction began at (SQLiteClock.external), in its connection's info.
-BEGUN = "kiln_begun"
+_BEGUN = "kiln_begun"
 
 
 def _count_writes(engine: Engine, clock: Clock) -> None:
@@ -418,27 +442,6 @@ def _count_writes(engine: Engine, clock: Clock) -> None:
     event.listen(engine, "rollback", _ended)
 
 
-def echo(bind: Any) -> str | None:
-    """What a writing transaction notifies beside its triggers, to hear its own commit
-    (PostgreSQL; None elsewhere or while not listening)."""
-    clock = clock_of(bind)
-    return clock.echo() if isinstance(clock, PostgresClock) else None
-
-
-def heard(bind: Any, echo: str) -> None:
-    clock = clock_of(bind)
-    if isinstance(clock, PostgresClock):
-        clock.heard(echo)
-
-
 def writing(conn: Any) -> bool:
     """Whether the connection's transaction has written."""
     return not conn.invalidated and bool(conn.info.get(_WROTE))
-
-
-def wrote(bind: Any) -> None:
-    """A write through `bind` has just been committed: stamps from before it are stale here at
-    once (other nodes hear of it when PostgreSQL tells them)."""
-    clock = clock_of(bind)
-    if clock is not None:
-        clock.wrote()

@@ -197,8 +197,8 @@ def _configure_sqlite(engine: Engine) -> None:
         # reused rows (queries.reads) whether this transaction's reads may be kept.
         begin = "BEGIN IMMEDIATE" if conn.get_execution_options().get("kiln_write") else "BEGIN"
         clock = changes.clock_of(engine)
-        if isinstance(clock, changes.SQLiteClock):
-            conn.info[changes.BEGUN] = clock.external()
+        if clock is not None:
+            clock.began(conn)
         conn.connection.driver_connection.execute(begin)
 
 
@@ -254,14 +254,15 @@ def transaction(db: Session, *, heard: bool = True) -> Iterator[Session]:
             written = changes.writing(db.connection())
             # A session on a connection (the tests' rolled-back transaction) never commits.
             bind = db.get_bind()
-            echo = changes.echo(bind) if written and heard and isinstance(bind, Engine) else None
+            clock = changes.clock_of(bind)
+            echo = clock.echo() if clock and written and heard and isinstance(bind, Engine) else None
             if echo is not None:
                 db.execute(_NOTIFY, {"channel": changes.CHANNEL, "payload": echo})
             db.commit()
-            if written:
-                changes.wrote(db.get_bind())
-            if echo is not None:
-                changes.heard(db.get_bind(), echo)
+            if clock is not None and written:
+                clock.wrote()
+            if clock is not None and echo is not None:
+                clock.heard(echo)
         except BaseException:
             db.rollback()
             raise

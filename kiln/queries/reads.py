@@ -112,18 +112,9 @@ def _reused(db: Session, statement: Executable, params: Mapping[str, Any]) -> Ro
     if found is not None and found[0] == stamp:
         return found[1]
     rows = _run(db, statement, params)
-    if rows and clock.stamp() == stamp and _snapshot_at(db, clock, stamp):  # type: ignore[union-attr]
+    if rows and clock.stamp() == stamp and clock.read_at(db.connection(), stamp):  # type: ignore[union-attr]
         _kept.put(key, (stamp, rows), text_size(rows.all()))
     return rows
-
-
-def _snapshot_at(db: Session, clock: changes.Clock, stamp: Hashable) -> bool:
-    """Whether the session's rows are the database's as of `stamp`: SQLite reads a whole
-    request in one snapshot, perhaps taken before a commit the stamp counts."""
-    if not isinstance(clock, changes.SQLiteClock):
-        return True  # PostgreSQL reads each statement in a snapshot of its own
-    begun = db.connection().info.get(changes.BEGUN)
-    return isinstance(stamp, tuple) and begun == stamp[1]
 
 
 def forget_reused() -> None:
