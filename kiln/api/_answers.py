@@ -25,12 +25,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kiln import changes
+from kiln.api import _deps  # credentials_of's headers (a cycle: _deps reports here)
 from kiln.auth.actor import Actor
 from kiln.kept import Kept
 
 KEEPING = "kiln_keeping"
-# Headers whose values name the caller (or would change who answers).
-_CREDENTIALS = frozenset({b"private-token", b"authorization", b"job-token", b"cookie", b"sudo"})
 # A kept answer's bytes: files and small views; larger ones are made each time.
 _ANSWERS_LIMIT = 2048
 _ANSWERS_BYTES = 32 << 20
@@ -109,8 +108,9 @@ def key_of(scope: dict[str, Any]) -> Hashable:
     credential header (a kept answer holds no secret: a token may be in the query)."""
     path = _path_of(scope)
     digest = hashlib.sha256(scope.get("query_string", b""))
+    credentials = _deps.CREDENTIAL_HEADERS
     for name, value in scope.get("headers", ()):
-        if name in _CREDENTIALS:
+        if name in credentials:
             digest.update(b"\0")
             digest.update(name)
             digest.update(b"\0")

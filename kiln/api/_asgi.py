@@ -26,7 +26,7 @@ import orjson
 
 from kiln import changes
 from kiln.api import _answers
-from kiln.api._deps import DATABASE_WHILE_STREAMING, SESSION_SCOPE_KEY
+from kiln.api._deps import CREDENTIAL_HEADERS, CREDENTIAL_PARAMS, DATABASE_WHILE_STREAMING, SESSION_SCOPE_KEY
 from kiln.api._errors import UNAVAILABLE
 from kiln.api._observe import answered_as
 from kiln.api._read_loops import ReadLoops
@@ -65,8 +65,6 @@ _GIT_PACK_REQUESTS = tuple(
 # Answered without the database: an orchestrator's probes and tooling's version check.
 _PROBES = frozenset({"/-/health", "/-/liveness"})
 _VERSION = "/api/v4/version"  # a probe too when anonymous
-_CREDENTIAL_HEADERS = frozenset({b"private-token", b"authorization", b"job-token", b"cookie", b"sudo"})
-_CREDENTIAL_PARAMS = (b"private_token", b"access_token", b"job_token", b"sudo")
 LAG_TICK = 0.01  # seconds between the loop-lag timer's runs
 # A late loop refuses only once more requests came since its last tick than a pool of
 # clients each waiting for its answer would send: a stall with little traffic (a slow
@@ -83,10 +81,10 @@ def needs_database(scope: Scope) -> bool:
         return False
     if path != _VERSION:
         return True
-    if any(name in _CREDENTIAL_HEADERS for name, _ in scope.get("headers", ())):
+    if any(name in CREDENTIAL_HEADERS for name, _ in scope.get("headers", ())):
         return True
     query = scope.get("query_string", b"")
-    return bool(query) and any(param in query for param in _CREDENTIAL_PARAMS)
+    return bool(query) and any(param in query for param in CREDENTIAL_PARAMS)
 
 
 class Admission:

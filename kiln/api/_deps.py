@@ -90,6 +90,12 @@ def provide_db(request: Request[Any, Any, Any]) -> Session:
     return db
 
 
+# Where credentials_of finds the caller: the headers (the session's cookie among all cookies),
+# and the query's parameters.
+CREDENTIAL_HEADERS = frozenset({b"private-token", b"authorization", b"job-token", b"cookie", b"sudo"})
+CREDENTIAL_PARAMS = (b"private_token", b"access_token", b"job_token", b"sudo")
+
+
 def credentials_of(request: Request[Any, Any, Any]) -> tuple[Credentials, str | None]:
     """The credentials and sudo target the request presents, from headers or query."""
     headers = request.headers

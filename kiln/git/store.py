@@ -107,7 +107,11 @@ _stores_lock = threading.Lock()
 
 
 def store_for(root: Path) -> RepositoryStore:
-    """One store (and cache) per repositories root in this process."""
+    """One store (and cache) per repositories root in this process; found without the lock
+    (every repository read asks), made under it."""
+    store = _stores.get(root)
+    if store is not None:
+        return store
     with _stores_lock:
         store = _stores.get(root)
         if store is None:

@@ -42,14 +42,7 @@ DEFAULT_PROTECTION = {
 
 
 def store(settings: Settings) -> RepositoryStore:
-    found = _stores.get(settings.data_dir)
-    if found is None:
-        found = _stores[settings.data_dir] = store_for(settings.data_dir / "repositories")
-    return found
-
-
-# By data dir: the store's root is built once, not on every read.
-_stores: dict[Path, RepositoryStore] = {}
+    return store_for(settings.data_dir / "repositories")
 
 
 @dataclass(slots=True)
