@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, select, text, update
-from sqlalchemy.orm import Session
 
 from kiln import changes
 from kiln.config import Settings
@@ -178,8 +177,9 @@ def test_sessions_on_a_new_engine_share_its_clock(tmp_path):
     try:
         sessions = make_sessionmaker(engine)
         with sessions() as session:
-            assert changes.clock_of(session.get_bind()) is changes.clock_of(engine)
-            assert isinstance(session, Session)
+            clock = changes.clock_of(session.get_bind())
+            assert isinstance(clock, changes.SQLiteClock)
+            assert clock is changes.clock_of(engine)
     finally:
         changes.forget(engine)
         engine.dispose()

@@ -249,23 +249,26 @@ def test_an_anonymous_caller_is_not_shown_a_signed_in_caller_s_view(api, make):
     assert "permissions" not in listed(api(), project.id)
 
 
-def test_a_shared_project_shows_its_group_s_new_name(api, make, db):
-    owner, viewer = make.user(), make.user()
+def shared_project(make: Any, db: Any) -> tuple[Any, Any]:
+    """A public project shared with a public group (Developer access): the group, the project."""
+    owner = make.user()
     group = make.group(owners=[owner], visibility="public")
     project = make.project(owner=owner, visibility="public")
     written(db, insert(ProjectGroupLink).values(project_id=project.id, group_id=group.id, group_access=30))
-    client = api(viewer)
+    return group, project
+
+
+def test_a_shared_project_shows_its_group_s_new_name(api, make, db):
+    group, project = shared_project(make, db)
+    client = api(make.user())
     assert listed(client, project.id)["shared_with_groups"][0]["group_name"] == group.name
     written(db, update(Namespace).where(Namespace.id == group.id).values(name="Renamed"))
     assert listed(client, project.id)["shared_with_groups"][0]["group_name"] == "Renamed"
 
 
 def test_a_shared_project_shows_its_share_s_new_access(api, make, db):
-    owner, viewer = make.user(), make.user()
-    group = make.group(owners=[owner], visibility="public")
-    project = make.project(owner=owner, visibility="public")
-    written(db, insert(ProjectGroupLink).values(project_id=project.id, group_id=group.id, group_access=30))
-    client = api(viewer)
+    _group, project = shared_project(make, db)
+    client = api(make.user())
     assert listed(client, project.id)["shared_with_groups"][0]["group_access_level"] == 30
     written(
         db, update(ProjectGroupLink).where(ProjectGroupLink.project_id == project.id).values(group_access=20)

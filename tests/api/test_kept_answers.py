@@ -6,6 +6,7 @@ the caller's credential due a look, other credentials, other settings."""
 from __future__ import annotations
 
 import base64
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -141,3 +142,17 @@ def test_an_answer_is_kept_the_second_time_it_is_made(api, make, runtime):
     api(owner).get(path)  # made once (new_project's read recorded the token's first use)
     assert read(api, runtime, owner, path)[1] > 0  # made again, and kept
     assert read(api, runtime, owner, path)[1] == 0
+
+
+def test_an_answer_lasts_no_later_than_the_day_its_request_began_in(api, make, runtime, monkeypatch):
+    """Memberships expire by date: a request that began before midnight read for that day,
+    however late it ends."""
+    owner = make.user()
+    project = new_project(api, make, owner)
+    path = f"/projects/{project['id']}{README}"
+    api(owner).get(path)  # made once
+    passed, ahead = time.time() - 1, time.time() + 3600
+    days = iter([passed])  # the request begins the moment before midnight; it ends after it
+    monkeypatch.setattr(_answers, "_next_midnight", lambda: next(days, ahead))
+    api(owner).get(path)  # made again: kept until the midnight it began before
+    assert read(api, runtime, owner, path)[1] > 0
