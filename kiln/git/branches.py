@@ -5,49 +5,21 @@ succeed silently)."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import pygit2
 
+from kiln.git.names import BRANCH_PREFIX, TAG_PREFIX
 from kiln.git.refs import delete_ref, update_ref
 from kiln.git.writes import repository_lock
 
-BRANCH_PREFIX = "refs/heads/"
-TAG_PREFIX = "refs/tags/"
-# GitLab refuses these as the start of a branch or tag name given to the API.
-_REFUSED_PREFIXES = ("refs/heads/", "refs/remotes/", "-")
-_HEX_40 = re.compile(r"\A[0-9a-fA-F]{40}\Z")
-_OBJECT_NAME = re.compile(r"\A(?:[0-9a-fA-F]{40}|[0-9a-fA-F]{64})\Z")
 _TYPE_NAMES = {
     pygit2.enums.ObjectType.COMMIT: "commit",
     pygit2.enums.ObjectType.TREE: "tree",
     pygit2.enums.ObjectType.BLOB: "blob",
     pygit2.enums.ObjectType.TAG: "tag",
 }
-
-
-def valid_ref_name(name: str) -> bool:
-    """GitLab's rule for a new branch or tag name: git's ref format, and none of the names
-    that would read as something else (`HEAD`, `-x`, `refs/heads/x`)."""
-    if not name or name == "HEAD" or name.startswith(_REFUSED_PREFIXES):
-        return False
-    if any(ord(ch) < 0x20 or ch == "\x7f" for ch in name):
-        return False  # libgit2 stops at NUL; git itself refuses control characters
-    try:
-        return pygit2.reference_is_valid_name(f"{BRANCH_PREFIX}{name}")
-    except (ValueError, TypeError):
-        return False
-
-
-def hex_branch_name(name: str) -> bool:
-    """A 40-hex name would shadow commit ids in every revision lookup."""
-    return bool(_HEX_40.match(name))
-
-
-def object_name_like(name: str) -> bool:
-    return bool(_OBJECT_NAME.match(name))
 
 
 @dataclass(slots=True)

@@ -13,6 +13,7 @@ import pygit2
 
 from kiln.git import timed
 from kiln.git.errors import ConcurrentUpdate, InvalidRefName, RefNotFound
+from kiln.git.names import object_name_like, readable_ref
 
 ZERO = "0" * 40
 # A full object id: SHA-1, or SHA-256 in a repository that uses it.
@@ -29,7 +30,12 @@ def resolve_commit(repo: pygit2.Repository, ref: str | None) -> pygit2.Commit:
     """A branch, tag (annotated or not), full or short SHA, or revision expression; HEAD
     (the default branch) when `ref` is empty."""
     name = ref or "HEAD"
+    if not readable_ref(name):
+        raise RefNotFound(name)
     candidates = [f"refs/heads/{name}", f"refs/tags/{name}", name] if ref else ["HEAD"]
+    if object_name_like(name):
+        # git's own order: a full object id names that object, whatever refs share its name.
+        candidates.insert(0, name)
     for candidate in candidates:
         try:
             obj = repo.revparse_single(candidate)
@@ -44,12 +50,10 @@ def resolve_commit(repo: pygit2.Repository, ref: str | None) -> pygit2.Commit:
 
 
 def branch_tip(repo: pygit2.Repository, branch: str) -> pygit2.Oid | None:
+    if not readable_ref(branch):
+        return None
     ref = repo.references.get(f"refs/heads/{branch}")
     return None if ref is None else ref.resolve().target
-
-
-def valid_branch_name(name: str) -> bool:
-    return bool(name) and pygit2.reference_is_valid_name(f"refs/heads/{name}") and name != "HEAD"
 
 
 def update_ref(repo_path: Path, ref: str, new: str, old: str | None, message: str) -> None:

@@ -16,6 +16,7 @@ import pygit2
 
 from kiln.git.errors import ActionFailed, EmptyCommit
 from kiln.git.files import last_commit_for_path
+from kiln.git.names import path_problem
 from kiln.git.refs import branch_tip, update_ref
 
 FILE_MODE = pygit2.enums.FileMode.BLOB
@@ -65,16 +66,6 @@ class Person:
 
 def _subject(message: str) -> str:
     return (message.splitlines() or ["commit"])[0]
-
-
-def path_problem(path: str) -> str | None:
-    """Paths that would escape the tree or break git: absolute, `..`, `.`, empty parts
-    (`a//b`), NUL, `.git`."""
-    if not path or path.startswith("/") or "\x00" in path or path.endswith("/"):
-        return "invalid path"
-    if any(part in ("", ".", "..", ".git") for part in path.split("/")):
-        return "invalid path"
-    return None
 
 
 def _tree_paths(index: pygit2.Index) -> set[str]:

@@ -19,6 +19,7 @@ from kiln.config import Settings
 from kiln.db import transaction
 from kiln.errors import BadRequest, NotFound
 from kiln.git import branches as git_refs
+from kiln.git import names
 from kiln.git.branches import BRANCH_PREFIX, BranchRef
 from kiln.git.errors import ConcurrentUpdate, EmptyCommit, RefNotFound
 from kiln.git.refs import resolve_commit
@@ -127,7 +128,7 @@ def list_branches(
 
 def _existing(ctx: RepoContext, name: str) -> BranchRef:
     """GitLab's find_branch!: 400 for a name git would refuse, 404 for a missing branch."""
-    if not git_refs.valid_ref_name(name):
+    if not names.valid_ref_name(name):
         raise BadRequest(INVALID_REFNAME, raw=True)
     found = git_refs.find_branch(ctx.repo, name) if ctx.repo is not None else None
     if found is None:
@@ -185,7 +186,7 @@ def create_branch(db: Session, actor: Actor, ident: str, settings: Settings, p: 
     _ensure_default_branch(db, actor, ctx)
     repo = ctx.ensure()
     name = p.branch
-    if not git_refs.valid_ref_name(name):
+    if not names.valid_ref_name(name):
         raise BadRequest(NAME_INVALID, raw=True)
     if git_refs.find_branch(repo, name) is not None:
         raise BadRequest(ALREADY_EXISTS, raw=True)
@@ -195,7 +196,7 @@ def create_branch(db: Session, actor: Actor, ident: str, settings: Settings, p: 
         raise BadRequest(
             f"Failed to create branch '{name}': invalid reference name '{p.ref}'", raw=True
         ) from None
-    if git_refs.hex_branch_name(name):
+    if names.object_name_like(name):
         raise BadRequest(HEX_NAME, raw=True)
     _check_protected_creation(db, actor, ctx, name, commit)
     if git_refs.hierarchy_conflict(repo, BRANCH_PREFIX, name):

@@ -20,7 +20,7 @@ from kiln.auth.actor import Actor
 from kiln.config import Settings
 from kiln.db import transaction
 from kiln.errors import BadRequest, Forbidden, KilnError, NotFound, ValidationFailed
-from kiln.git import history, picks
+from kiln.git import history, names, picks
 from kiln.git.diffs import FileDiff, tree_diff
 from kiln.git.errors import (
     ActionFailed,
@@ -30,7 +30,7 @@ from kiln.git.errors import (
     RefNotFound,
 )
 from kiln.git.history import LogQuery, Stats
-from kiln.git.refs import branch_tip, is_object_id, resolve_commit, valid_branch_name
+from kiln.git.refs import branch_tip, is_object_id, resolve_commit
 from kiln.git.writes import FileAction, Person, commit_actions, write_commit
 from kiln.models import CommitNote
 from kiln.pagination import TOTAL_LIMIT, Page, PageResult
@@ -403,7 +403,7 @@ def create_commit(db: Session, actor: Actor, ident: str, p: CommitCreate, settin
         raise _refused(
             f"A branch called '{p.branch}' already exists. Switch to that branch in order to make changes"
         )
-    if not exists and not valid_branch_name(p.branch):
+    if not exists and not names.valid_new_branch(p.branch):
         raise _invalid_new_branch(p.branch)
     user = actor.user
     author = Person(p.author_name or user.name, p.author_email or user.email)
@@ -437,7 +437,7 @@ def create_commit(db: Session, actor: Actor, ident: str, p: CommitCreate, settin
 
 
 def _target_branch(ctx: RepoContext, branch: str) -> pygit2.Commit:
-    if not valid_branch_name(branch):
+    if not names.valid_new_branch(branch):
         raise _refused("The branch refname is invalid")
     assert ctx.repo is not None
     tip = branch_tip(ctx.repo, branch)

@@ -18,8 +18,8 @@ from kiln.errors import BadRequest, Forbidden, NotFound
 from kiln.git import archive as git_archive
 from kiln.git import diffs
 from kiln.git.errors import RefNotFound
+from kiln.git.names import path_problem
 from kiln.git.refs import resolve_commit
-from kiln.git.writes import path_problem
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action
 from kiln.queries import compare as compare_reads

@@ -20,9 +20,10 @@ from kiln.config import Settings
 from kiln.db import transaction
 from kiln.errors import BadRequest, NotFound, ParamError
 from kiln.git import files as git_files
+from kiln.git import names
 from kiln.git.blame import BlameGroup, RangeOutsideFile, blame
 from kiln.git.errors import ActionFailed, ConcurrentUpdate, EmptyCommit, InvalidRefName, RefNotFound
-from kiln.git.refs import branch_tip, resolve_commit, valid_branch_name
+from kiln.git.refs import branch_tip, resolve_commit
 from kiln.git.writes import FileAction, Person, commit_actions
 from kiln.kept import Kept, text_size
 from kiln.queries.files import BlameRange, FileRecord
@@ -204,7 +205,7 @@ def write_file(
                 raw=True,
             )
         start = repo[start_tip].peel(pygit2.Commit)
-    if branch_tip(repo, p.branch) is None and not valid_branch_name(p.branch):
+    if branch_tip(repo, p.branch) is None and not names.valid_new_branch(p.branch):
         raise BadRequest(
             f"Something went wrong when we tried to create '{p.branch}' for you: Branch name is invalid",
             raw=True,

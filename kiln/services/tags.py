@@ -15,6 +15,7 @@ from kiln.auth.actor import Actor
 from kiln.config import Settings
 from kiln.errors import BadRequest, NotFound
 from kiln.git import branches as git_refs
+from kiln.git import names
 from kiln.git.branches import TAG_PREFIX, TagRef
 from kiln.git.errors import ConcurrentUpdate, RefNotFound
 from kiln.git.refs import resolve_commit
@@ -96,7 +97,7 @@ def create_tag(db: Session, actor: Actor, ident: str, settings: Settings, p: Tag
     name = p.tag_name
     if not p.ref.strip():
         raise BadRequest(TARGET_EMPTY, raw=True)
-    if not git_refs.valid_ref_name(name):
+    if not names.valid_ref_name(name):
         raise BadRequest(NAME_INVALID, raw=True)
     exists = BadRequest(f"Tag {name} already exists", raw=True)
     repo = ctx.repo
@@ -106,7 +107,7 @@ def create_tag(db: Session, actor: Actor, ident: str, settings: Settings, p: Tag
         commit = resolve_commit(repo, p.ref)
     except RefNotFound:
         raise BadRequest(f"Target {p.ref} is invalid", raw=True) from None
-    if git_refs.object_name_like(name):
+    if names.object_name_like(name):
         raise BadRequest(OBJECT_NAME, raw=True)
     if name == ctx.project.default_branch:
         raise BadRequest(DEFAULT_NAME, raw=True)
