@@ -11,10 +11,11 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
 from litestar.response import Stream
 
+from kiln.api import _user_content
 from kiln.api._deps import Db, Viewer, in_thread, project_web, runtime
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
-from kiln.api._render import content_disposition, render
+from kiln.api._render import render
 from kiln.api._routes import get
 from kiln.entities.compare import compare_view, contributor
 from kiln.schemas.compare import ArchiveParams, CompareParams, ContributorList
@@ -47,12 +48,9 @@ def _archive_route(suffix: str | None) -> HTTPRouteHandler:
     async def archive(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Stream:
         q: ArchiveParams = await params(request)
         result = service.archive(db, viewer, id, q, suffix, runtime(request).settings)
-        headers = {
-            "Content-Disposition": content_disposition("attachment", result.filename),
-            "Content-Transfer-Encoding": "binary",
-            "Cache-Control": "private",
-        }
-        return Stream(result.body, media_type=result.media_type, headers=headers)
+        served = _user_content.ServedAs.download(result.media_type)
+        headers = {"Content-Transfer-Encoding": "binary", "Cache-Control": "private"}
+        return _user_content.stream(result.body, result.filename, served, headers)
 
     archive.__name__ = f"archive_{(suffix or 'default').replace('.', '_')}"
     register: Callable[[Callable[..., Any]], HTTPRouteHandler] = get(

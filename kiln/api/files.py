@@ -3,17 +3,15 @@ a ref (HEAD on each answers with the X-Service-* metadata headers), and one-file
 
 from __future__ import annotations
 
-import mimetypes
 from typing import Any
 
 from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
-from litestar.response import Stream
 
-from kiln.api import _answers
+from kiln.api import _answers, _user_content
 from kiln.api._deps import Authenticated, Db, Viewer, in_thread, runtime
 from kiln.api._params import params
-from kiln.api._render import content_disposition, no_content, render
+from kiln.api._render import no_content, render
 from kiln.api._routes import delete, get, post, put
 from kiln.auth.tokens import API, READ_API, READ_REPOSITORY
 from kiln.entities.files import (
@@ -36,10 +34,6 @@ NO_CACHE = {
     "Pragma": "no-cache",
     "Expires": "Fri, 01 Jan 1990 00:00:00 GMT",
 }
-
-
-# Types a browser would run or render as a document.
-_ACTIVE = ("html", "xml", "javascript", "svg")
 
 
 def _head(request: Req) -> bool:
@@ -68,14 +62,9 @@ async def get_raw_file(request: Req, db: Db, viewer: Viewer) -> Response[Any]:
     q: FileRaw = await params(request)
     rec = service.raw_file(db, viewer, q.id, q.file_path, q.ref, runtime(request).settings)
     content = rec.content()
-    headers = {
-        **NO_CACHE,
-        **file_headers(rec),
-        "Content-Length": str(len(content.data)),
-        "Content-Disposition": content_disposition("inline", rec.file.name),
-        "X-Content-Type-Options": "nosniff",
-    }
-    return Stream(content.chunks(), media_type=_media_type(rec.file.name, content.binary), headers=headers)
+    served = _user_content.served_as(rec.file.name, text=not content.binary)
+    headers = {**NO_CACHE, **file_headers(rec), "Content-Length": str(len(content.data))}
+    return _user_content.stream(content.chunks(), rec.file.name, served, headers)
 
 
 @get(FILE + "/blame", auth="optional", params=FileBlame, scopes=READ_SCOPES)
@@ -119,17 +108,6 @@ async def delete_file(request: Req, db: Db, actor: Authenticated) -> Response[by
     p: FileDelete = await params(request)
     await in_thread(service.write_file, db, actor, p.id, p.file_path, p, runtime(request).settings, "delete")
     return no_content()
-
-
-def _media_type(name: str, binary: bool) -> str:
-    """Text is served as plain text whatever its name (no HTML or script from a repository
-    runs in a browser); binary content by its name's type."""
-    if not binary:
-        return "text/plain"  # Litestar adds "; charset=utf-8"
-    guessed = mimetypes.guess_type(name, strict=False)[0] or ""
-    if not guessed or guessed.startswith("text/") or any(k in guessed for k in _ACTIVE):
-        return "application/octet-stream"
-    return guessed
 
 
 ROUTES: list[HTTPRouteHandler] = [get_file, get_raw_file, get_blame, create_file, update_file, delete_file]

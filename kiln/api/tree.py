@@ -7,8 +7,8 @@ from typing import Any
 
 from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
-from litestar.response import Stream
 
+from kiln.api import _user_content
 from kiln.api._deps import Db, Viewer, runtime
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
@@ -43,14 +43,10 @@ async def get_blob(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
 async def get_raw_blob(request: Req, db: Db, viewer: Viewer) -> Response[Any]:
     q: BlobGet = await params(request)
     content = service.raw_blob(db, viewer, q.id, q.sha, runtime(request).settings)
-    media = "application/octet-stream" if content.binary else "text/plain"
-    headers = {
-        **NO_CACHE,
-        "Content-Length": str(len(content.data)),
-        "Content-Disposition": "inline",
-        "X-Content-Type-Options": "nosniff",
-    }
-    return Stream(content.chunks(), media_type=media, headers=headers)
+    # A blob by id has no name (GitLab's disposition is a bare "inline"): its type is its content's.
+    served = _user_content.served_as(None, text=not content.binary)
+    headers = {**NO_CACHE, "Content-Length": str(len(content.data))}
+    return _user_content.stream(content.chunks(), None, served, headers)
 
 
 ROUTES: list[HTTPRouteHandler] = [list_tree, get_blob, get_raw_blob]
