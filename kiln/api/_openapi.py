@@ -1,5 +1,6 @@
 """The OpenAPI document, built from the route declarations and their Params models, so it
-lists every endpoint with the parameters it really validates."""
+lists every endpoint with the parameters it really validates, spelled as kiln reads them:
+a client or a fuzzer that follows it reaches the handlers, not only the parameter checks."""
 
 from __future__ import annotations
 
@@ -13,6 +14,16 @@ from kiln.schemas._types import Params
 
 _PATH_PARAM = re.compile(r"\{(\w+):(\w+)\}")
 _TYPES = {"int": "integer", "str": "string", "path": "string"}
+_SECURITY = [{"private_token": []}, {"private_token_query": []}, {"bearer": []}, {"session": []}]
+# Any authenticated route acts as another user for an administrator (GitLab's sudo); the
+# query spelling is read too, but is one credential parameter among the security schemes.
+_SUDO = {
+    "name": "Sudo",
+    "in": "header",
+    "required": False,
+    "description": "An administrator acts as this user (username or id).",
+    "schema": {"type": "string"},
+}
 
 
 def build(app: Litestar) -> dict[str, Any]:
@@ -37,9 +48,10 @@ def build(app: Litestar) -> dict[str, Any]:
         },
         "paths": dict(sorted(paths.items())),
         "components": {
-            "schemas": schemas,
+            "schemas": dict(sorted(schemas.items())),
             "securitySchemes": {
                 "private_token": {"type": "apiKey", "in": "header", "name": "PRIVATE-TOKEN"},
+                "private_token_query": {"type": "apiKey", "in": "query", "name": "private_token"},
                 "bearer": {"type": "http", "scheme": "bearer"},
                 "session": {"type": "apiKey", "in": "cookie", "name": "_service_session"},
             },
@@ -62,12 +74,21 @@ def _operation(
     model: type[Params] = opt["params"]
     schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
     for name, sub in schema.pop("$defs", {}).items():
-        schemas[name] = sub
+        if schemas.setdefault(name, sub) != sub:
+            # Two models named alike would otherwise share one schema, and one would be wrong.
+            raise ValueError(f"two request schemas are named {name}")
     props: dict[str, Any] = schema.get("properties", {})
     required = set(schema.get("required", []))
     names = {n for n, _ in path_params}
+    # A path parameter the model validates has the model's schema (a member's user_id is an
+    # integer); the others are text, whatever the router's converter.
     parameters: list[dict[str, Any]] = [
-        {"name": n, "in": "path", "required": True, "schema": {"type": _TYPES.get(t, "string")}}
+        {
+            "name": n,
+            "in": "path",
+            "required": True,
+            "schema": _bare(props.get(n)) or {"type": _TYPES.get(t, "string")},
+        }
         for n, t in path_params
     ]
     op: dict[str, Any] = {
@@ -78,24 +99,61 @@ def _operation(
         "responses": {"default": {"description": "GitLab-compatible JSON"}},
     }
     if opt["auth"] != "none":
-        op["security"] = [{"private_token": []}, {"bearer": []}, {"session": []}]
+        op["security"] = _SECURITY
     body_props = {k: v for k, v in props.items() if k not in names}
     if method in ("GET", "DELETE", "HEAD"):
-        parameters += [
-            {"name": k, "in": "query", "required": k in required, "schema": v} for k, v in body_props.items()
-        ]
+        parameters += [_query(k, v, k in required) for k, v in body_props.items()]
     elif body_props:
-        body_schema = {
-            "type": "object",
-            "properties": body_props,
-            "required": sorted(required & set(body_props)),
-        }
-        op["requestBody"] = {
-            "content": {
-                "application/json": {"schema": body_schema},
-                "application/x-www-form-urlencoded": {"schema": body_schema},
-                "multipart/form-data": {"schema": body_schema},
-            }
-        }
+        op["requestBody"] = _body(body_props, sorted(required & set(body_props)))
+    if opt["auth"] != "none":
+        parameters.append(_SUDO)
     op["parameters"] = parameters
     return op
+
+
+def _bare(schema: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A field's schema without its title and default, which say nothing of a path segment."""
+    if schema is None:
+        return None
+    return {k: v for k, v in schema.items() if k not in ("title", "default")}
+
+
+def _query(name: str, schema: dict[str, Any], required: bool) -> dict[str, Any]:
+    """A list is read comma-separated (`user_ids=1,2`, as well as Rack's `user_ids[]=1`), a hash
+    with Rack's brackets (`custom_attributes[key]=value`, OpenAPI's deepObject)."""
+    param: dict[str, Any] = {"name": name, "in": "query", "required": required, "schema": schema}
+    kind = _kind(schema)
+    if kind == "array":
+        param |= {"style": "form", "explode": False}
+    elif kind == "object":
+        param |= {"style": "deepObject", "explode": True}
+    return param
+
+
+def _body(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """JSON, a form or multipart alike, as Grape reads them (a file part only comes in
+    multipart). In a form, lists and hashes take Rack's brackets (deepObject)."""
+    body_schema = {"type": "object", "properties": props, "required": required}
+    brackets = {k: {"style": "deepObject", "explode": True} for k, v in props.items() if _kind(v)}
+    form: dict[str, Any] = {"schema": body_schema}
+    if brackets:
+        form["encoding"] = brackets
+    return {
+        "required": bool(required),
+        "content": {
+            "application/json": {"schema": body_schema},
+            "application/x-www-form-urlencoded": form,
+            "multipart/form-data": form,
+        },
+    }
+
+
+def _kind(schema: dict[str, Any]) -> str | None:
+    """Whether a value of the schema (null aside) is an array or an object; a reference
+    always names a model, an object."""
+    for option in schema.get("anyOf", [schema]):
+        if option.get("type") == "array":
+            return "array"
+        if option.get("type") == "object" or "$ref" in option:
+            return "object"
+    return None
