@@ -3,7 +3,6 @@ and served back at their URL to whoever may read the project."""
 
 from __future__ import annotations
 
-import mimetypes
 import secrets
 from dataclasses import dataclass
 from typing import Any
@@ -84,14 +83,28 @@ def find_upload(db: Session, actor: Actor | None, project_path: str, secret: str
 
 
 @dataclass(frozen=True, slots=True)
-class Avatar:
+class StoredFile:
+    """A file in the uploads storage as it goes out: the name is what its type and its
+    Content-Disposition are decided from, the size its length when the row knows it."""
+
     key: str
-    media_type: str
+    name: str
+    size: int | None = None
 
 
-def user_avatar(files: Storage, user_id: int, filename: str) -> Avatar:
+def project_upload(
+    db: Session, actor: Actor | None, project_path: str, secret: str, filename: str, files: Storage
+) -> StoredFile:
+    """A project's upload to serve: `find_upload`, and its bytes still in storage."""
+    row = find_upload(db, actor, project_path, secret, filename)
+    if not files.exists(row.storage_key):
+        raise NotFound()
+    return StoredFile(row.storage_key, row.filename, row.size)
+
+
+def user_avatar(files: Storage, user_id: int, filename: str) -> StoredFile:
     """A user's avatar (public, as GitLab serves them): a plain file name that exists."""
     key = user_avatar_key(user_id, filename)
     if "/" in filename or filename.startswith(".") or not files.exists(key):
         raise NotFound()
-    return Avatar(key, mimetypes.guess_type(filename)[0] or "application/octet-stream")
+    return StoredFile(key, filename)
