@@ -55,11 +55,12 @@ def decode_path(raw: bytes) -> str | None:
         return None
 
 
-# git's smart HTTP requests: their paths and body types.
-_GIT_RPC_PATHS = tuple(f"/{service}" for service in transport.SERVICES)
-_GIT_PACK_REQUESTS = tuple(
-    transport.content_type(service, "request").encode() for service in transport.SERVICES
-)
+# A push's pack: streamed to git as it arrives, bounded by max_push_bytes instead of the body
+# limit. Every other git request (a fetch's wants and haves) is an ordinary bounded body.
+_RECEIVE_PACK_PATH = f"/{transport.RECEIVE_PACK}"
+_RECEIVE_PACK_REQUEST = transport.content_type(transport.RECEIVE_PACK, "request").encode()
+_NUL_ESCAPE = re.compile(rb"%00")
+NUL_REFUSED = "400 Bad request - Null bytes are not allowed"
 
 
 # Answered without the database: an orchestrator's probes and tooling's version check.
@@ -206,10 +207,16 @@ class KilnASGI:
             await self.app(scope, receive, send)
             return
         raw = scope.get("raw_path")
+        if _NUL_ESCAPE.search(scope.get("query_string", b"")) or "\x00" in scope.get("path", ""):
+            await _reply(send, 400, {"message": NUL_REFUSED})
+            return
         if raw:
             path = decode_path(raw.split(b"?", 1)[0])
             if path is None:
                 await _reply(send, 400, {"error": "path is not valid UTF-8"})
+                return
+            if "\x00" in path:
+                await _reply(send, 400, {"message": NUL_REFUSED})
                 return
             upload = _PROJECT_UPLOAD.match(path)
             if upload is not None:
@@ -217,10 +224,11 @@ class KilnASGI:
                 path = f"/-/project-uploads/{project}/{upload.group(2)}/{upload.group(3)}"
             scope = {**scope, "path": path}
         headers = scope.get("headers", ())
-        if scope["path"].endswith(_GIT_RPC_PATHS) and any(
-            name == b"content-type" and value in _GIT_PACK_REQUESTS for name, value in headers
+        if (
+            scope["method"] == "POST"
+            and scope["path"].endswith(_RECEIVE_PACK_PATH)
+            and any(name == b"content-type" and value == _RECEIVE_PACK_REQUEST for name, value in headers)
         ):
-            # Streamed to git as it arrives; its own limit is max_push_bytes.
             await self._forward(scope, receive, send)
             return
         limit = self.body_limit()

@@ -20,6 +20,15 @@ MALFORMED_JSON = (
     "content-type, you must pass valid application/json in the request's 'body'"
 )
 _KEY_PART = re.compile(r"\[([^\[\]]*)\]")
+# Rack's bounds on form and query parameters: how deep a bracketed key nests, and how many
+# pairs one request carries. Past them the request is refused before anything is built.
+MAX_KEY_DEPTH = 32
+MAX_PAIRS = 10_000
+TOO_DEEP = "Parameters are nested too deeply"
+TOO_MANY = "Too many parameters"
+# No parameter may carry a NUL byte (GitLab's HandleNullBytes): git, the filesystem and
+# PostgreSQL all end a string there or refuse it.
+NUL_REFUSED = "Null bytes are not allowed"
 
 # Pydantic error types that mean "not one of the allowed values".
 _VALUE_ERRORS = {"literal_error", "enum"}
@@ -83,6 +92,8 @@ async def gather(request: Request[Any, Any, Any]) -> dict[str, Any]:
     merged.update(await body_params(request))
     for key, value in request.path_params.items():
         merged[key] = unquote(value) if isinstance(value, str) else value
+    if _holds_nul(merged):
+        raise BadRequest(NUL_REFUSED)
     request.scope["kiln_params"] = merged  # type: ignore[typeddict-unknown-key]
     return dict(merged)
 
@@ -93,9 +104,13 @@ def query_pairs(request: Request[Any, Any, Any]) -> list[tuple[str, str]]:
         return []
     try:
         text = raw.decode("utf-8")
-        return parse_qsl(text, keep_blank_values=True, encoding="utf-8", errors="strict")
+        return parse_qsl(
+            text, keep_blank_values=True, encoding="utf-8", errors="strict", max_num_fields=MAX_PAIRS
+        )
     except UnicodeError:
         raise BadRequest("query string is not valid UTF-8") from None
+    except ValueError:
+        raise BadRequest(TOO_MANY) from None
 
 
 async def body_params(request: Request[Any, Any, Any]) -> dict[str, Any]:
@@ -121,9 +136,13 @@ async def body_params(request: Request[Any, Any, Any]) -> dict[str, Any]:
         return data
     if content_type == "application/x-www-form-urlencoded":
         try:
-            pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True, errors="strict")
+            pairs = parse_qsl(
+                body.decode("utf-8"), keep_blank_values=True, errors="strict", max_num_fields=MAX_PAIRS
+            )
         except UnicodeError:
             raise BadRequest("form body is not valid UTF-8") from None
+        except ValueError:
+            raise BadRequest(TOO_MANY) from None
         out: dict[str, Any] = {}
         _fold_pairs(out, pairs)
         return out
@@ -146,6 +165,8 @@ async def _multipart(request: Request[Any, Any, Any]) -> dict[str, Any]:
         raise BadRequest("Malformed multipart body") from None
     pairs: list[tuple[str, Any]] = []
     for key, value in form.multi_items():
+        if len(pairs) >= MAX_PAIRS:
+            raise BadRequest(TOO_MANY)
         if key == "" and not value:
             continue  # python-gitlab may send an empty extra part
         if isinstance(value, UploadFile):
@@ -157,6 +178,23 @@ async def _multipart(request: Request[Any, Any, Any]) -> dict[str, Any]:
     return out
 
 
+def _holds_nul(params: dict[str, Any]) -> bool:
+    """Whether any key or string value, however deep, holds a NUL; walked without recursion,
+    as a JSON body may nest a thousand levels."""
+    pending: list[Any] = [params]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
+
+
 def _fold_pairs(target: dict[str, Any], pairs: list[tuple[str, Any]]) -> None:
     """Rack-style keys: `a[]=1&a[]=2` → a: [1, 2]; `h[k]=v` → h: {k: v}; `v[][key]=x` → list of dicts."""
     for key, value in pairs:
@@ -165,6 +203,8 @@ def _fold_pairs(target: dict[str, Any], pairs: list[tuple[str, Any]]) -> None:
             target[key] = value
             continue
         parts = _KEY_PART.findall("[" + rest)
+        if len(parts) > MAX_KEY_DEPTH:
+            raise BadRequest(TOO_DEEP)
         _assign(target, head, parts, value)
 
 

@@ -7,11 +7,13 @@ import asyncio
 import os
 import re
 import subprocess
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from time import perf_counter
 
 from kiln.git import timed
+from kiln.git.errors import ArchiveFailed
 
 CHUNK = 64 * 1024
 
@@ -54,33 +56,56 @@ async def stream(
 ) -> AsyncIterator[bytes]:
     """`git archive` of `commit` (limited to `path`), piped through gzip -n or bzip2. The
     processes start on the first read and are killed if the reader stops early; reads run in
-    a thread (asyncio's pipes would not notice the end of a process killed mid-stream)."""
+    a thread (asyncio's pipes would not notice the end of a process killed mid-stream). An
+    archive is only whole if every process exited cleanly: otherwise ArchiveFailed is raised
+    after the last chunk, so the response ends broken instead of looking complete."""
     args = ["git", "archive", f"--format={'zip' if ext == 'zip' else 'tar'}", f"--prefix={prefix}/", commit]
     if path:
         args += ["--", path]
     procs: list[subprocess.Popen[bytes]] = []
     started = perf_counter()
-    try:
-        git = subprocess.Popen(args, cwd=repo_path, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        procs.append(git)
-        compressor = _COMPRESSORS.get(ext)
-        if compressor is not None:
-            squeeze = subprocess.Popen(
-                compressor, stdin=git.stdout, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-            )
-            procs.append(squeeze)
-            assert git.stdout is not None
-            git.stdout.close()  # the compressor holds the read end now
-        out = procs[-1].stdout
-        assert out is not None
-        fd = out.fileno()
-        while chunk := await asyncio.to_thread(os.read, fd, CHUNK):
+    with tempfile.TemporaryFile() as errors:
+        try:
+            git = subprocess.Popen(args, cwd=repo_path, stdout=subprocess.PIPE, stderr=errors)
+            procs.append(git)
+            compressor = _COMPRESSORS.get(ext)
+            if compressor is not None:
+                squeeze = subprocess.Popen(
+                    compressor, stdin=git.stdout, stdout=subprocess.PIPE, stderr=errors
+                )
+                procs.append(squeeze)
+                assert git.stdout is not None
+                git.stdout.close()  # the compressor holds the read end now
+            out = procs[-1].stdout
+            assert out is not None
+            fd = out.fileno()
+            while chunk := await asyncio.to_thread(os.read, fd, CHUNK):
+                yield chunk
+            statuses = [await asyncio.to_thread(proc.wait) for proc in procs]
+            if any(statuses):
+                errors.seek(0)
+                raise ArchiveFailed(
+                    errors.read(4096).decode("utf-8", "replace").strip() or f"exit {statuses}"
+                )
+        finally:
+            for proc in procs:
+                if proc.poll() is None:
+                    proc.kill()
+                proc.wait()
+                if proc.stdout is not None:
+                    proc.stdout.close()
+            timed.observe(args, perf_counter() - started)
+
+
+async def primed(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """The same chunks, the first one read now: an archive that fails before its first byte
+    raises here, while an answer can still say so, instead of becoming an empty 200."""
+    first = await anext(chunks, b"")
+
+    async def rest() -> AsyncIterator[bytes]:
+        if first:
+            yield first
+        async for chunk in chunks:
             yield chunk
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait()
-            if proc.stdout is not None:
-                proc.stdout.close()
-        timed.observe(args, perf_counter() - started)
+
+    return rest()

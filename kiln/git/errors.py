@@ -29,3 +29,7 @@ class ConcurrentUpdate(GitError):
 
 class InvalidRefName(GitError):
     pass
+
+
+class ArchiveFailed(GitError):
+    """`git archive` or its compressor exited with an error: the archive is not whole."""

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any, Literal
 
-from sqlalchemy import ColumnElement, Select, Table, bindparam, exists, select
+from sqlalchemy import ColumnElement, Select, Table, bindparam, func, select, tuple_
 from sqlalchemy.orm import Session
 
 from kiln.models import GroupCustomAttribute, ProjectCustomAttribute, UserCustomAttribute
@@ -29,17 +29,20 @@ TABLES: dict[str, tuple[Table, str]] = {
 
 
 def matching(kind: Kind, owner_column: Any, pairs: Mapping[str, str]) -> list[ColumnElement[bool]]:
-    """A list filter (`custom_attributes[key]=value`): one EXISTS per pair, all to hold, on the
-    listed table's `owner_column`."""
+    """A list filter (`custom_attributes[key]=value`), all pairs to hold, on the listed table's
+    `owner_column`: the owners having as many of the pairs as were asked (a key is unique per
+    owner), one subquery however many pairs come, so a thousand pairs never nest a thousand
+    conditions."""
+    if not pairs:
+        return []
     table, column = TABLES[kind]
-    return [
-        exists(
-            select(table.c.id).where(
-                table.c[column] == owner_column, table.c.key == key, table.c.value == value
-            )
-        )
-        for key, value in pairs.items()
-    ]
+    owners = (
+        select(table.c[column])
+        .where(tuple_(table.c.key, table.c.value).in_(list(pairs.items())))
+        .group_by(table.c[column])
+        .having(func.count() == len(pairs))
+    )
+    return [owner_column.in_(owners)]
 
 
 @cache

@@ -347,7 +347,6 @@ BAD_PATHS = [
     "..%2Fetc%2Fpasswd",
     "a%2F..%2F..%2Fb",
     "%2Fetc%2Fpasswd",
-    "a%00b",
     "%2E%2E",
     "%2E",
     "a%2F..",
@@ -357,7 +356,7 @@ BAD_PATHS = [
 
 @pytest.mark.parametrize("path", BAD_PATHS)
 @pytest.mark.parametrize("suffix", ["", "/raw", "/blame"])
-def test_reading_a_traversal_absolute_or_nul_path_is_400(api, make, path, suffix):
+def test_reading_a_traversal_or_absolute_path_is_400(api, make, path, suffix):
     u = make.user()
     p = new_project(api, make, u)
     r = api(u).get(files_url(p, path, suffix), params={"ref": "main"})
@@ -366,9 +365,7 @@ def test_reading_a_traversal_absolute_or_nul_path_is_400(api, make, path, suffix
 
 @pytest.mark.parametrize("path", BAD_PATHS)
 @pytest.mark.parametrize("method", ["post", "put", "delete"])
-def test_writing_a_traversal_absolute_or_nul_path_is_400_and_writes_nothing(
-    api, make, settings, path, method
-):
+def test_writing_a_traversal_or_absolute_path_is_400_and_writes_nothing(api, make, settings, path, method):
     u = make.user()
     p = new_project(api, make, u)
     before = tip(settings, p)
