@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 import pygit2
 
@@ -68,12 +68,58 @@ def _subject(message: str) -> str:
     return (message.splitlines() or ["commit"])[0]
 
 
-def _tree_paths(index: pygit2.Index) -> set[str]:
-    return {entry.path for entry in index}
+class _Paths:
+    """The files of the tree being built and how many files lie under each directory, kept
+    up to date action by action: each check and change costs the depth of its path, never
+    the size of the tree (a commit's actions stay linear in their number)."""
+
+    def __init__(self, index: pygit2.Index) -> None:
+        self.files: set[str] = set()
+        self.dirs: dict[str, int] = {}
+        for entry in index:
+            self.add(entry.path)
+
+    def add(self, path: str) -> None:
+        self.files.add(path)
+        for parent in _parents(path):
+            self.dirs[parent] = self.dirs.get(parent, 0) + 1
+
+    def discard(self, path: str) -> None:
+        if path not in self.files:
+            return
+        self.files.remove(path)
+        for parent in _parents(path):
+            left = self.dirs[parent] - 1
+            if left:
+                self.dirs[parent] = left
+            else:
+                del self.dirs[parent]
+
+    def check_free(self, path: str) -> None:
+        """GitLab's refusals for a path that would clash with a file or directory."""
+        if path in self.files:
+            raise ActionFailed("A file with this name already exists")
+        if path in self.dirs:
+            raise ActionFailed("A directory with this name already exists")
+        if any(parent in self.files for parent in _parents(path)):
+            raise ActionFailed("A file with this name already exists")
+
+
+def _parents(path: str) -> Iterator[str]:
+    """`a`, `a/b` for `a/b/c`."""
+    end = path.find("/")
+    while end >= 0:
+        yield path[:end]
+        end = path.find("/", end + 1)
 
 
 def _apply(
-    repo: pygit2.Repository, repo_path: Path, index: pygit2.Index, parent: str | None, action: FileAction
+    repo: pygit2.Repository,
+    repo_path: Path,
+    index: pygit2.Index,
+    paths: _Paths,
+    parent: str | None,
+    action: FileAction,
 ) -> None:
     problem = path_problem(action.file_path)
     if problem is None and action.previous_path is not None:
@@ -83,8 +129,7 @@ def _apply(
             f"Your changes could not be committed, because the file path is invalid: {action.file_path}"
         )
     path = action.file_path
-    paths = _tree_paths(index)
-    exists = path in paths
+    exists = path in paths.files
 
     def check_fresh(p: str) -> None:
         if action.last_commit_id and parent is not None:
@@ -94,21 +139,11 @@ def _apply(
             if last is not None and not (len(given) >= 7 and last.startswith(given)):
                 raise ActionFailed(STALE)
 
-    def check_free(p: str) -> None:
-        if p in paths:
-            raise ActionFailed("A file with this name already exists")
-        prefix = p + "/"
-        if any(existing.startswith(prefix) for existing in paths):
-            raise ActionFailed("A directory with this name already exists")
-        parts = PurePosixPath(p).parts
-        for i in range(1, len(parts)):
-            if "/".join(parts[:i]) in paths:
-                raise ActionFailed("A file with this name already exists")
-
     if action.action == "create":
-        check_free(path)
+        paths.check_free(path)
         blob = repo.create_blob(action.content or b"")
         index.add(pygit2.IndexEntry(path, blob, EXEC_MODE if action.execute_filemode else FILE_MODE))
+        paths.add(path)
     elif action.action == "update":
         if not exists:
             raise ActionFailed("A file with this name doesn't exist")
@@ -120,17 +155,19 @@ def _apply(
             raise ActionFailed("A file with this name doesn't exist")
         check_fresh(path)
         index.remove(path)
+        paths.discard(path)
     elif action.action == "move":
         source = action.previous_path or ""
-        if source not in paths:
+        if source not in paths.files:
             raise ActionFailed("A file with this name doesn't exist")
         check_fresh(source)
         entry = index[source]
         index.remove(source)
         paths.discard(source)
-        check_free(path)
+        paths.check_free(path)
         blob = repo.create_blob(action.content) if action.content is not None else entry.id
         index.add(pygit2.IndexEntry(path, blob, entry.mode))
+        paths.add(path)
     elif action.action == "chmod":
         if not exists:
             raise ActionFailed("A file with this name doesn't exist")
@@ -165,8 +202,10 @@ def commit_actions(
         index = pygit2.Index()
         if base is not None:
             index.read_tree(base.tree)
+        paths = _Paths(index)
+        parent = str(base.id) if base is not None else None
         for action in actions:
-            _apply(repo, repo_path, index, str(base.id) if base is not None else None, action)
+            _apply(repo, repo_path, index, paths, parent, action)
         tree = index.write_tree(repo)
         if base is not None and tree == base.tree.id and not allow_empty:
             raise EmptyCommit("no changes")
