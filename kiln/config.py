@@ -84,6 +84,24 @@ class Settings(BaseSettings):
     read_threads: int | None = None
     # SIGTERM: open requests and running jobs get this long to finish, then the process exits.
     shutdown_timeout: float = 10.0
+    # What one request may make kiln read and render of a repository, with GitLab's defaults
+    # (its application settings, a later issue, will set them). A diff (commit diff,
+    # compare) shows at most diff_max_files files and diff_max_lines lines, and a file's
+    # patch of diff_max_patch_bytes or more is left out as `too_large`; past a tenth of those
+    # compare collapses files, past the whole a diff stops and compare says `compare_timeout`.
+    diff_max_files: int = 1000
+    diff_max_lines: int = 50_000
+    diff_max_patch_bytes: int = 200 * 1024
+    # A blob larger than this is large (GitLab's MAX_BLOB_SIZE, 10 MiB): the files and blobs
+    # JSON stream it and serve it at most large_blob_downloads_per_minute times a minute per
+    # project (GitLab's large_blob_download rate limit; counted by each process), then 429;
+    # blame refuses it with 413; diffs show it `too_large` without reading it; languages
+    # leave it out.
+    large_blob_bytes: int = 10 * 1024 * 1024
+    large_blob_downloads_per_minute: int = 5
+    # Actions one commit of the commits API may carry (GitLab sets none; its request size
+    # bounds them): more is refused with 400 before anything is written.
+    max_commit_actions: int = 100_000
 
     @field_validator("external_url")
     @classmethod

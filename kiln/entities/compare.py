@@ -12,7 +12,7 @@ from kiln.git.diffs import Comparison, Contributor, FileDiff
 def diff_entry(d: FileDiff, *, unidiff: bool = False) -> dict[str, Any]:
     return {
         "diff": d.unidiff() if unidiff else d.diff,
-        "collapsed": False,
+        "collapsed": d.collapsed,
         "too_large": d.too_large,
         "new_path": d.new_path,
         "old_path": d.old_path,

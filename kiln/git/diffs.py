@@ -1,18 +1,67 @@
 """Comparing two commits (merge bases, the commits one has that the other lacks, per-file
-diffs shaped as GitLab's diff entries) and summing up who wrote a branch's history."""
+diffs shaped as GitLab's diff entries) and summing up who wrote a branch's history.
+
+A diff is bounded as GitLab bounds it (Gitlab::Git::DiffCollection over Gitaly's parser):
+a patch of `max_patch_bytes` or more is pruned and marked `too_large`; past `max_files`
+files, `max_lines` lines or `max_bytes` bytes the collection stops and overflows; without
+`expanded`, files past a tenth of those limits, and patches past a tenth of
+`max_patch_bytes`, are pruned and marked `collapsed`. A blob larger than `big_file_bytes`
+is never diffed in this process (git's core.bigFileThreshold, lower here because libgit2
+diffs in kiln's own memory): its entry is `too_large` and counts no lines."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import pygit2
 
-# A compare stops collecting patches past these (GitLab marks the collection as overflowing).
-MAX_FILES = 1000
-MAX_LINES = 50_000
-
 _RENAMES = pygit2.enums.DiffFind.FIND_RENAMES
 _STATUS = pygit2.enums.DeltaStatus
+_ZERO = pygit2.Oid(hex="0" * 40)
+# GitLab's average patch size per file in its byte limits (DiffCollection: 5 KB per file).
+_BYTES_PER_FILE = 5 * 1024
+# GitLab's safe limits are a tenth of the hard ones (Commit::DIFF_SAFE_LIMIT_FACTOR).
+_SAFE_FACTOR = 10
+# Blob bytes one diff may read before it stops as overflowing: every file may be just under
+# big_file_bytes, and a pack's deltas make many such files cheap to push.
+_READ_BUDGET_FILES = 10
+
+
+@dataclass(slots=True, frozen=True)
+class DiffLimits:
+    """What one diff may cost and show (GitLab's diff_max_files, diff_max_lines,
+    diff_max_patch_bytes; `expanded` as the commit diff API asks, not as compare does)."""
+
+    max_files: int
+    max_lines: int
+    max_patch_bytes: int
+    big_file_bytes: int
+    expanded: bool = True
+
+    @property
+    def max_bytes(self) -> int:
+        return self.max_files * _BYTES_PER_FILE
+
+    @property
+    def safe_max_files(self) -> int:
+        return self.max_files // _SAFE_FACTOR
+
+    @property
+    def safe_max_lines(self) -> int:
+        return self.max_lines // _SAFE_FACTOR
+
+    @property
+    def safe_max_bytes(self) -> int:
+        return self.safe_max_files * _BYTES_PER_FILE
+
+    @property
+    def patch_safe_bytes(self) -> int:
+        return self.max_patch_bytes // _SAFE_FACTOR
+
+    @property
+    def read_budget(self) -> int:
+        return self.big_file_bytes * _READ_BUDGET_FILES
 
 
 @dataclass(slots=True)
@@ -27,6 +76,7 @@ class FileDiff:
     # Hunks from the first `@@` on; a one-line notice for binary files.
     diff: str
     too_large: bool = False
+    collapsed: bool = False
 
     def unidiff(self) -> str:
         """The same hunks under `--- a/…` and `+++ b/…` headers, as `git diff` prints them."""
@@ -84,67 +134,116 @@ def _mode(value: int) -> str:
     return f"{value:o}" if value else "0"
 
 
-def _hunks(patch: pygit2.Patch, delta: pygit2.DiffDelta) -> str:
+def _hunks(patch: pygit2.Patch, delta: pygit2.DiffDelta) -> bytes:
     if delta.is_binary:
         old = "/dev/null" if delta.status == _STATUS.ADDED else f"a/{delta.old_file.path}"
         new = "/dev/null" if delta.status == _STATUS.DELETED else f"b/{delta.new_file.path}"
-        return f"Binary files {old} and {new} differ\n"
+        return f"Binary files {old} and {new} differ\n".encode()
     data: bytes = patch.data
     start = data.find(b"\n@@")
     if start < 0:
-        return "" if not data.startswith(b"@@") else data.decode("utf-8", errors="replace")
-    return data[start + 1 :].decode("utf-8", errors="replace")
+        return data if data.startswith(b"@@") else b""
+    return data[start + 1 :]
+
+
+def blob_size(repo: pygit2.Repository, oid: pygit2.Oid) -> int:
+    """A blob's size from its header alone (its content is not read); 0 for no blob."""
+    if oid == _ZERO:
+        return 0
+    try:
+        return int(repo.odb.read_header(oid)[1])
+    except (KeyError, ValueError, pygit2.GitError):
+        return 0
+
+
+def _sides(repo: pygit2.Repository, delta: pygit2.DiffDelta) -> int:
+    """The larger of the delta's two blobs (submodules have none here)."""
+    sizes = [
+        blob_size(repo, side.id)
+        for side in (delta.old_file, delta.new_file)
+        if side.mode not in (0, pygit2.enums.FileMode.COMMIT)
+    ]
+    return max(sizes, default=0)
+
+
+def changes(
+    repo: pygit2.Repository, old: pygit2.Tree | None, new: pygit2.Tree, *, big_file_bytes: int
+) -> pygit2.Diff:
+    """The deltas from `old` (the empty tree when None) to `new`, renames found unless an
+    added or removed blob is too big to compare in this process (libgit2 reads both whole)."""
+    diff = (
+        new.diff_to_tree(swap=True, context_lines=3)
+        if old is None
+        else old.diff_to_tree(new, context_lines=3)
+    )
+    candidates = (delta for delta in diff.deltas if delta.status in (_STATUS.ADDED, _STATUS.DELETED))
+    if all(_sides(repo, delta) <= big_file_bytes for delta in candidates):
+        diff.find_similar(flags=_RENAMES)
+    return diff
+
+
+def patches(
+    repo: pygit2.Repository, diff: pygit2.Diff, big_file_bytes: int
+) -> Iterator[tuple[pygit2.DiffDelta, pygit2.Patch | None, int]]:
+    """Each delta with its patch and the blob bytes the patch read; None for a delta whose
+    blob is over `big_file_bytes`, whose patch is never made."""
+    for n, delta in enumerate(diff.deltas):
+        size = _sides(repo, delta)
+        if size > big_file_bytes:
+            yield delta, None, 0
+            continue
+        yield delta, diff[n], size
 
 
 def tree_diff(
-    repo: pygit2.Repository,
-    old: pygit2.Commit | None,
-    new: pygit2.Commit,
-    *,
-    max_files: int = MAX_FILES,
-    max_lines: int = MAX_LINES,
+    repo: pygit2.Repository, old: pygit2.Commit | None, new: pygit2.Commit, limits: DiffLimits
 ) -> DiffSet:
-    """Changes from `old`'s tree (the empty tree when None) to `new`'s, renames detected."""
-    if old is None:
-        diff = new.tree.diff_to_tree(swap=True, context_lines=3)
-    else:
-        diff = repo.diff(old.tree, new.tree, context_lines=3)
-    diff.find_similar(flags=_RENAMES)
+    """Changes from `old`'s tree (the empty tree when None) to `new`'s, renames detected,
+    bounded by `limits` as GitLab bounds a diff collection."""
+    diff = changes(
+        repo, old.tree if old is not None else None, new.tree, big_file_bytes=limits.big_file_bytes
+    )
     files: list[FileDiff] = []
-    lines = 0
-    overflow = False
-    for patch in diff:
-        if patch is None:
-            continue
-        if len(files) >= max_files:
-            overflow = True
-            break
-        delta = patch.delta
-        text = _hunks(patch, delta)
-        too_large = False
-        lines += text.count("\n")
-        if lines > max_lines:
-            overflow = True
-            too_large = True
-            text = ""
-        files.append(
-            FileDiff(
-                old_path=delta.old_file.path,
-                new_path=delta.new_file.path,
-                a_mode=_mode(delta.old_file.mode),
-                b_mode=_mode(delta.new_file.mode),
-                new_file=delta.status == _STATUS.ADDED,
-                renamed_file=delta.status == _STATUS.RENAMED,
-                deleted_file=delta.status == _STATUS.DELETED,
-                diff=text,
-                too_large=too_large,
-            )
+    lines = size = read = 0
+    for seen, (delta, patch, cost) in enumerate(patches(repo, diff, limits.big_file_bytes), start=1):
+        read += cost
+        entry = FileDiff(
+            old_path=delta.old_file.path,
+            new_path=delta.new_file.path,
+            a_mode=_mode(delta.old_file.mode),
+            b_mode=_mode(delta.new_file.mode),
+            new_file=delta.status == _STATUS.ADDED,
+            renamed_file=delta.status == _STATUS.RENAMED,
+            deleted_file=delta.status == _STATUS.DELETED,
+            diff="",
+            too_large=patch is None,
         )
-    return DiffSet(files=files, overflow=overflow)
+        text = _hunks(patch, delta) if patch is not None else b""
+        patch_lines = text.count(b"\n")
+        lines += patch_lines
+        size += len(text)
+        if not limits.expanded and patch_lines and _over_safe_limits(limits, seen, lines, size):
+            entry.collapsed = True
+        if len(text) >= limits.max_patch_bytes:
+            entry.too_large = True
+        elif not limits.expanded and len(text) >= limits.patch_safe_bytes:
+            entry.collapsed = True
+        if not (entry.too_large or entry.collapsed):
+            entry.diff = text.decode("utf-8", errors="replace")
+        if seen > limits.max_files or lines > limits.max_lines or size > limits.max_bytes:
+            return DiffSet(files=files, overflow=True)
+        if read > limits.read_budget:
+            return DiffSet(files=files, overflow=True)
+        files.append(entry)
+    return DiffSet(files=files, overflow=False)
+
+
+def _over_safe_limits(limits: DiffLimits, files: int, lines: int, size: int) -> bool:
+    return files > limits.safe_max_files or lines > limits.safe_max_lines or size > limits.safe_max_bytes
 
 
 def compare(
-    repo: pygit2.Repository, start: pygit2.Commit, head: pygit2.Commit, *, straight: bool
+    repo: pygit2.Repository, start: pygit2.Commit, head: pygit2.Commit, limits: DiffLimits, *, straight: bool
 ) -> Comparison:
     """`from...to` (diff from the merge base) or, `straight`, `from..to` (diff of the two
     trees); the commits are those of `head` that `start` lacks, either way."""
@@ -154,7 +253,7 @@ def compare(
     if not straight:
         oid = merge_base(repo, start.id, head.id)
         base = repo[oid].peel(pygit2.Commit) if oid is not None else None
-    diffs = tree_diff(repo, base, head)
+    diffs = tree_diff(repo, base, head, limits)
     return Comparison(
         base_sha=str(base.id) if base is not None else str(start.id),
         head_sha=str(head.id),

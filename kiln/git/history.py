@@ -14,11 +14,11 @@ from pathlib import Path
 import pygit2
 
 from kiln.git import timed
+from kiln.git.diffs import changes, patches
 from kiln.git.errors import RefNotFound
 from kiln.git.memo import Memo
 from kiln.git.refs import is_object_id
 
-_FIND = pygit2.enums.DiffFind.FIND_RENAMES
 _TRAILER = re.compile(r"^([A-Za-z0-9][A-Za-z0-9-]*)[ \t]*:[ \t]*(.*)$")
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 
@@ -171,20 +171,19 @@ def _total_key(repo_path: Path, q: LogQuery, cap: int) -> tuple[object, ...] | N
 _totals: Memo[int | None] = Memo(4096)
 
 
-def _diff(commit: pygit2.Commit) -> pygit2.Diff:
-    """Against the first parent (the empty tree for a root commit), renames found."""
-    if commit.parents:
-        diff = commit.parents[0].tree.diff_to_tree(commit.tree)
-    else:
-        diff = commit.tree.diff_to_tree(swap=True)
-    diff.find_similar(flags=_FIND)
-    return diff
-
-
-def stats(commit: pygit2.Commit) -> Stats:
-    """Lines added and removed against the first parent, as GitLab counts them."""
-    s = _diff(commit).stats
-    return Stats(additions=s.insertions, deletions=s.deletions)
+def stats(repo: pygit2.Repository, commit: pygit2.Commit, *, big_file_bytes: int) -> Stats:
+    """Lines added and removed against the first parent (the empty tree for a root commit),
+    renames found, as GitLab counts them; a blob over `big_file_bytes` counts as binary
+    (no lines), as git counts one over core.bigFileThreshold, and is never read."""
+    parent = commit.parents[0].tree if commit.parents else None
+    diff = changes(repo, parent, commit.tree, big_file_bytes=big_file_bytes)
+    additions = deletions = 0
+    for _delta, patch, _cost in patches(repo, diff, big_file_bytes):
+        if patch is not None:
+            _context, added, removed = patch.line_stats
+            additions += added
+            deletions += removed
+    return Stats(additions=additions, deletions=deletions)
 
 
 def refs_containing(repo_path: Path, sha: str, *, branches: bool, tags: bool) -> list[tuple[str, str]]:

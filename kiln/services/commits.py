@@ -19,7 +19,7 @@ from kiln import events, policy
 from kiln.auth.actor import Actor
 from kiln.config import Settings
 from kiln.db import transaction
-from kiln.errors import BadRequest, Forbidden, KilnError, NotFound, ValidationFailed
+from kiln.errors import BadRequest, Forbidden, KilnError, NotFound, ParamError, ValidationFailed
 from kiln.git import history, names, picks
 from kiln.git.diffs import FileDiff, tree_diff
 from kiln.git.errors import (
@@ -60,9 +60,6 @@ REVERT_FAILED = (
 )
 ON_BRANCH = "You can only create or edit files when you are on a branch"
 _SHA = re.compile(r"[0-9a-fA-F]{7,40}")
-# A commit's diff is shown whole; these only bound what one request may build.
-FILES_LIMIT = 100_000
-LINES_LIMIT = 5_000_000
 
 
 class PickFailed(KilnError):
@@ -181,7 +178,7 @@ def list_commits(
         listed.append(
             Listed(
                 c,
-                history.stats(c) if q.with_stats else None,
+                _stats(repo, c, settings) if q.with_stats else None,
                 history.parse_trailers(c.message) if q.trailers else None,
             )
         )
@@ -194,7 +191,7 @@ def get_commit(
     ctx = repositories.for_read(db, viewer, ident, settings)
     commit = _commit(ctx, sha)
     assert ctx.repo is not None
-    return CommitDetail(_where(ctx), commit, history.stats(commit) if with_stats else None)
+    return CommitDetail(_where(ctx), commit, _stats(ctx.repo, commit, settings) if with_stats else None)
 
 
 def commit_sequence(
@@ -218,10 +215,15 @@ def commit_refs(
     return list_page(refs, page)
 
 
-def _file_diffs(repo: pygit2.Repository, commit: pygit2.Commit) -> list[FileDiff]:
-    """The whole change against the first parent (GitLab's expanded diffs)."""
+def _stats(repo: pygit2.Repository, commit: pygit2.Commit, settings: Settings) -> Stats:
+    return history.stats(repo, commit, big_file_bytes=settings.large_blob_bytes)
+
+
+def _file_diffs(repo: pygit2.Repository, commit: pygit2.Commit, settings: Settings) -> list[FileDiff]:
+    """The change against the first parent, expanded and within the instance's diff limits
+    (GitLab's `commit.diffs(expanded: true)`)."""
     parent = commit.parents[0] if commit.parents else None
-    return tree_diff(repo, parent, commit, max_files=FILES_LIMIT, max_lines=LINES_LIMIT).files
+    return tree_diff(repo, parent, commit, repositories.diff_limits(settings, expanded=True)).files
 
 
 def commit_diff(
@@ -231,7 +233,7 @@ def commit_diff(
     ctx = repositories.for_read(db, viewer, ident, settings)
     commit = _commit(ctx, sha)
     assert ctx.repo is not None
-    return list_page(_file_diffs(ctx.repo, commit), page)
+    return list_page(_file_diffs(ctx.repo, commit, settings), page)
 
 
 def list_comments(
@@ -260,7 +262,7 @@ def create_comment(
     line: int | None = None
     if p.path is not None and p.line is not None and p.line_type == "new" and is_object_id(sha.lower()):
         assert ctx.repo is not None
-        for entry in _file_diffs(ctx.repo, commit):
+        for entry in _file_diffs(ctx.repo, commit, settings):
             if entry.new_path == p.path and p.line in history.added_lines(entry.diff):
                 path, line = p.path, p.line
                 break
@@ -392,6 +394,10 @@ def create_commit(db: Session, actor: Actor, ident: str, p: CommitCreate, settin
     ctx = _writable(db, actor, ident, settings)
     source = _start_project(db, actor, ctx, p.start_project, settings) if p.start_project else ctx
     repositories.require_push(db, actor, ctx.subject, p.branch, force=p.force)
+    if len(p.actions) > settings.max_commit_actions:
+        raise ParamError(
+            f"actions is expected to have length less than or equal to {settings.max_commit_actions}"
+        )
     actions = [_file_action(a) for a in p.actions]
     repo = ctx.ensure()
     start_branch = p.start_branch if p.start_branch is not None or p.start_sha is not None else p.branch
@@ -433,7 +439,7 @@ def create_commit(db: Session, actor: Actor, ident: str, p: CommitCreate, settin
         repositories.record_push(
             db, ctx.project, actor, f"refs/heads/{p.branch}", previous, str(commit.id), repo
         )
-    return CommitDetail(_where(ctx), commit, history.stats(commit) if p.stats else None)
+    return CommitDetail(_where(ctx), commit, _stats(repo, commit, settings) if p.stats else None)
 
 
 def _target_branch(ctx: RepoContext, branch: str) -> pygit2.Commit:

@@ -26,7 +26,7 @@ from kiln.queries import compare as compare_reads
 from kiln.queries.paging import list_page
 from kiln.schemas.compare import ArchiveParams, CompareParams, ContributorList
 from kiln.services import subjects
-from kiln.services.repositories import RepoContext, for_read
+from kiln.services.repositories import RepoContext, diff_limits, for_read
 
 NO_ACCESS_TO_FORK = "You don't have access to this fork's parent project"
 # The archive formats a route may name (archive.zip, archive.tar.gz, …).
@@ -67,7 +67,11 @@ def compare(
     repo = _joined(other, ctx) if other is not None else ctx.repo
     assert repo is not None
     comparison = diffs.compare(
-        repo, repo[start.id].peel(pygit2.Commit), repo[head.id].peel(pygit2.Commit), straight=q.straight
+        repo,
+        repo[start.id].peel(pygit2.Commit),
+        repo[head.id].peel(pygit2.Commit),
+        diff_limits(settings, expanded=False),
+        straight=q.straight,
     )
     return CompareResult(comparison=comparison, full_path=from_ctx.full_path)
 
@@ -157,9 +161,11 @@ def archive(
         if path_problem(path) is not None:
             raise NotFound("File")
         try:
-            commit.tree[path]
+            entry = commit.tree[path]
         except KeyError:
             raise NotFound("File") from None
+        if entry.type_str == "commit":
+            raise NotFound("File")  # a submodule: nothing of it is in this repository
     ext = git_archive.extension(fmt or q.format)
     sha = str(commit.id)
     prefix = git_archive.archive_prefix(ctx.project.path, ref, sha, path)
@@ -168,3 +174,10 @@ def archive(
         media_type=git_archive.media_type(ext),
         body=git_archive.stream(ctx.path, sha, prefix, ext, path),
     )
+
+
+async def started(found: Archive) -> Archive:
+    """The archive with its first bytes already made, so a `git archive` that fails at once is
+    an error answer rather than an empty 200."""
+    found.body = await git_archive.primed(found.body)
+    return found

@@ -21,6 +21,7 @@ from kiln.config import Settings
 from kiln.db import transaction
 from kiln.errors import Forbidden
 from kiln.git import files as git_files
+from kiln.git.diffs import DiffLimits
 from kiln.git.maintenance import refresh_commit_graph
 from kiln.git.refs import ZERO
 from kiln.git.store import RepositoryStore, store_for
@@ -43,6 +44,18 @@ DEFAULT_PROTECTION = {
 
 def store(settings: Settings) -> RepositoryStore:
     return store_for(settings.data_dir / "repositories")
+
+
+def diff_limits(settings: Settings, *, expanded: bool) -> DiffLimits:
+    """The instance's diff limits; `expanded` as the commit diff API shows files (compare
+    collapses them)."""
+    return DiffLimits(
+        max_files=settings.diff_max_files,
+        max_lines=settings.diff_max_lines,
+        max_patch_bytes=settings.diff_max_patch_bytes,
+        big_file_bytes=settings.large_blob_bytes,
+        expanded=expanded,
+    )
 
 
 @dataclass(slots=True)
