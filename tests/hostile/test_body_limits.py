@@ -1,0 +1,145 @@
+"""Bodies larger than kiln reads: with or without Content-Length, on API routes and on git's
+fetch route alike, kiln stops reading at the limit and answers 413. Only a push's pack
+streams past it (to git, bounded by max_push_bytes)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+import pytest
+
+from tests.repositories import new_project
+
+LIMIT = 1024 * 1024
+CHUNK = 64 * 1024
+HUGE = 150 * 1024 * 1024
+UPLOAD_PACK_REQUEST = b"application/x-git-upload-pack-request"
+
+
+@dataclass
+class Streamed:
+    """What a client streaming a body in chunks saw: the answer, and how much kiln read."""
+
+    status: int = 0
+    body: bytes = b""
+    read: int = 0
+    headers: dict[bytes, bytes] = field(default_factory=dict)
+
+    def json(self) -> Any:
+        return orjson.loads(self.body)
+
+
+def stream_body(
+    client: Any,
+    path: str,
+    content_type: bytes,
+    total: int,
+    headers: list[tuple[bytes, bytes]] = (),
+    *,
+    first: bytes = b"",
+    filler: bytes = b"0" * CHUNK,
+) -> Streamed:
+    """POST `first` then `filler` again and again, `total` bytes in all, as a chunked body
+    handed to kiln only as it asks for it."""
+    seen = Streamed()
+
+    async def call() -> None:
+        async def receive() -> dict[str, Any]:
+            if seen.read >= total:
+                return {"type": "http.disconnect"}
+            chunk = first if seen.read == 0 and first else filler
+            seen.read += len(chunk)
+            return {"type": "http.request", "body": chunk, "more_body": seen.read < total}
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                seen.status = message["status"]
+                seen.headers = dict(message.get("headers", []))
+            elif message["type"] == "http.response.body":
+                seen.body += message.get("body", b"")
+
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "POST",
+            "scheme": "http",
+            "path": path,
+            "raw_path": path.encode(),
+            "query_string": b"",
+            "root_path": "",
+            "headers": [
+                (b"host", b"kiln.test"),
+                (b"content-type", content_type),
+                (b"transfer-encoding", b"chunked"),
+                *headers,
+            ],
+            "client": ("127.0.0.1", 40000),
+            "server": ("kiln.test", 80),
+        }
+        await client.app(scope, receive, send)
+
+    client.blocking_portal.call(call)
+    return seen
+
+
+@pytest.fixture
+def limited(configure: Any) -> int:
+    configure(max_request_body_bytes=LIMIT)
+    return LIMIT
+
+
+@pytest.fixture
+def public_project(api: Any, make: Any) -> dict[str, Any]:
+    return new_project(api, make, make.user(), visibility="public")
+
+
+def pkt(line: bytes) -> bytes:
+    return b"%04x" % (len(line) + 4) + line
+
+
+# A protocol v2 request git keeps reading to its end: ls-refs with ever more ref prefixes.
+LS_REFS = pkt(b"command=ls-refs\n") + b"0001"
+REF_PREFIXES = pkt(b"ref-prefix refs/heads/" + b"x" * 200 + b"\n") * (CHUNK // 208)
+ROOT = [(b"private-token", b"kiln-test-root-token")]
+
+
+def test_a_chunked_api_body_past_the_limit_is_413_and_read_no_further(client, limited):
+    seen = stream_body(client, "/api/v4/projects", b"application/json", HUGE, ROOT)
+    assert seen.status == 413
+    assert seen.json() == {"message": "413 Request Entity Too Large"}
+    assert seen.read <= limited + CHUNK
+
+
+def test_an_anonymous_fetch_body_past_the_limit_is_413_and_read_no_further(client, limited, public_project):
+    path = f"/{public_project['path_with_namespace']}.git/git-upload-pack"
+    protocol = [(b"git-protocol", b"version=2")]
+    seen = stream_body(client, path, UPLOAD_PACK_REQUEST, HUGE, protocol, first=LS_REFS, filler=REF_PREFIXES)
+    assert seen.status == 413
+    assert seen.read <= limited + CHUNK
+
+
+def test_a_fetch_body_to_any_path_ending_like_git_is_bounded(client, limited):
+    seen = stream_body(client, "/api/v4/projects/git-upload-pack", UPLOAD_PACK_REQUEST, HUGE)
+    assert seen.status in (401, 404, 405, 413)
+    assert seen.read <= limited + CHUNK
+
+
+def test_a_pack_content_type_on_an_api_route_does_not_lift_the_limit(client, limited):
+    seen = stream_body(client, "/api/v4/projects", b"application/x-git-receive-pack-request", HUGE, ROOT)
+    assert seen.status in (400, 401, 413)
+    assert seen.read <= limited + CHUNK
+
+
+def test_a_declared_length_past_the_limit_is_413_before_any_byte_is_read(client, limited):
+    seen = stream_body(
+        client,
+        "/api/v4/projects",
+        b"application/json",
+        HUGE,
+        headers=[(b"content-length", str(HUGE).encode())],
+    )
+    assert seen.status == 413
+    assert seen.read == 0
