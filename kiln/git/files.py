@@ -7,11 +7,14 @@ the git side are pygit2's: `str` with undecodable bytes surrogate-escaped (os.fs
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from time import perf_counter
 
 import pygit2
 
@@ -22,6 +25,11 @@ from kiln.git.refs import is_object_id
 
 EXEC_MODE = int(pygit2.enums.FileMode.BLOB_EXECUTABLE)
 _HEX = re.compile(r"[0-9a-fA-F]{4,40}")
+# A blob larger than this is read in pieces from a `git cat-file` child, never whole into
+# this process (libgit2 reads an object whole); smaller ones are read through libgit2.
+STREAM_BYTES = 1 << 20
+# How much of a large blob one piece holds (a multiple of 3: its base64 needs no padding).
+PIECE_BYTES = 3 << 18
 
 
 @dataclass(slots=True)
@@ -75,27 +83,29 @@ def _spellings(component: str) -> list[str]:
 
 
 def lookup(tree: pygit2.Tree, path: str) -> tuple[str, pygit2.Object] | None:
-    """(git path, object) at `path` as a client names it; None when nothing is there."""
+    """(git path, object) at `path` as a client names it; None when nothing is there. Walked
+    with a stack of its own, never by recursion: a pushed tree may nest thousands deep."""
     parts = path.strip("/").split("/")
     if any(part in ("", ".", "..") for part in parts):
         return None
-
-    def walk(current: pygit2.Tree, i: int, prefix: str) -> tuple[str, pygit2.Object] | None:
+    last = len(parts) - 1
+    # (tree, index of the part to find in it, git path so far); the first spelling on top.
+    pending: list[tuple[pygit2.Tree, int, str]] = [(tree, 0, "")]
+    while pending:
+        current, i, prefix = pending.pop()
+        found: list[tuple[pygit2.Tree, int, str]] = []
         for name in _spellings(parts[i]):
             try:
                 obj = current[name]
             except (KeyError, ValueError):
                 continue
             git_path = prefix + name
-            if i == len(parts) - 1:
+            if i == last:
                 return git_path, obj
             if isinstance(obj, pygit2.Tree):
-                found = walk(obj, i + 1, git_path + "/")
-                if found is not None:
-                    return found
-        return None
-
-    return walk(tree, 0, "")
+                found.append((obj, i + 1, git_path + "/"))
+        pending.extend(reversed(found))
+    return None
 
 
 def find_file(commit: pygit2.Commit, path: str) -> FoundFile | None:
@@ -156,23 +166,100 @@ def list_tree(commit: pygit2.Commit, path: str, *, recursive: bool) -> list[Tree
 
 
 def _entries(tree: pygit2.Tree, prefix: str, recursive: bool) -> Iterator[TreeItem]:
-    for obj in tree:
+    """Each entry in git's order, a subtree's entries right after it when `recursive`; a
+    stack of iterators stands in for recursion, so depth costs no call frames."""
+    stack: list[tuple[Iterator[pygit2.Object], str]] = [(iter(tree), prefix)]
+    while stack:
+        entries, base = stack[-1]
+        obj = next(entries, None)
+        if obj is None:
+            stack.pop()
+            continue
         name = display_name(obj.raw_name or b"")
-        kind = obj.type_str
-        yield TreeItem(id=str(obj.id), name=name, type=kind, path=prefix + name, mode=int(obj.filemode))
+        yield TreeItem(id=str(obj.id), name=name, type=obj.type_str, path=base + name, mode=int(obj.filemode))
         if recursive and isinstance(obj, pygit2.Tree):
-            yield from _entries(obj, prefix + name + "/", recursive)
+            stack.append((iter(obj), base + name + "/"))
 
 
 def blob_by_sha(repo: pygit2.Repository, sha: str) -> pygit2.Blob | None:
     """A blob by its full or abbreviated id; anything else (a tree, a commit, nonsense) is None."""
+    found = find_blob(repo, sha)
+    return repo[found.id].peel(pygit2.Blob) if found is not None else None
+
+
+@dataclass(slots=True, frozen=True)
+class BlobRef:
+    """A blob found by id, with its size from its header: its content is not read yet."""
+
+    repo: pygit2.Repository
+    id: str
+    size: int
+
+    @property
+    def large(self) -> bool:
+        return self.size > STREAM_BYTES
+
+    def data(self) -> bytes:
+        """The whole content, for a blob that is not large."""
+        return self.repo[self.id].peel(pygit2.Blob).data  # type: ignore[no-any-return]
+
+    def pieces(self) -> Iterator[bytes]:
+        return blob_pieces(self.repo, self.id, self.size)
+
+
+def find_blob(repo: pygit2.Repository, sha: str) -> BlobRef | None:
+    """A blob by its full or abbreviated id, found by its header alone; anything else (a
+    tree, a commit, an ambiguous or unknown id, nonsense) is None."""
     if not _HEX.fullmatch(sha):
         return None
     try:
-        obj = repo.get(sha) if len(sha) == 40 else repo[sha]
+        oid = repo.expand_id(sha) if len(sha) < 40 else pygit2.Oid(hex=sha)
+        kind, size = repo.odb.read_header(oid)
     except (KeyError, ValueError, pygit2.GitError):
         return None
-    return obj if isinstance(obj, pygit2.Blob) else None
+    if kind != pygit2.enums.ObjectType.BLOB:
+        return None
+    return BlobRef(repo=repo, id=str(oid), size=int(size))
+
+
+def blob_pieces(repo: pygit2.Repository, blob_id: str, size: int) -> Iterator[bytes]:
+    """A blob's content in pieces of PIECE_BYTES: read through libgit2 when it is small, from
+    a `git cat-file` child when it is large, so a large blob never sits whole in memory."""
+    if size <= STREAM_BYTES:
+        yield from chunks(repo[blob_id].peel(pygit2.Blob).data, PIECE_BYTES)
+        return
+    args = ["git", "cat-file", "blob", blob_id]
+    started = perf_counter()
+    child = subprocess.Popen(args, cwd=repo.path, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert child.stdout is not None
+    try:
+        while piece := child.stdout.read(PIECE_BYTES):
+            yield piece
+    finally:
+        # A reader that stops early (a client gone) must not leave git writing to nobody.
+        if child.poll() is None:
+            child.kill()
+        child.stdout.close()
+        child.wait()
+        timed.observe(args, perf_counter() - started)
+
+
+def blob_sha256(repo: pygit2.Repository, blob_id: str, size: int) -> str:
+    """The SHA-256 of a blob's content (the files API's content_sha256), read in pieces and
+    remembered by blob: a blob's content never changes."""
+    key = (repo.path, blob_id)
+    found, digest = _digests.get(key)
+    if found:
+        return digest  # type: ignore[return-value]
+    hasher = hashlib.sha256()
+    for piece in blob_pieces(repo, blob_id, size):
+        hasher.update(piece)
+    value = hasher.hexdigest()
+    _digests.put(key, value)
+    return value
+
+
+_digests: Memo[str] = Memo(4096)
 
 
 # A README GitLab renders (its markup formats) is preferred over a plain one (no extension, .txt).

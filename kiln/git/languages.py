@@ -131,6 +131,9 @@ _VENDORED = re.compile(
 )
 # libgit2's own test: a NUL byte in the first 8000 bytes.
 _BINARY_PROBE = 8000
+# Blobs larger than this are left out unread (GitLab's 10 MiB MAX_BLOB_SIZE; callers that
+# hold the instance's settings pass its large_blob_bytes).
+LARGE_BLOB_BYTES = 10 << 20
 
 
 def language_of(path: str) -> str | None:
@@ -147,30 +150,37 @@ def vendored(path: str) -> bool:
     return _VENDORED.search(path) is not None
 
 
-def language_bytes(repo: pygit2.Repository, tree: pygit2.Tree) -> dict[str, int]:
-    """Bytes per language over every file of `tree`; submodules and symlinks don't count."""
+def language_bytes(
+    repo: pygit2.Repository, tree: pygit2.Tree, *, large_blob_bytes: int = LARGE_BLOB_BYTES
+) -> dict[str, int]:
+    """Bytes per language over every file of `tree`; submodules and symlinks don't count, nor
+    does a blob over `large_blob_bytes`, which is never read (data, not source, at that size).
+    Directories are walked with a stack of their own, however deep a pushed tree nests."""
     sizes: dict[str, int] = defaultdict(int)
-    _walk(repo, tree, "", sizes)
+    pending: list[tuple[pygit2.Tree, str]] = [(tree, "")]
+    while pending:
+        current, prefix = pending.pop()
+        for entry in current:
+            path = f"{prefix}{entry.name}"
+            if entry.type_str == "tree":
+                if not vendored(path + "/"):
+                    pending.append((repo[entry.id].peel(pygit2.Tree), path + "/"))
+                continue
+            if entry.type_str != "blob" or entry.filemode == pygit2.enums.FileMode.LINK:
+                continue
+            language = language_of(path)
+            if language is None or vendored(path):
+                continue
+            size = int(repo.odb.read_header(entry.id)[1])
+            if size > large_blob_bytes or _binary(repo[entry.id].peel(pygit2.Blob)):
+                continue
+            sizes[language] += size
     return dict(sizes)
 
 
-def _walk(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str, sizes: dict[str, int]) -> None:
-    for entry in tree:
-        path = f"{prefix}{entry.name}"
-        if entry.type_str == "tree":
-            if vendored(path + "/"):
-                continue
-            _walk(repo, repo[entry.id].peel(pygit2.Tree), path + "/", sizes)
-            continue
-        if entry.type_str != "blob" or entry.filemode == pygit2.enums.FileMode.LINK:
-            continue
-        language = language_of(path)
-        if language is None or vendored(path):
-            continue
-        blob = repo[entry.id].peel(pygit2.Blob)
-        if b"\x00" in blob.data[:_BINARY_PROBE]:
-            continue
-        sizes[language] += blob.size
+def _binary(blob: pygit2.Blob) -> bool:
+    """A NUL in the first bytes (only those are copied out of the blob)."""
+    return b"\x00" in bytes(memoryview(blob)[:_BINARY_PROBE])
 
 
 def shares(sizes: dict[str, int]) -> dict[str, float]:
