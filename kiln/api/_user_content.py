@@ -95,6 +95,6 @@ def stream(
     served: ServedAs,
     extra: Mapping[str, str] | None = None,
 ) -> Stream:
-    """User bytes streamed unchanged with `headers`; `extra` (length, caching, X-Gitlab-*)
+    """User bytes streamed unchanged with `headers`; `extra` (length, caching, X-Service-*)
     never overrides the guards."""
     return Stream(body, media_type=served.media_type, headers={**(extra or {}), **headers(name, served)})
