@@ -78,7 +78,7 @@ def _password_grant(db: Session, settings: Settings, p: OAuthTokenRequest) -> di
     if p.password is None:
         raise OAuthError("invalid_request", "Missing required parameter: password.")
     scopes = _scopes(p.scope)
-    user = sessions.check_password(db, p.username, p.password)
+    user = sessions.check_password(db, p.username, p.password, settings)
     if user is None:
         raise OAuthError("invalid_grant", INVALID_GRANT)
     with transaction(db):

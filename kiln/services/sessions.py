@@ -31,25 +31,37 @@ class SignedIn:
     max_age: int
 
 
-def check_password(db: Session, login: str, password: str) -> UserRow | None:
+def check_password(
+    db: Session, login: str, password: str, settings: Settings | None = None
+) -> UserRow | None:
     """The active user with that username or e-mail and password, else None: a row record,
-    for callers that only read the user (git over HTTP, OAuth's password grant)."""
+    for callers that only read the user (git over HTTP, OAuth's password grant). `settings`
+    give the cost an unknown login pays (without them, production's)."""
     user = session_reads.user_by_login(db, login)
-    return user if _verified(user, password) else None
+    return user if _verified(user, password, settings) else None
 
 
-def _verified(user: UserRow | User | None, password: str) -> bool:
-    if user is None or not user.is_active or user.is_ghost:
-        # Spend the same effort either way, so timing does not reveal usernames.
-        verify_password(_DUMMY_HASH, password)
-        return False
-    return verify_password(user.password_hash, password)
+def _verified(user: UserRow | User | None, password: str, settings: Settings | None) -> bool:
+    """Whether the user may sign in with that password. One password verification whatever
+    the answer: an unknown login, a user without a password, a blocked or internal one take
+    as long as a wrong password does, so timing tells nobody which logins exist."""
+    password_hash = user.password_hash if user is not None else None
+    if settings is None:
+        matches = verify_password(password_hash, password)
+    else:
+        matches = verify_password(
+            password_hash,
+            password,
+            time_cost=settings.password_time_cost,
+            memory_cost=settings.password_memory_cost,
+        )
+    return matches and user is not None and user.is_active and not user.is_ghost
 
 
 def sign_in(db: Session, settings: Settings, fields: SignInFields, ip: str | None) -> SignedIn:
     # The model: signing in writes the user's sign-in times (and a changed password).
     user = session_reads.user_by_login(db, fields.login, orm=True)
-    if not _verified(user, fields.password) or user is None:
+    if not _verified(user, fields.password, settings) or user is None:
         raise Unauthorized(INVALID_LOGIN)
     now = datetime.now(UTC)
     if user.password_expires_at is not None and user.password_expires_at <= now:
@@ -95,6 +107,3 @@ def sign_out(db: Session, cookie: str | None) -> None:
         return
     with transaction(db):
         db.execute(delete(WebSession).where(WebSession.digest == digest(cookie)))
-
-
-_DUMMY_HASH = hash_password("timing-equaliser", time_cost=1, memory_cost=8192)
