@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import hmac
 import secrets
 
 # Personal access token scopes kiln knows; GitLab's names so clients can ask for them.
@@ -48,6 +50,21 @@ def new_secret(prefix: str) -> str:
     return prefix + secrets.token_urlsafe(24)
 
 
+def new_runners_nonce() -> str:
+    """What a project's runner registration token is derived from: random and unique, and
+    no secret without the server key."""
+    return secrets.token_urlsafe(24)
+
+
+def runners_token(key: bytes, nonce: str) -> str:
+    """A project's runner registration token, in GitLab's form: derived from the project's
+    nonce under the server key (kiln.auth.server_secret), so kiln can show it again while the
+    database holds only the nonce and the token's digest."""
+    mac = hmac.new(key, b"runners_token:" + nonce.encode("utf-8"), hashlib.sha256).digest()
+    return PREFIX_RUNNERS + base64.urlsafe_b64encode(mac[:15]).decode("ascii")
+
+
 def new_runners_token() -> str:
-    """A project's runner registration token, in GitLab's form."""
+    """A fresh random value in a registration token's form, for writers that still hand one
+    to Project(runners_token=...): the project takes it for its nonce."""
     return PREFIX_RUNNERS + secrets.token_urlsafe(15)

@@ -18,6 +18,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
+from kiln.auth.tokens import new_runners_nonce
 from kiln.models.base import Base, RowVersion, Timestamps, never_reuse_ids, utcnow
 from kiln.models.namespaces import PRIVATE
 
@@ -61,6 +62,8 @@ class Project(Timestamps, RowVersion, Base):
         Index("ix_projects_last_activity_at", "last_activity_at"),
         # The default order of project lists (newest first), walked by a page.
         Index("ix_projects_created_at_id", "created_at", "id"),
+        # A runner registering names its project by its token, found by digest.
+        Index("uq_projects_runners_token_digest", "runners_token_digest", unique=True),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -83,7 +86,13 @@ class Project(Timestamps, RowVersion, Base):
     star_count: Mapped[int] = mapped_column(default=0)
     marked_for_deletion_on: Mapped[date | None]
     marked_for_deletion_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
-    runners_token: Mapped[str] = mapped_column(String(64))
+    # The runner registration token is derived from the nonce under the server key
+    # (auth.tokens.runners_token); the database keeps the nonce and the token's digest, never
+    # the token. A digest is missing where a nonce was written without the key (projects
+    # whose clear token was replaced by a nonce on upgrade): services.project_creation makes
+    # the missing ones before it looks a token up.
+    runners_token_nonce: Mapped[str] = mapped_column(String(64), default=new_runners_nonce)
+    runners_token_digest: Mapped[str | None] = mapped_column(String(64))
     import_status: Mapped[str] = mapped_column(String(32), default="none")
     import_url: Mapped[str | None] = mapped_column(String(2048))
     import_error: Mapped[str | None] = mapped_column(Text)
@@ -150,6 +159,13 @@ class Project(Timestamps, RowVersion, Base):
     approvals_before_merge: Mapped[int] = mapped_column(default=0)
     external_authorization_classification_label: Mapped[str] = mapped_column(String(255), default="")
     repository_storage: Mapped[str] = mapped_column(String(64), default="default")
+
+    def _take_nonce(self, fresh: str) -> None:
+        self.runners_token_nonce = fresh
+
+    # Write-only, for writers that still hand a project a fresh clear token: any fresh
+    # random value serves as its nonce, and the token shown is derived from that.
+    runners_token = property(fset=_take_nonce)
 
 
 # The sizes that add up to a project's (or a group's) storage_size.

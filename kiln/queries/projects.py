@@ -125,7 +125,7 @@ def subject_row(
     row = run(db, stmt, params).first()
     if row is None:
         return None
-    return ProjectRow._make(row[:_P]), NamespaceRow._make(row[_P : _P + _N]), row[_P + _N]
+    return ProjectRow(*row[:_P]), NamespaceRow._make(row[_P : _P + _N]), row[_P + _N]
 
 
 def visible_to(actor: Actor | None) -> ColumnElement[bool]:
@@ -473,7 +473,11 @@ _OWNER = User.__table__.alias("owner")
 _TOPIC_SEPARATOR = "\x1f"
 
 
-class ProjectRow(namedtuple("ProjectRow", [c.key for c in _PROJECTS.c])):  # type: ignore[misc]
+class ProjectRow(namedtuple("ProjectRow", [*_PROJECTS.c.keys(), "runners_token"], defaults=[None])):  # type: ignore[misc]
+    """The project's columns; `runners_token` is no column but the registration token derived
+    from the row's nonce, filled in by a service holding the server key for callers who may
+    see it (None otherwise)."""
+
     __slots__ = ()
 
 
@@ -714,7 +718,7 @@ def _view_row(row: Any, statistics: bool, signed_in: bool) -> ViewRow:
         at += _S
     topics = row[at]
     view = ViewRow(
-        project=ProjectRow._make(row[:_P]),
+        project=ProjectRow(*row[:_P]),
         namespace=NamespaceRow._make(row[_P : _P + _N]),
         owner=owner,
         statistics=stats,
@@ -724,6 +728,29 @@ def _view_row(row: Any, statistics: bool, signed_in: bool) -> ViewRow:
     if signed_in:
         view.level, view.project_access, view.group_access = row[at + 2], row[at + 3], row[at + 4]
     return view
+
+
+# ---------------------------------------------------------------------------- runner registration tokens
+
+
+@cache
+def _by_runners_token_digest_statement() -> Select[Any]:
+    return select(Project.id).where(Project.runners_token_digest == bindparam("digest"))
+
+
+def project_id_by_runners_token_digest(db: Session, token_digest: str) -> int | None:
+    found: int | None = db.execute(_by_runners_token_digest_statement(), {"digest": token_digest}).scalar()
+    return found
+
+
+@cache
+def _undigested_runners_tokens_statement() -> Select[Any]:
+    return select(Project.id, Project.runners_token_nonce).where(Project.runners_token_digest.is_(None))
+
+
+def undigested_runners_tokens(db: Session) -> list[tuple[int, str]]:
+    """(id, nonce) of the projects whose token's digest is not kept yet."""
+    return [(pid, nonce) for pid, nonce in db.execute(_undigested_runners_tokens_statement())]
 
 
 def shared_groups_of(db: Session, project_ids: list[int]) -> dict[int, list[SharedGroupRow]]:

@@ -1,15 +1,19 @@
 """Creating a project: in a namespace the actor may create in, with its repository (and
-README) made in the same transaction and removed again if it fails."""
+README) made in the same transaction and removed again if it fails. A project's runner
+registration token is made here too, and found again by it."""
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from typing import Any
+
+from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from kiln import policy
+from kiln.auth import server_secret
 from kiln.auth.actor import Actor
-from kiln.auth.tokens import new_runners_token
+from kiln.auth.tokens import digest, new_runners_nonce, runners_token
 from kiln.config import Settings
 from kiln.db import transaction
 from kiln.errors import ParamError, ValidationFailed
@@ -17,6 +21,7 @@ from kiln.git.writes import FileAction, Person, commit_actions
 from kiln.models import Namespace, Project, ProjectStatistics, User
 from kiln.policy import Action
 from kiln.queries import namespaces as namespace_finder
+from kiln.queries import projects as finder
 from kiln.records import ProjectRecord
 from kiln.schemas.projects import ProjectCreate
 from kiln.services import instance_settings, repositories, subjects
@@ -90,7 +95,7 @@ def create_project(
                 name=name,
                 path=path,
                 visibility=visibility,
-                runners_token=new_runners_token(),
+                **runners_token_columns(settings),
             )
             apply_settings(project, p)
             project.default_branch = p.default_branch or ns.default_branch or inst["default_branch_name"]
@@ -112,7 +117,7 @@ def create_project(
         for pid in created:
             repositories.store(settings).remove(pid)
         raise
-    return record(db, actor, project)
+    return with_runners_token(settings, record(db, actor, project))
 
 
 def _create_repository(
@@ -145,3 +150,46 @@ def _create_repository(
 
 def _default_visibility(default: str, ns: Namespace) -> str:
     return policy.capped(default, ns.visibility) if ns.is_group else default
+
+
+# ---------------------------------------------------------------------------- runner registration tokens
+
+
+def runners_token_columns(settings: Settings) -> dict[str, str]:
+    """A new project's registration token as the database keeps it: a fresh nonce, and the
+    digest of the token derived from it."""
+    nonce = new_runners_nonce()
+    return {
+        "runners_token_nonce": nonce,
+        "runners_token_digest": digest(runners_token(server_secret.key(settings), nonce)),
+    }
+
+
+def with_runners_token(settings: Settings, rec: ProjectRecord) -> ProjectRecord:
+    """The record with its project's registration token, when its caller may see it."""
+    if rec.can_admin:
+        token = runners_token(server_secret.key(settings), rec.project.runners_token_nonce)
+        rec.project = rec.project._replace(runners_token=token)
+    return rec
+
+
+def project_by_runners_token(db: Session, settings: Settings, token: str) -> Project | None:
+    """The project a runner registration token is of, found by its digest. The digests of
+    tokens whose nonce was written without the server key are made first (once, in one
+    transaction), so those tokens are found too."""
+    if not token:
+        return None
+    wanted = digest(token)
+    found = finder.project_id_by_runners_token_digest(db, wanted)
+    if found is None:
+        missing = finder.undigested_runners_tokens(db)
+        if not missing:
+            return None
+        key = server_secret.key(settings)
+        rows: list[dict[str, Any]] = [
+            {"id": pid, "runners_token_digest": digest(runners_token(key, nonce))} for pid, nonce in missing
+        ]
+        with transaction(db):
+            db.execute(update(Project), rows)
+        found = finder.project_id_by_runners_token_digest(db, wanted)
+    return None if found is None else db.get(Project, found)

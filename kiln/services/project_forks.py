@@ -8,7 +8,6 @@ from sqlalchemy.orm import Session
 
 from kiln import policy
 from kiln.auth.actor import Actor
-from kiln.auth.tokens import new_runners_token
 from kiln.config import Settings
 from kiln.db import transaction
 from kiln.errors import ConflictList, NotFound
@@ -19,6 +18,7 @@ from kiln.queries import projects as finder
 from kiln.records import ProjectRecord
 from kiln.schemas.projects import ProjectFork
 from kiln.services import repositories, subjects
+from kiln.services.project_creation import runners_token_columns, with_runners_token
 from kiln.services.project_settings import PLAIN_SETTINGS, check_name_path, set_topics
 from kiln.services.projects import record
 
@@ -66,7 +66,7 @@ def fork_project(db: Session, actor: Actor, ident: str, p: ProjectFork, settings
             default_branch=source.default_branch,
             readme_path=source.readme_path,
             forked_from_id=source.id,
-            runners_token=new_runners_token(),
+            **runners_token_columns(settings),
         )
         for attr in FORK_COPIES:
             setattr(fork, attr, getattr(source, attr))
@@ -80,7 +80,7 @@ def fork_project(db: Session, actor: Actor, ident: str, p: ProjectFork, settings
         db.flush()
         _copy_repository(settings, source.id, fork.id)
     db.refresh(source)
-    return record(db, actor, fork)
+    return with_runners_token(settings, record(db, actor, fork))
 
 
 def _copy_repository(settings: Settings, source_id: int, fork_id: int) -> None:

@@ -1,0 +1,130 @@
+"""A project's runner registration token (spec part 3: `runners_token`, a secret string in the
+full view): kiln shows it to those who see the project's settings and finds the project by
+it, while the database holds only a nonce and the token's digest; the token itself needs the
+server secret (KILN_SECRET_KEY_BASE, or the data dir's `secret_key_base`)."""
+
+from __future__ import annotations
+
+import stat
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+from sqlalchemy import select, update
+
+from kiln.auth import server_secret
+from kiln.auth.tokens import PREFIX_RUNNERS, digest, runners_token
+from kiln.db import transaction
+from kiln.models import Project
+from kiln.models.namespaces import DEVELOPER
+from kiln.services.project_creation import project_by_runners_token
+
+
+def created(api: Any, owner: Any, **fields: Any) -> dict[str, Any]:
+    r = api(owner).post("/projects", json={"name": "built", **fields})
+    assert r.status_code == 201, r.text
+    return r.json()  # type: ignore[no-any-return]
+
+
+def stored(db: Any, project_id: int) -> dict[str, Any]:
+    row = db.execute(select(Project.__table__).where(Project.id == project_id)).mappings().one()
+    return dict(row)
+
+
+def test_the_token_a_new_project_shows_finds_that_project(api, make, db, settings):
+    project = created(api, make.user())
+    token = project["runners_token"]
+    assert token.startswith(PREFIX_RUNNERS)
+    assert len(token) == len(PREFIX_RUNNERS) + 20
+    assert project_by_runners_token(db, settings, token).id == project["id"]
+
+
+def test_the_database_holds_the_tokens_digest_and_never_the_token(api, make, db):
+    project = created(api, make.user())
+    token = project["runners_token"]
+    row = stored(db, project["id"])
+    assert row["runners_token_digest"] == digest(token)
+    assert not [name for name, value in row.items() if isinstance(value, str) and token[-20:] in value]
+
+
+def test_the_token_is_derived_from_the_nonce_under_the_server_secret_alone(api, make, db, settings):
+    project = created(api, make.user())
+    nonce = stored(db, project["id"])["runners_token_nonce"]
+    assert runners_token(server_secret.key(settings), nonce) == project["runners_token"]
+    assert runners_token(b"s" * 128, nonce) != project["runners_token"]
+
+
+def test_a_fork_gets_a_token_of_its_own(api, make, db, settings):
+    owner = make.user()
+    parent = created(api, owner, visibility="public")
+    forker = make.user()
+    fork = api(forker).post(f"/projects/{parent['id']}/fork").json()
+    assert fork["runners_token"] != parent["runners_token"]
+    assert project_by_runners_token(db, settings, fork["runners_token"]).id == fork["id"]
+    assert project_by_runners_token(db, settings, parent["runners_token"]).id == parent["id"]
+
+
+@pytest.mark.parametrize("token", ["", PREFIX_RUNNERS + "x" * 20, "x" * 10_000, "\x00"])
+def test_a_token_kiln_never_showed_finds_no_project(api, make, db, settings, token):
+    created(api, make.user())
+    assert project_by_runners_token(db, settings, token) is None
+
+
+def test_a_project_whose_digest_is_missing_is_found_by_the_token_it_shows(api, make, db, settings):
+    project = created(api, make.user())
+    with transaction(db):
+        db.execute(update(Project).where(Project.id == project["id"]).values(runners_token_digest=None))
+    assert project_by_runners_token(db, settings, project["runners_token"]).id == project["id"]
+    assert stored(db, project["id"])["runners_token_digest"] == digest(project["runners_token"])
+
+
+def test_a_developer_is_not_shown_the_token(api, make):
+    owner, developer = make.user(), make.user()
+    project = created(api, owner)
+    api(owner).post(
+        f"/projects/{project['id']}/members", json={"user_id": developer.id, "access_level": DEVELOPER}
+    )
+    assert "runners_token" not in api(developer).get(f"/projects/{project['id']}").json()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the project records services.projects builds do not carry the derived token yet: "
+    "it needs the server secret, which those services are not given",
+)
+def test_reading_a_project_shows_the_token_it_was_created_with(api, make):
+    owner = make.user()
+    project = created(api, owner)
+    assert api(owner).get(f"/projects/{project['id']}").json()["runners_token"] == project["runners_token"]
+
+
+# ---------------------------------------------------------------------------- the server secret
+
+
+def test_the_server_secret_is_made_once_in_the_data_dir_readable_by_kiln_alone(settings, monkeypatch):
+    monkeypatch.delenv(server_secret.ENV, raising=False)
+    first = server_secret.key(settings)
+    path = settings.data_dir / server_secret.FILE_NAME
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert path.read_text().strip().encode() == first
+    assert server_secret.key(settings) == first
+
+
+def test_processes_making_the_server_secret_at_once_all_take_the_same(tmp_path):
+    path = tmp_path / server_secret.FILE_NAME
+    with ThreadPoolExecutor(8) as pool:
+        made = set(pool.map(lambda _: server_secret._create(path), range(8)))
+    assert made == {path.read_text()}
+    assert [p.name for p in tmp_path.iterdir()] == [server_secret.FILE_NAME]
+
+
+def test_the_environment_sets_the_server_secret(settings, monkeypatch):
+    monkeypatch.setenv(server_secret.ENV, "s" * 40)
+    assert server_secret.key(settings) == b"s" * 40
+    assert not (settings.data_dir / server_secret.FILE_NAME).exists()
+
+
+def test_a_short_server_secret_is_refused(settings, monkeypatch):
+    monkeypatch.setenv(server_secret.ENV, "short")
+    with pytest.raises(server_secret.ServerSecretError):
+        server_secret.key(settings)
