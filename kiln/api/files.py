@@ -3,27 +3,36 @@ a ref (HEAD on each answers with the X-Service-* metadata headers), and one-file
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING, Any
 
 from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
+from litestar.response import Stream
 
 from kiln.api import _answers, _user_content
 from kiln.api._deps import Authenticated, Db, Viewer, in_thread, runtime
 from kiln.api._params import params
-from kiln.api._render import no_content, render
+from kiln.api._render import JSON, no_content, render
 from kiln.api._routes import delete, get, post, put
+from kiln.auth.actor import Actor
 from kiln.auth.tokens import API, READ_API, READ_REPOSITORY
+from kiln.config import Settings
 from kiln.entities.files import (
     blame_ranges,
     content_length,
     file_headers,
     file_record,
+    file_record_length,
+    file_record_pieces,
     file_view,
     write_result,
 )
 from kiln.schemas.files import FileBlame, FileDelete, FileGet, FileRaw, FileWrite
 from kiln.services import files as service
+
+if TYPE_CHECKING:
+    from kiln.queries.files import FileRecord
 
 Req = Request[Any, Any, Any]
 READ_SCOPES = (API, READ_API, READ_REPOSITORY)
@@ -41,10 +50,12 @@ def _head(request: Req) -> bool:
 
 
 @get(FILE, auth="optional", params=FileGet, scopes=READ_SCOPES)
-async def get_file(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
+async def get_file(request: Req, db: Db, viewer: Viewer) -> Response[Any]:
     q: FileGet = await params(request)
     settings = runtime(request).settings
     rec = service.read_file(db, viewer, q.id, q.file_path, q.ref, settings)
+    if service.is_large(rec, settings):
+        return await _large_file(request, rec, settings)
     if not _head(request):
         # The same request is answered again with these bytes while nothing changed.
         _answers.keep(request.scope, service.unchanged(settings, rec))  # type: ignore[arg-type]
@@ -55,6 +66,35 @@ async def get_file(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
         {**file_headers(rec), "Content-Length": str(len(response.content) + content_length(rec))}
     )
     return response
+
+
+async def _large_file(request: Req, rec: FileRecord, settings: Settings) -> Response[Any]:
+    """A large file's record: its digest and content are read off the event loop, and the
+    content is encoded as it streams out (never whole in memory, never kept)."""
+    large = await in_thread(service.large_file, rec, settings, head=_head(request))
+    headers = {
+        **file_headers(rec, large.digest),
+        "Content-Length": str(file_record_length(rec, large.digest)),
+    }
+    if large.pieces is None:
+        response = render(file_record(rec, content=False, digest=large.digest))
+        response.headers.update(headers)
+        return response
+    return Stream(
+        streamed(file_record_pieces(rec, large.digest, large.pieces)), media_type=JSON, headers=headers
+    )
+
+
+async def streamed(pieces: Iterator[bytes]) -> AsyncIterator[bytes]:
+    """Each piece made in a thread (read from git, encoded): none of it on the event loop.
+    Closing the pieces, when the answer ends early, stops what reads them."""
+    try:
+        while (piece := await in_thread(next, pieces, None)) is not None:
+            yield piece
+    finally:
+        close = getattr(pieces, "close", None)
+        if close is not None:
+            close()
 
 
 @get(FILE + "/raw", auth="optional", params=FileRaw, scopes=READ_SCOPES)
@@ -70,19 +110,17 @@ async def get_raw_file(request: Req, db: Db, viewer: Viewer) -> Response[Any]:
 @get(FILE + "/blame", auth="optional", params=FileBlame, scopes=READ_SCOPES)
 async def get_blame(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
     q: FileBlame = await params(request)
+    return await in_thread(_blame, db, viewer, q, runtime(request).settings, head=_head(request))
+
+
+def _blame(db: Db, viewer: Actor | None, q: FileBlame, settings: Settings, *, head: bool) -> Response[bytes]:
+    """Blame with its JSON, both made in the caller's thread: a file's ranges may number in
+    the hundreds of thousands."""
     lines = (q.range.start, q.range.end) if q.range is not None else None
-    rec, ranges = await in_thread(
-        service.blame_file,
-        db,
-        viewer,
-        q.id,
-        q.file_path,
-        q.ref,
-        runtime(request).settings,
-        lines=lines,
-        headers_only=_head(request),
+    blamed = service.blame_file(
+        db, viewer, q.id, q.file_path, q.ref, settings, lines=lines, headers_only=head
     )
-    return render(blame_ranges(ranges), headers=file_headers(rec))
+    return render(blame_ranges(blamed.ranges), headers=file_headers(blamed.record, blamed.digest))
 
 
 @post(FILE, params=FileWrite)

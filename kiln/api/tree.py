@@ -3,21 +3,25 @@ and .../blobs/:sha/raw."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
+from litestar.response import Stream
 
 from kiln.api import _user_content
-from kiln.api._deps import Db, Viewer, runtime
+from kiln.api._deps import Db, Viewer, in_thread, runtime
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
-from kiln.api._render import render
+from kiln.api._render import JSON, render
 from kiln.api._routes import get
-from kiln.api.files import NO_CACHE, READ_SCOPES
-from kiln.entities.tree import blob, tree_entry
+from kiln.api.files import NO_CACHE, READ_SCOPES, streamed
+from kiln.entities.tree import blob, blob_length, blob_pieces, tree_entry
 from kiln.schemas.tree import BlobGet, TreeList
 from kiln.services import tree as service
+
+if TYPE_CHECKING:
+    from kiln.git.files import TreeItem
 
 Req = Request[Any, Any, Any]
 
@@ -26,17 +30,28 @@ Req = Request[Any, Any, Any]
 async def list_tree(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
     q: TreeList = await params(request)
     page = page_of(q, keyset_allowed=True)
-    listing = service.list_tree(db, viewer, q.id, q, page, runtime(request).settings)
-    items = [tree_entry(item) for item in listing.page.items]
+    listing = await in_thread(service.list_tree, db, viewer, q.id, q, page, runtime(request).settings)
     if listing.unpaginated:
-        return render(items)
-    return paginated(request, items, page, listing.page)
+        return await in_thread(_every_entry, listing.page.items)
+    return paginated(request, [tree_entry(item) for item in listing.page.items], page, listing.page)
+
+
+def _every_entry(items: list[TreeItem]) -> Response[bytes]:
+    """A whole tree's entries (pagination=none), rendered in the caller's thread."""
+    return render([tree_entry(item) for item in items])
 
 
 @get("/projects/{id:str}/repository/blobs/{sha:str}", auth="optional", params=BlobGet, scopes=READ_SCOPES)
-async def get_blob(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
+async def get_blob(request: Req, db: Db, viewer: Viewer) -> Response[Any]:
     q: BlobGet = await params(request)
-    return render(blob(service.get_blob(db, viewer, q.id, q.sha, runtime(request).settings)))
+    settings = runtime(request).settings
+    found = service.get_blob(db, viewer, q.id, q.sha, settings)
+    if not service.is_large(found, settings):
+        return render(blob(found))
+    # Read and encoded off the event loop as it streams out, never whole in memory.
+    pieces = await in_thread(service.large_blob, found, settings)
+    headers = {"Content-Length": str(blob_length(found))}
+    return Stream(streamed(blob_pieces(found, pieces)), media_type=JSON, headers=headers)
 
 
 @get("/projects/{id:str}/repository/blobs/{sha:str}/raw", auth="optional", params=BlobGet, scopes=READ_SCOPES)

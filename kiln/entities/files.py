@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -20,8 +21,9 @@ if TYPE_CHECKING:
 _HEADER_SAFE = "".join(chr(c) for c in range(0x20, 0x7F) if chr(c) != "%")
 
 
-def file_record(rec: FileRecord, *, content: bool = True) -> dict[str, Any]:
-    """The spec's file record; `content` (base64, no line breaks) is left out for HEAD."""
+def file_record(rec: FileRecord, *, content: bool = True, digest: str | None = None) -> dict[str, Any]:
+    """The spec's file record; `content` (base64, no line breaks) is left out for HEAD.
+    `digest`: the content's SHA-256 when the caller has it (read off the event loop)."""
     view: dict[str, Any] = {
         "file_name": rec.file.name,
         "file_path": rec.file.path,
@@ -31,7 +33,7 @@ def file_record(rec: FileRecord, *, content: bool = True) -> dict[str, Any]:
     if content:
         view["content"] = base64.b64encode(rec.data).decode("ascii")
     view |= {
-        "content_sha256": rec.content_sha256,
+        "content_sha256": digest if digest is not None else rec.content_sha256,
         "ref": rec.ref,
         "blob_id": rec.file.blob_id,
         "commit_id": rec.commit_id,
@@ -39,6 +41,43 @@ def file_record(rec: FileRecord, *, content: bool = True) -> dict[str, Any]:
         "execute_filemode": rec.file.executable,
     }
     return view
+
+
+def file_record_pieces(rec: FileRecord, digest: str, pieces: Iterable[bytes]) -> Iterator[bytes]:
+    """file_record's JSON, content included, in pieces: the content is encoded as it is read,
+    so a large file never sits whole in memory, as bytes or as base64."""
+    head, tail = _around_content(file_record(rec, content=False, digest=digest))
+    yield head
+    yield from base64_pieces(pieces)
+    yield tail
+
+
+def file_record_length(rec: FileRecord, digest: str) -> int:
+    """How long file_record_pieces' JSON is, told before any of it is made."""
+    head, tail = _around_content(file_record(rec, content=False, digest=digest))
+    return len(head) + 4 * ((rec.file.size + 2) // 3) + len(tail)
+
+
+def _around_content(view: dict[str, Any]) -> tuple[bytes, bytes]:
+    """The JSON before and after the content's base64, which goes just after `encoding`."""
+    fields = list(view.items())
+    at = [name for name, _ in fields].index("encoding") + 1
+    head = orjson.dumps(dict(fields[:at]))[:-1] + b',"content":"'
+    rest = orjson.dumps(dict(fields[at:]))
+    return head, b'",' + rest[1:]
+
+
+def base64_pieces(pieces: Iterable[bytes]) -> Iterator[bytes]:
+    """The base64 of the pieces joined, a piece at a time (no line breaks)."""
+    held = b""
+    for piece in pieces:
+        data = held + piece if held else piece
+        whole = len(data) - len(data) % 3
+        held = data[whole:]
+        if whole:
+            yield base64.b64encode(data[:whole])
+    if held:
+        yield base64.b64encode(held)
 
 
 # A file's record as GET sends it, kept by its repository, commit, path and ref: a commit's
@@ -59,12 +98,12 @@ def content_length(rec: FileRecord) -> int:
     return len(',"content":""') + 4 * ((rec.file.size + 2) // 3)
 
 
-def file_headers(rec: FileRecord) -> dict[str, str]:
+def file_headers(rec: FileRecord, digest: str | None = None) -> dict[str, str]:
     """The metadata headers every file read carries (HEAD answers with these alone)."""
     key = (rec.key, rec.ref)
     headers = _HEADERS.get(key)
     if headers is None:
-        meta = file_record(rec, content=False)
+        meta = file_record(rec, content=False, digest=digest)
         headers = {_header_name(name): _header_value(value) for name, value in sorted(meta.items())}
         _HEADERS.put(key, headers)
     return dict(headers)

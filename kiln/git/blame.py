@@ -1,12 +1,19 @@
 """Blame through the git binary (`git blame --porcelain`), many times faster than libgit2's on
-long histories; consecutive lines from the same commit form one range, as GitLab groups them."""
+long histories; consecutive lines from the same commit form one range, as GitLab groups them.
+
+Git's output is read line by line as it comes: for every line of the file it carries a header
+and the line itself, several times the file's size, which is never held whole."""
 
 from __future__ import annotations
 
 import os
 import re
+import subprocess
+import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from time import perf_counter
 
 from kiln.git import timed
 from kiln.git.errors import GitError
@@ -33,18 +40,32 @@ def blame(
     if start is not None and end is not None:
         args += ["-L", f"{start},{end}"]
     args += [revision, "--", os.fsencode(git_path)]
-    result = timed.run(args, cwd=repo_path, capture_output=True, check=False)
-    if result.returncode != 0:
-        if _TOO_SHORT.search(result.stderr):
-            raise RangeOutsideFile("range is outside of the file length")
-        raise GitError(result.stderr.decode("utf-8", "replace").strip())
-    return parse_porcelain(result.stdout)
+    started = perf_counter()
+    # Errors go to a file: a pipe left unread could fill and stop git while its output is read.
+    with tempfile.TemporaryFile() as errors:
+        child = subprocess.Popen(args, cwd=repo_path, stdout=subprocess.PIPE, stderr=errors)
+        assert child.stdout is not None
+        try:
+            groups = parse_porcelain(child.stdout)
+        finally:
+            child.stdout.close()
+            status = child.wait()
+            timed.observe(args, perf_counter() - started)
+        if status != 0:
+            errors.seek(0)
+            message = errors.read(64 * 1024)
+            if _TOO_SHORT.search(message):
+                raise RangeOutsideFile("range is outside of the file length")
+            raise GitError(message.decode("utf-8", "replace").strip())
+    return groups
 
 
-def parse_porcelain(output: bytes) -> list[BlameGroup]:
+def parse_porcelain(lines: Iterable[bytes]) -> list[BlameGroup]:
+    """Ranges from porcelain output, a line at a time (with or without their newlines)."""
     groups: list[BlameGroup] = []
     sha: str | None = None
-    for line in output.split(b"\n"):
+    for raw in lines:
+        line = raw[:-1] if raw.endswith(b"\n") else raw
         if line.startswith(b"\t"):
             if sha is None:
                 continue

@@ -195,12 +195,8 @@ class BlobRef:
     id: str
     size: int
 
-    @property
-    def large(self) -> bool:
-        return self.size > STREAM_BYTES
-
     def data(self) -> bytes:
-        """The whole content, for a blob that is not large."""
+        """The whole content, read through libgit2 (blob_pieces reads a large one)."""
         return self.repo[self.id].peel(pygit2.Blob).data  # type: ignore[no-any-return]
 
     def pieces(self) -> Iterator[bytes]:

@@ -9,8 +9,12 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Callable
-from typing import Literal
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import pygit2
 from sqlalchemy.orm import Session
@@ -18,7 +22,7 @@ from sqlalchemy.orm import Session
 from kiln.auth.actor import Actor
 from kiln.config import Settings
 from kiln.db import transaction
-from kiln.errors import BadRequest, NotFound, ParamError
+from kiln.errors import BadRequest, NotFound, ParamError, PayloadTooLarge, TooManyRequests
 from kiln.git import files as git_files
 from kiln.git import names
 from kiln.git.blame import BlameGroup, RangeOutsideFile, blame
@@ -35,6 +39,16 @@ NOT_ON_BRANCH = "You can only create or edit files when you are on a branch"
 NO_CHANGES = "No changes were made: the new content is identical to the current content"
 INVALID_PATH = "Your changes could not be committed, because the file path is invalid"
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+# GitLab's answers past its large-blob threshold (API::Helpers::BlobHelpers), by route.
+LARGE_FILE = (
+    "The requested blob is over the threshold size of {limit}.\n"
+    "Access this blob using '/projects/:id/repository/files/:file_path/raw' to avoid this error.\n"
+)
+LARGE_BLOB = (
+    "The requested blob is over the threshold size of {limit}.\n"
+    "Access this blob using '/projects/:id/repository/blobs/:sha/raw' to avoid this error.\n"
+)
+BLAME_TOO_LARGE = "413 Request Entity Too Large - blame reads files of at most {limit} bytes"
 
 Change = Literal["create", "update", "delete"]
 
@@ -102,6 +116,81 @@ def unchanged(settings: Settings, rec: FileRecord) -> Callable[[], bool]:
     return check
 
 
+def content_sha256(rec: FileRecord) -> str:
+    """The file's SHA-256, its content read in pieces and the digest remembered by blob."""
+    return git_files.blob_sha256(rec.repo, rec.file.blob_id, rec.file.size)
+
+
+def is_large(rec: FileRecord, settings: Settings) -> bool:
+    """Whether the file is read off the event loop (in pieces, past STREAM_BYTES) and
+    counted as a large download, rather than read whole in place."""
+    return rec.file.size > min(git_files.STREAM_BYTES, settings.large_blob_bytes)
+
+
+@dataclass(slots=True)
+class LargeFile:
+    digest: str
+    # The content in pieces, None for HEAD.
+    pieces: Iterator[bytes] | None
+
+
+def large_file(rec: FileRecord, settings: Settings, *, head: bool) -> LargeFile:
+    """What the files API sends for a file read in pieces: its digest, and its content
+    unless only the headers go out. Past large_blob_bytes, GET is GitLab's rate-limited
+    large-blob download."""
+    if not head and rec.file.size > settings.large_blob_bytes:
+        LARGE_DOWNLOADS.take(rec.repo.path, settings, LARGE_FILE)
+    digest = content_sha256(rec)
+    pieces = None if head else git_files.blob_pieces(rec.repo, rec.file.blob_id, rec.file.size)
+    return LargeFile(digest, pieces)
+
+
+class LargeBlobThrottled(TooManyRequests):
+    """429 {"message": {"error": …}} with Retry-After, as GitLab's throttled large blob."""
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(retry_after)
+        self.detail = message
+
+    def body(self) -> dict[str, Any]:
+        return {"message": {"error": self.detail}}
+
+
+class LargeDownloads:
+    """GitLab's large_blob_download rate limit: large blobs served per project (by its
+    repository) in the last minute. Counted by each process (nothing here is shared between
+    nodes), so a limit of N is N per process."""
+
+    WINDOW = 60.0
+    _PROJECTS_LIMIT = 4096
+
+    def __init__(self) -> None:
+        self._served: dict[str, deque[float]] = {}
+        self._lock = threading.Lock()
+
+    def take(self, repository: str, settings: Settings, message: str) -> None:
+        """Count one more download, or refuse it with 429 when the minute's are used."""
+        now = time.monotonic()
+        with self._lock:
+            served = self._served.get(repository)
+            if served is None:
+                if len(self._served) >= self._PROJECTS_LIMIT:
+                    self._forget_idle(now)
+                served = self._served[repository] = deque()
+            while served and served[0] <= now - self.WINDOW:
+                served.popleft()
+            if len(served) >= settings.large_blob_downloads_per_minute:
+                raise LargeBlobThrottled(message.format(limit=settings.large_blob_bytes), int(self.WINDOW))
+            served.append(now)
+
+    def _forget_idle(self, now: float) -> None:
+        for repository in [r for r, d in self._served.items() if not d or d[-1] <= now - self.WINDOW]:
+            del self._served[repository]
+
+
+LARGE_DOWNLOADS = LargeDownloads()
+
+
 def raw_file(
     db: Session, viewer: Actor | None, ident: str, path: str, ref: str | None, settings: Settings
 ) -> FileRecord:
@@ -109,6 +198,14 @@ def raw_file(
     ctx = repositories.for_read(db, viewer, ident, settings)
     commit = _commit_at(ctx, ref)
     return _record(ctx, commit, path, ref or ctx.project.default_branch or "")
+
+
+@dataclass(slots=True)
+class Blamed:
+    record: FileRecord
+    ranges: list[BlameRange]
+    # The file's content_sha256, read off the event loop with the blame.
+    digest: str
 
 
 def blame_file(
@@ -121,20 +218,25 @@ def blame_file(
     *,
     lines: tuple[int, int] | None,
     headers_only: bool = False,
-) -> tuple[FileRecord, list[BlameRange]]:
+) -> Blamed:
+    """A file's blame ranges; a file over large_blob_bytes is refused with 413 before git
+    reads it (GitLab's API sets no bound; git's output runs to several times the file)."""
     if lines is not None and lines[0] > lines[1]:
         raise BadRequest("range[start] must be less than or equal to range[end]", raw=True)
     ctx = repositories.for_read(db, viewer, ident, settings)
     commit = _commit_at(ctx, ref)
     record = _record(ctx, commit, path, ref)
+    digest = content_sha256(record)
     if headers_only:
-        return record, []
+        return Blamed(record, [], digest)
+    if record.file.size > settings.large_blob_bytes:
+        raise PayloadTooLarge(BLAME_TOO_LARGE.format(limit=settings.large_blob_bytes))
     start, end = lines if lines is not None else (None, None)
     try:
         groups = blame(ctx.path, str(commit.id), record.file.git_path, start=start, end=end)
     except RangeOutsideFile as exc:
         raise BadRequest(str(exc)) from None
-    return record, _with_commits(ctx.ensure(), groups)
+    return Blamed(record, _with_commits(ctx.ensure(), groups), digest)
 
 
 def _with_commits(repo: pygit2.Repository, groups: list[BlameGroup]) -> list[BlameRange]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pygit2
@@ -18,6 +19,7 @@ from kiln.queries.files import Content
 from kiln.queries.paging import list_page
 from kiln.schemas.tree import TreeList
 from kiln.services import repositories
+from kiln.services.files import LARGE_BLOB, LARGE_DOWNLOADS
 
 NONE_NEEDS_RECURSIVE = 'pagination cannot be "none" unless "recursive" is true'
 
@@ -71,14 +73,32 @@ def _after_token(items: list[git_files.TreeItem], token: str | None, per_page: i
     )
 
 
-def get_blob(db: Session, viewer: Actor | None, ident: str, sha: str, settings: Settings) -> pygit2.Blob:
+def get_blob(
+    db: Session, viewer: Actor | None, ident: str, sha: str, settings: Settings
+) -> git_files.BlobRef:
+    """A blob by id, found by its header: its content is read when it is rendered."""
     ctx = repositories.for_read(db, viewer, ident, settings)
-    blob = git_files.blob_by_sha(ctx.repo, sha) if ctx.repo is not None else None
-    if blob is None:
+    found = git_files.find_blob(ctx.repo, sha) if ctx.repo is not None else None
+    if found is None:
         raise NotFound("Blob")
-    return blob
+    return found
+
+
+def is_large(found: git_files.BlobRef, settings: Settings) -> bool:
+    """Whether the blob is read off the event loop (in pieces, past STREAM_BYTES) and
+    counted as a large download, rather than read whole in place."""
+    return found.size > min(git_files.STREAM_BYTES, settings.large_blob_bytes)
+
+
+def large_blob(found: git_files.BlobRef, settings: Settings) -> Iterator[bytes]:
+    """A large blob's content in pieces; past large_blob_bytes, GitLab's rate-limited
+    large-blob download."""
+    if found.size > settings.large_blob_bytes:
+        LARGE_DOWNLOADS.take(found.repo.path, settings, LARGE_BLOB)
+    return found.pieces()
 
 
 def raw_blob(db: Session, viewer: Actor | None, ident: str, sha: str, settings: Settings) -> Content:
-    blob = get_blob(db, viewer, ident, sha, settings)
-    return Content(blob.data, blob.is_binary)
+    found = get_blob(db, viewer, ident, sha, settings)
+    whole = found.repo[found.id].peel(pygit2.Blob)
+    return Content(whole.data, whole.is_binary)
