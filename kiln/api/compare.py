@@ -12,12 +12,15 @@ from litestar.params import FromPath
 from litestar.response import Stream
 
 from kiln.api import _user_content
-from kiln.api._deps import Db, Viewer, in_thread, project_web, runtime
+from kiln.api._deps import Db, Viewer, in_thread, runtime
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
 from kiln.api._render import render
 from kiln.api._routes import get
+from kiln.auth.actor import Actor
+from kiln.config import Settings
 from kiln.entities.compare import compare_view, contributor
+from kiln.entities.projects import project_web_url
 from kiln.schemas.compare import ArchiveParams, CompareParams, ContributorList
 from kiln.services import compare as service
 
@@ -27,8 +30,16 @@ Req = Request[Any, Any, Any]
 @get("/projects/{id:str}/repository/compare", auth="optional", params=CompareParams)
 async def compare(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Response[bytes]:
     q: CompareParams = await params(request)
-    result = await in_thread(service.compare, db, viewer, id, q, runtime(request).settings)
-    web = project_web(request, result.full_path)
+    return await in_thread(_compared, db, viewer, id, q, runtime(request).settings)
+
+
+def _compared(
+    db: Db, viewer: Actor | None, ident: str, q: CompareParams, settings: Settings
+) -> Response[bytes]:
+    """The comparison with its JSON, both made in the caller's thread: its commits grow with
+    the histories compared."""
+    result = service.compare(db, viewer, ident, q, settings)
+    web = project_web_url(result.full_path, settings.external_url)
     return render(compare_view(result.comparison, web, unidiff=q.unidiff))
 
 
@@ -47,7 +58,7 @@ def _archive_route(suffix: str | None) -> HTTPRouteHandler:
 
     async def archive(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Stream:
         q: ArchiveParams = await params(request)
-        result = service.archive(db, viewer, id, q, suffix, runtime(request).settings)
+        result = await service.started(service.archive(db, viewer, id, q, suffix, runtime(request).settings))
         served = _user_content.ServedAs.download(result.media_type)
         headers = {"Content-Transfer-Encoding": "binary", "Cache-Control": "private"}
         return _user_content.stream(result.body, result.filename, served, headers)

@@ -226,11 +226,11 @@ def blame_file(
     ctx = repositories.for_read(db, viewer, ident, settings)
     commit = _commit_at(ctx, ref)
     record = _record(ctx, commit, path, ref)
+    if not headers_only and record.file.size > settings.large_blob_bytes:
+        raise PayloadTooLarge(BLAME_TOO_LARGE.format(limit=settings.large_blob_bytes))
     digest = content_sha256(record)
     if headers_only:
         return Blamed(record, [], digest)
-    if record.file.size > settings.large_blob_bytes:
-        raise PayloadTooLarge(BLAME_TOO_LARGE.format(limit=settings.large_blob_bytes))
     start, end = lines if lines is not None else (None, None)
     try:
         groups = blame(ctx.path, str(commit.id), record.file.git_path, start=start, end=end)
