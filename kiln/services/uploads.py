@@ -65,10 +65,29 @@ def upload(
 
 
 def sanitize_filename(filename: str) -> str:
-    """The last path component, with characters that would break a URL or a path replaced."""
+    """The last path component, with characters that would break a URL or a path replaced,
+    and short enough for a file system to store."""
     base = filename.replace("\\", "/").rsplit("/", 1)[-1].strip()
     cleaned = "".join(ch if ch.isalnum() or ch in "._-+" else "_" for ch in base).lstrip(".")
-    return cleaned[:255] or "file"
+    return _shortened(cleaned) or "file"
+
+
+# The longest file name (in bytes) that common file systems store.
+NAME_BYTES = 255
+# An extension longer than this is part of the name, and may be cut.
+_EXTENSION_BYTES = 16
+
+
+def _shortened(name: str) -> str:
+    """`name` cut to NAME_BYTES of UTF-8 (never inside a character), its extension kept: the
+    extension is what the file is served as."""
+    if len(name.encode()) <= NAME_BYTES:
+        return name
+    stem, dot, ext = name.rpartition(".")
+    if not stem or len(ext.encode()) > _EXTENSION_BYTES:
+        stem, dot, ext = name, "", ""
+    room = NAME_BYTES - len((dot + ext).encode())
+    return stem.encode()[:room].decode("utf-8", "ignore") + dot + ext
 
 
 def find_upload(db: Session, actor: Actor | None, project_path: str, secret: str, filename: str) -> UploadRow:
@@ -105,6 +124,8 @@ def project_upload(
 def user_avatar(files: Storage, user_id: int, filename: str) -> StoredFile:
     """A user's avatar (public, as GitLab serves them): a plain file name that exists."""
     key = user_avatar_key(user_id, filename)
-    if "/" in filename or filename.startswith(".") or not files.exists(key):
+    if "/" in filename or filename.startswith(".") or len(filename.encode()) > NAME_BYTES:
+        raise NotFound()
+    if not files.exists(key):
         raise NotFound()
     return StoredFile(key, filename)
