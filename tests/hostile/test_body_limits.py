@@ -4,31 +4,17 @@ streams past it (to git, bounded by max_push_bytes)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 import pytest
 
+from tests.asgi import Exchange, exchange
 from tests.repositories import new_project
 
 LIMIT = 1024 * 1024
 CHUNK = 64 * 1024
 HUGE = 150 * 1024 * 1024
 UPLOAD_PACK_REQUEST = b"application/x-git-upload-pack-request"
-
-
-@dataclass
-class Streamed:
-    """What a client streaming a body in chunks saw: the answer, and how much kiln read."""
-
-    status: int = 0
-    body: bytes = b""
-    read: int = 0
-    headers: dict[bytes, bytes] = field(default_factory=dict)
-
-    def json(self) -> Any:
-        return orjson.loads(self.body)
 
 
 def stream_body(
@@ -40,49 +26,17 @@ def stream_body(
     *,
     first: bytes = b"",
     filler: bytes = b"0" * CHUNK,
-) -> Streamed:
+) -> Exchange:
     """POST `first` then `filler` again and again, `total` bytes in all, as a chunked body
     handed to kiln only as it asks for it."""
-    seen = Streamed()
 
-    async def call() -> None:
-        async def receive() -> dict[str, Any]:
-            if seen.read >= total:
-                return {"type": "http.disconnect"}
-            chunk = first if seen.read == 0 and first else filler
-            seen.read += len(chunk)
-            return {"type": "http.request", "body": chunk, "more_body": seen.read < total}
+    def body(read: int) -> bytes | None:
+        if read >= total:
+            return None
+        return first if read == 0 and first else filler
 
-        async def send(message: dict[str, Any]) -> None:
-            if message["type"] == "http.response.start":
-                seen.status = message["status"]
-                seen.headers = dict(message.get("headers", []))
-            elif message["type"] == "http.response.body":
-                seen.body += message.get("body", b"")
-
-        scope = {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "http_version": "1.1",
-            "method": "POST",
-            "scheme": "http",
-            "path": path,
-            "raw_path": path.encode(),
-            "query_string": b"",
-            "root_path": "",
-            "headers": [
-                (b"host", b"kiln.test"),
-                (b"content-type", content_type),
-                (b"transfer-encoding", b"chunked"),
-                *headers,
-            ],
-            "client": ("127.0.0.1", 40000),
-            "server": ("kiln.test", 80),
-        }
-        await client.app(scope, receive, send)
-
-    client.blocking_portal.call(call)
-    return seen
+    sent = [(b"content-type", content_type), (b"transfer-encoding", b"chunked"), *headers]
+    return exchange(client, "POST", path, sent, body=body)
 
 
 @pytest.fixture
