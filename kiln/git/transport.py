@@ -11,6 +11,7 @@ import contextlib
 import logging
 import os
 import re
+import sys
 import tempfile
 import zlib
 from collections import deque
@@ -21,6 +22,7 @@ from time import perf_counter
 
 import pygit2
 
+from kiln.git.pre_receive import Rules
 from kiln.git.refs import is_object_id
 from kiln.metrics import observe_git
 
@@ -42,22 +44,36 @@ PUSH_OPTIONS = "push-options"
 # GIT_PROTOCOL values git itself sends ("version=2", "version=2:object-format=sha256").
 _PROTOCOL = re.compile(r"^[A-Za-z0-9=:._-]{1,200}$")
 
-# Refuses non-fast-forward updates of the refs named in KILN_NO_FORCE (one per line). Runs in
-# receive-pack's quarantine, after the pack arrived and before any ref moves.
+# git's object checks on every pack received (receive.fsckObjects, the `.gitmodules` checks
+# among them). receive-pack counts fsck's warnings as errors but lets its infos through with
+# a word, and `git fsck --strict` reports both: every one is an error here, so whatever a push
+# leaves in a repository passes `git fsck --strict` without a word.
+STRICT_FSCK = (
+    "badFilemode",
+    "badTagName",
+    "emptyName",
+    "fullPathname",
+    "gitattributesSymlink",
+    "gitignoreSymlink",
+    "gitmodulesParse",
+    "hasDot",
+    "hasDotdot",
+    "hasDotgit",
+    "mailmapSymlink",
+    "missingTaggerEntry",
+    "nulInCommit",
+    "nullSha1",
+    "zeroPaddedFilemode",
+)
+FSCK_CONFIG = ("receive.fsckObjects=true", *(f"receive.fsck.{msg_id}=error" for msg_id in STRICT_FSCK))
+
+# kiln's checks of a push (kiln.git.pre_receive) run in receive-pack's quarantine, after the
+# pack arrived and git checked its objects, before any ref moves; the interpreter and the
+# import path are the ones kiln itself runs with.
 PRE_RECEIVE = """#!/bin/sh
-status=0
-while read -r old new ref; do
-    case "$old" in *[!0]*) ;; *) continue ;; esac
-    case "$new" in *[!0]*) ;; *) continue ;; esac
-    if printf '%s\\n' "$KILN_NO_FORCE" | grep -qxF -- "$ref"; then
-        if ! git merge-base --is-ancestor "$old" "$new" 2>/dev/null; then
-            echo "$KILN_FORCE_REFUSED" >&2
-            status=1
-        fi
-    fi
-done
-exit $status
+exec "$KILN_PYTHON" -P -m kiln.git.pre_receive
 """
+_KILN_ROOT = str(Path(__file__).resolve().parents[2])
 
 
 def content_type(service: str, kind: str) -> str:
@@ -235,13 +251,16 @@ def hooks_dir(root: Path) -> Path:
     return path
 
 
-@dataclass(slots=True)
-class ForceGuard:
-    """Refs whose non-fast-forward updates are refused, and the message git shows then."""
+@dataclass(slots=True, frozen=True)
+class ReceiveHook:
+    """kiln's pre-receive hook for one push: the directory it is in, and what it refuses."""
 
-    refs: list[str]
-    message: str
-    hooks: Path
+    path: Path
+    rules: Rules
+
+    def environment(self) -> dict[str, str]:
+        search = os.pathsep.join(p for p in (_KILN_ROOT, os.environ.get("PYTHONPATH")) if p)
+        return {**self.rules.environment(), "KILN_PYTHON": sys.executable, "PYTHONPATH": search}
 
 
 async def inflate(chunks: AsyncIterator[bytes], encoding: str | None) -> AsyncIterator[bytes]:
@@ -303,18 +322,20 @@ class GitProcess:
         *,
         advertise: bool = False,
         protocol: str | None = None,
-        guard: ForceGuard | None = None,
+        hook: ReceiveHook | None = None,
         max_input: int = 0,
     ) -> GitProcess:
-        """`max_input`: the largest pack receive-pack accepts (0: any)."""
+        """`max_input`: the largest pack receive-pack accepts (0: any). Receive-pack checks
+        every object it receives as `git fsck --strict` would, then runs `hook`, if any."""
         config = ["-c", "uploadpack.allowFilter=true", "-c", "receive.advertisePushOptions=true"]
+        if service == RECEIVE_PACK:
+            config += [arg for setting in FSCK_CONFIG for arg in ("-c", setting)]
         if max_input > 0:
             config += ["-c", f"receive.maxInputSize={max_input}"]
         env = {**os.environ, **protocol_env(protocol)}
-        if guard is not None:
-            config += ["-c", f"core.hooksPath={guard.hooks}"]
-            env["KILN_NO_FORCE"] = "\n".join(guard.refs)
-            env["KILN_FORCE_REFUSED"] = guard.message
+        if hook is not None:
+            config += ["-c", f"core.hooksPath={hook.path}"]
+            env.update(hook.environment())
         args = ["git", *config, service.removeprefix("git-"), "--stateless-rpc"]
         if advertise:
             args.append("--advertise-refs")

@@ -30,9 +30,9 @@ from kiln.auth.tokens import API, READ_API, READ_REPOSITORY, WRITE_REPOSITORY
 from kiln.config import Settings
 from kiln.db import transaction
 from kiln.errors import Forbidden, InvalidToken, NotFound, Unauthorized
-from kiln.git import transport
-from kiln.git.refs import is_object_id
-from kiln.git.transport import RECEIVE_PACK, UPLOAD_PACK, ForceGuard, GitProcess, PushRequest, RefCommand
+from kiln.git import names, transport
+from kiln.git.pre_receive import Rules
+from kiln.git.transport import RECEIVE_PACK, UPLOAD_PACK, GitProcess, PushRequest, ReceiveHook, RefCommand
 from kiln.models import Project
 from kiln.policy import Action, ProjectSubject
 from kiln.services import repositories, subjects
@@ -67,7 +67,8 @@ ARCHIVED = "You can't push code to an archived project."
 PUSH_REFUSED = "You are not allowed to push code to this project."
 # Per-ref refusals (checks/branch_check.rb, checks/tag_check.rb).
 DELETE_DEFAULT = "The default branch of a project cannot be deleted."
-HEX_BRANCH = "You cannot create a branch with a 40-character hexadecimal branch name."
+HEX_BRANCH = "You cannot create a branch with a SHA-1 or SHA-256 branch name."
+INVALID_BRANCH = "You cannot create a branch with an invalid name."
 FORCE_PROTECTED = "You are not allowed to force push code to a protected branch on this project."
 DELETE_PROTECTED = (
     "You are not allowed to delete protected branches from this project. "
@@ -78,6 +79,11 @@ PUSH_PROTECTED = "You are not allowed to push code to protected branches on this
 CREATE_PROTECTED = "You are not allowed to create protected branches on this project."
 CHANGE_TAG = "You are not allowed to change existing tags on this project."
 HEX_TAG = "You cannot create a tag with a SHA-1 or SHA-256 tag name."
+INVALID_TAG = "You cannot create a tag with a prohibited pattern."
+# What kiln's pre-receive hook refuses once the objects are there (kiln.git.pre_receive).
+PATH_REFUSED = "You cannot push {path}: {reason}."
+NOT_A_COMMIT = "You can only push commits to a branch."
+CHECK_FAILED = "The push could not be checked. Please try again."
 # The prefix GitLab's hooks put before their messages; clients match on it.
 MESSAGE_PREFIX = "GitLab: "
 
@@ -108,11 +114,11 @@ class GitAccess:
 
 @dataclass(slots=True)
 class PushCheck:
-    """A push judged before git runs: refused with a message, or allowed (maybe with refs
-    whose non-fast-forward updates the pre-receive hook must still refuse)."""
+    """A push judged before git runs: refused with a message, or allowed, with the hook that
+    judges what only the objects tell (its paths, its non-fast-forward updates)."""
 
     refused: str | None
-    guard: ForceGuard | None
+    hook: ReceiveHook | None
     had_branches: bool
     before: dict[str, str | None]
 
@@ -235,11 +241,11 @@ def _cleared(settings: Settings, actor: Actor | None, s: ProjectSubject, service
 
 
 def check_push(db: Session, settings: Settings, access: GitAccess, push: PushRequest) -> PushCheck:
-    """Each ref command against the protection rules, before git receives the pack. A
-    non-fast-forward update can only be told once the objects are there, so refs where only
-    that is refused go to the pre-receive hook."""
-    names = [c.ref for c in push.commands]
-    before = transport.read_refs(access.repo_path, names)
+    """Each ref command against the naming and protection rules, before git receives the
+    pack. What only the objects tell (a non-fast-forward update, the paths of its trees) is
+    left to the pre-receive hook, which every push that brings objects runs."""
+    refs = [c.ref for c in push.commands]
+    before = transport.read_refs(access.repo_path, refs)
     had_branches = bool(transport.branch_names(access.repo_path))
     no_force: list[str] = []
     for command in push.commands:
@@ -248,11 +254,17 @@ def check_push(db: Session, settings: Settings, access: GitAccess, push: PushReq
             return PushCheck(MESSAGE_PREFIX + refused, None, had_branches, before)
         if _force_refused(db, access, command):
             no_force.append(command.ref)
-    guard = None
-    if no_force:
-        hooks = transport.hooks_dir(settings.data_dir)
-        guard = ForceGuard(no_force, MESSAGE_PREFIX + FORCE_PROTECTED, hooks)
-    return PushCheck(None, guard, had_branches, before)
+    hook = None
+    if not all(command.deletion for command in push.commands):
+        rules = Rules(
+            no_force=tuple(no_force),
+            force_refused=MESSAGE_PREFIX + FORCE_PROTECTED,
+            not_a_commit=MESSAGE_PREFIX + NOT_A_COMMIT,
+            path_refused=MESSAGE_PREFIX + PATH_REFUSED,
+            check_failed=MESSAGE_PREFIX + CHECK_FAILED,
+        )
+        hook = ReceiveHook(transport.hooks_dir(settings.data_dir), rules)
+    return PushCheck(None, hook, had_branches, before)
 
 
 def _refusal(db: Session, access: GitAccess, command: RefCommand) -> str | None:
@@ -261,16 +273,18 @@ def _refusal(db: Session, access: GitAccess, command: RefCommand) -> str | None:
         tag = command.ref.removeprefix("refs/tags/")
         if not command.creation and not policy.may(actor, Action.ADMIN_PROTECTED_BRANCHES, s):
             return CHANGE_TAG
-        if command.creation and is_object_id(tag):
-            return HEX_TAG
+        if command.creation and not command.deletion:
+            return _new_tag_refusal(tag)
         return None
     if not command.ref.startswith("refs/heads/"):
         return None
     branch = command.ref.removeprefix("refs/heads/")
     if command.deletion and branch == s.project.default_branch:
         return DELETE_DEFAULT
-    if command.creation and is_object_id(branch) and len(branch) == 40:
-        return HEX_BRANCH
+    if command.creation and not command.deletion:
+        refused = _new_branch_refusal(branch)
+        if refused is not None:
+            return refused
     if repositories.protection_for(db, s.project.id, branch) is None:
         return None
     if command.deletion:
@@ -280,6 +294,19 @@ def _refusal(db: Session, access: GitAccess, command: RefCommand) -> str | None:
     if not repositories.may_push(db, actor, s, branch):
         return CREATE_PROTECTED if command.creation else PUSH_PROTECTED
     return None
+
+
+def _new_branch_refusal(branch: str) -> str | None:
+    """kiln's one rule for new branch names (kiln.git.names), with GitLab's messages."""
+    if names.valid_new_branch(branch):
+        return None
+    return HEX_BRANCH if names.object_name_like(branch) else INVALID_BRANCH
+
+
+def _new_tag_refusal(tag: str) -> str | None:
+    if not names.valid_ref_name(tag):
+        return INVALID_TAG
+    return HEX_TAG if names.object_name_like(tag) else None
 
 
 def _force_refused(db: Session, access: GitAccess, command: RefCommand) -> bool:
@@ -378,7 +405,7 @@ async def receive_pack(
             RECEIVE_PACK,
             access.repo_path,
             protocol=protocol,
-            guard=check.guard,
+            hook=check.hook,
             max_input=settings.max_push_bytes,
         )
     except BaseException:

@@ -603,7 +603,7 @@ def test_branch_named_like_a_commit_id_is_refused(api, client, make, settings):
         headers={**RECEIVE_REQUEST, **basic("x", owner.token)},
     )
     _, progress = demux(r.content)
-    assert progress == b"GitLab: You cannot create a branch with a 40-character hexadecimal branch name.\n"
+    assert progress == b"GitLab: You cannot create a branch with a SHA-1 or SHA-256 branch name.\n"
 
 
 def test_malformed_receive_pack_request_is_a_bad_request(api, client, make):
