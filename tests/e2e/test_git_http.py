@@ -568,3 +568,75 @@ def test_a_push_over_max_push_bytes_is_refused_and_changes_nothing(limited_serve
     on_server = repository_path(limited_server.data_dir / "repositories", project["id"])
     assert not list(on_server.glob("objects/tmp_objdir-incoming-*"))
     assert not list(on_server.glob("objects/pack/*.pack"))
+
+
+# --- hostile pushes ----------------------------------------------------------------------------
+
+
+def _written(git: Git, work: Path, kind: str, data: bytes) -> str:
+    """An object written exactly as given (`git hash-object --literally`)."""
+    result = subprocess.run(
+        ["git", "hash-object", "-t", kind, "--literally", "-w", "--stdin"],
+        cwd=work,
+        env=git.env,
+        input=data,
+        capture_output=True,
+        check=True,
+    )
+    return result.stdout.decode().strip()
+
+
+def _planted(git: Git, work: Path, name: bytes) -> tuple[str, list[str]]:
+    """A commit on top of HEAD whose root holds `name` as a directory with a `config` in it,
+    and the ids of what it brings."""
+    config = _written(git, work, "blob", f"[core]\n\tfsmonitor = touch /tmp/{os.urandom(4).hex()}\n".encode())
+    inner = _written(git, work, "tree", b"100644 config\0" + bytes.fromhex(config))
+    root = _written(git, work, "tree", b"40000 " + name + b"\0" + bytes.fromhex(inner))
+    commit = git.run("commit-tree", root, "-p", "HEAD", "-m", "planted", cwd=work).stdout.strip()
+    return commit, [commit, root, inner, config]
+
+
+def test_a_planted_dot_git_is_refused_with_gits_message_and_leaves_nothing(
+    base_url, git, tmp_path, owner, unique, kiln_server
+):
+    project = create_project(base_url, owner[1], unique("planted"), initialize_with_readme=True)
+    url = with_credentials(project["http_url_to_repo"], "x", owner[1])
+    work = tmp_path / "work"
+    git.run("clone", "-q", url, str(work))
+    before = git.remote_refs(url)
+    commit, objects = _planted(git, work, b".GIT")
+    refused = git.run("push", url, f"{commit}:refs/heads/main", cwd=work, check=False)
+    assert refused.returncode != 0
+    assert "hasDotgit: contains '.git'" in refused.stderr
+    assert git.remote_refs(url) == before
+    on_server = repository_path(kiln_server.data_dir / "repositories", project["id"])
+    held = [
+        oid for oid in objects if git.run("cat-file", "-e", oid, cwd=on_server, check=False).returncode == 0
+    ]
+    assert held == []
+    assert not list(on_server.glob("objects/tmp_objdir-incoming-*"))
+    r = api(base_url, "GET", f"/projects/{project['id']}/repository/files/.GIT%2Fconfig?ref=main", owner[1])
+    assert r.status_code == 404
+
+
+def test_a_path_kiln_refuses_is_declined_by_the_servers_hook(
+    base_url, git, tmp_path, owner, unique, kiln_server
+):
+    """git's fsck lets a tab in a name through; kiln's pre-receive hook, run by the server's
+    own interpreter, doesn't."""
+    project = create_project(base_url, owner[1], unique("tab"), initialize_with_readme=True)
+    url = with_credentials(project["http_url_to_repo"], "x", owner[1])
+    work = tmp_path / "work"
+    git.run("clone", "-q", url, str(work))
+    before = git.remote_refs(url)
+    commit, objects = _planted(git, work, b"tab\tname")
+    refused = git.run("push", url, f"{commit}:refs/heads/main", cwd=work, check=False)
+    assert refused.returncode != 0
+    assert 'remote: GitLab: You cannot push "tab\\tname": invalid path.' in refused.stderr
+    assert "pre-receive hook declined" in refused.stderr
+    assert git.remote_refs(url) == before
+    on_server = repository_path(kiln_server.data_dir / "repositories", project["id"])
+    held = [
+        oid for oid in objects if git.run("cat-file", "-e", oid, cwd=on_server, check=False).returncode == 0
+    ]
+    assert held == []
