@@ -57,7 +57,10 @@ class LocalStorage:
         return self._path(key).open("rb")
 
     def exists(self, key: str) -> bool:
-        return self._path(key).is_file()
+        try:
+            return self._path(key).is_file()
+        except OSError:  # a name no file system stores (too long) names nothing stored
+            return False
 
     def delete(self, key: str) -> None:
         self._path(key).unlink(missing_ok=True)

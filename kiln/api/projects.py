@@ -3,20 +3,19 @@ delete and restore, share, uploads, languages."""
 
 from __future__ import annotations
 
-import mimetypes
 from typing import Any
 from urllib.parse import unquote
 
 from litestar import Request, Response
 from litestar.params import FromPath
-from litestar.response import Stream
 
 from kiln import storage
 from kiln.api._deps import Authenticated, Db, Viewer, in_thread, int_id, runtime
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
-from kiln.api._render import content_disposition, no_content, render
+from kiln.api._render import no_content, render
 from kiln.api._routes import delete, get, post, put
+from kiln.api.uploads import serve_stored
 from kiln.entities.projects import (
     project_full,
     project_in_list_json,
@@ -26,7 +25,6 @@ from kiln.entities.projects import (
     starrer,
     upload_result,
 )
-from kiln.errors import NotFound
 from kiln.policy import Action
 from kiln.schemas.projects import (
     ProjectCreate,
@@ -267,15 +265,5 @@ async def uploaded_file_by_path(
 def _serve_upload(
     request: Req, db: Db, viewer: Viewer, ident: str, secret: str, filename: str
 ) -> Response[Any]:
-    row = uploads.find_upload(db, viewer, ident, secret, filename)
     files = _uploads(request)
-    if not files.exists(row.storage_key):
-        raise NotFound()
-    media = mimetypes.guess_type(row.filename)[0] or "application/octet-stream"
-    inline = media.startswith("image/") or media.startswith("video/")
-    headers = {
-        "X-Content-Type-Options": "nosniff",
-        "Content-Disposition": content_disposition("inline" if inline else "attachment", row.filename),
-        "Content-Length": str(row.size),
-    }
-    return Stream(files.iter_bytes(row.storage_key), media_type=media, headers=headers)
+    return serve_stored(files, uploads.project_upload(db, viewer, ident, secret, filename, files))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -230,7 +229,7 @@ def project_full(rec: ProjectRecord, base: str, *, license: bool = False) -> dic
             "import_status": p.import_status,
             "import_error": p.import_error,
             "open_issues_count": 0,
-            "description_html": _description_html(p.description or ""),
+            "description_html": render_markdown(p.description),
             "updated_at": iso(p.updated_at),
         }
     )
@@ -408,9 +407,3 @@ def share_link(link: ProjectGroupLink) -> dict[str, Any]:
         "group_access": link.group_access,
         "expires_at": day(link.expires_at),
     }
-
-
-@lru_cache(maxsize=1024)
-def _description_html(description: str) -> str:
-    """Rendered once per text: a page of 20 projects renders the same descriptions again."""
-    return render_markdown(description)

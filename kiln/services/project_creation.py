@@ -28,6 +28,7 @@ from kiln.services import instance_settings, repositories, subjects
 from kiln.services import namespaces as ns_service
 from kiln.services.project_settings import (
     apply_settings,
+    check_description,
     check_name_path,
     check_restricted,
     set_topics,
@@ -75,6 +76,7 @@ def create_project(
             visibility = _default_visibility(p.visibility or inst["default_project_visibility"], ns)
             errors: dict[str, list[str]] = {}
             check_name_path(db, ns, name, path, errors)
+            check_description(p.description, errors)
             check_restricted(actor, visibility, inst, errors)
             owner = for_user or actor.user
             if policy.counts_toward_projects_limit(actor, ns):

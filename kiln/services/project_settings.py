@@ -103,6 +103,15 @@ def _check_visibility(ns: Namespace, visibility: str, errors: dict[str, list[str
         )
 
 
+# GitLab's bound on a project's description: past it, every view would render an unbounded text.
+MAX_DESCRIPTION = 2000
+
+
+def check_description(description: str | None, errors: dict[str, list[str]]) -> None:
+    if description is not None and len(description) > MAX_DESCRIPTION:
+        errors.setdefault("description", []).append(f"is too long (maximum is {MAX_DESCRIPTION} characters)")
+
+
 def check_restricted(
     actor: Actor, visibility: str, inst: instance_settings.InstanceSettings, errors: dict[str, list[str]]
 ) -> None:
@@ -210,6 +219,8 @@ def update_project(
         path = p.path if "path" in given and p.path is not None else project.path
         if name != project.name or path != project.path:
             check_name_path(db, s.namespace, name, path, errors, except_id=project.id)
+        if "description" in given:
+            check_description(p.description, errors)
         if errors:
             raise ValidationFailed(errors)
         project.name, project.path = name, path

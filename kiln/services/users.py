@@ -33,7 +33,7 @@ from kiln.queries.shapes import bounds_params
 from kiln.queries.users import IdentityRow, UserRow
 from kiln.schemas._types import Upload
 from kiln.schemas.users import StatusUpdate, UserCreate, UserList, UserUpdate
-from kiln.services import project_lifecycle, project_stars
+from kiln.services import project_lifecycle, project_stars, uploads
 from kiln.services import tokens as token_service
 from kiln.services.namespaces import place
 from kiln.storage import Storage, user_avatar_key
@@ -664,8 +664,7 @@ def _check_avatar(avatar: object) -> str | None:
 
 
 def _store_avatar(storage: Storage, user_id: int, avatar: Upload) -> str:
-    name = PurePosixPath(avatar.filename).name
-    key = user_avatar_key(user_id, name)
+    key = user_avatar_key(user_id, uploads.sanitize_filename(avatar.filename))
     storage.delete_prefix(user_avatar_key(user_id))
     avatar.file.seek(0)
     storage.put(key, avatar.file)

@@ -1276,3 +1276,15 @@ def test_a_deleted_projects_id_is_never_handed_out_again(api, make, drain):
     readme = caller.get(f"/projects/{second['id']}/repository/files/README.md/raw?ref=main")
     assert readme.status_code == 200, readme.text
     assert readme.text == "# second\n"
+
+
+def test_a_description_longer_than_gitlab_allows_is_refused_on_create_and_update(api, make):
+    u = make.user()
+    r = api(u).post("/projects", json={"name": "long-description", "description": "x" * 2001})
+    assert r.status_code == 400
+    assert r.json() == {"message": {"description": ["is too long (maximum is 2000 characters)"]}}
+    p = api(u).post("/projects", json={"name": "long-description", "description": "x" * 2000}).json()
+    assert p["description"] == "x" * 2000
+    r = api(u).put(f"/projects/{p['id']}", json={"description": "y" * 2001})
+    assert r.status_code == 400
+    assert api(u).get(f"/projects/{p['id']}").json()["description"] == "x" * 2000

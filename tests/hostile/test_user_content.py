@@ -19,9 +19,6 @@ TEXT = "text/plain; charset=utf-8"
 SVG = b'<svg xmlns="http://www.w3.org/2000/svg" onload="alert(document.domain)"><script>alert(1)</script></svg>\n'
 HTML = b"<!doctype html><script>fetch('/api/v4/user').then(r => r.text()).then(alert)</script>\n"
 # Project uploads are routed by kiln.api.projects, which does not serve them as user content yet.
-UPLOADS_NOT_YET = pytest.mark.xfail(
-    strict=True, reason="project uploads are not yet served through kiln.api.uploads.serve_stored"
-)
 
 
 def disposition(response) -> tuple[str, str | None]:
@@ -65,7 +62,6 @@ def upload(api, make, name: str, data: bytes):
 # ------------------------------------------------------------------------------- uploads
 
 
-@UPLOADS_NOT_YET
 def test_an_uploaded_svg_is_an_attachment_of_its_image_type_in_a_sandbox(api, make):
     r = upload(api, make, "logo.svg", SVG)
     assert (r.status_code, r.content) == (200, SVG)
@@ -74,7 +70,6 @@ def test_an_uploaded_svg_is_an_attachment_of_its_image_type_in_a_sandbox(api, ma
     assert_guarded(r)
 
 
-@UPLOADS_NOT_YET
 def test_an_uploaded_html_page_is_an_attachment_in_a_sandbox(api, make):
     r = upload(api, make, "page.html", HTML)
     assert (r.status_code, r.content) == (200, HTML)
@@ -82,7 +77,6 @@ def test_an_uploaded_html_page_is_an_attachment_in_a_sandbox(api, make):
     assert_guarded(r)
 
 
-@UPLOADS_NOT_YET
 def test_an_uploaded_image_is_shown_inline_as_its_type_in_a_sandbox(api, make):
     r = upload(api, make, "shot.png", PNG)
     assert (r.status_code, r.content, r.headers["content-type"]) == (200, PNG, "image/png")
