@@ -6,7 +6,17 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from typing import Annotated, Any, BinaryIO, ClassVar, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, InstanceOf, PlainValidator, WithJsonSchema
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    InstanceOf,
+    PlainValidator,
+    ValidationInfo,
+    WithJsonSchema,
+)
 
 
 @dataclass(slots=True)
@@ -130,6 +140,20 @@ Int = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
 OptionalInt = Annotated[Int | None, BeforeValidator(_blank_is_none)]
 # An optional string where an empty string means "not given".
 OptionalStr = Annotated[str | None, BeforeValidator(_blank_is_none)]
+
+# Longer than any name, path or e-mail kiln stores, so no match is lost; short enough that
+# the database never refuses the pattern (SQLite stops at 50,000 bytes).
+MAX_SEARCH = 4096
+
+
+def _search_text(value: str, info: ValidationInfo) -> str:
+    if len(value) > MAX_SEARCH:
+        raise GrapeMessage(f"{info.field_name} is too long (maximum is {MAX_SEARCH} characters)")
+    return value
+
+
+# A search term matched against stored names: bounded, so the matching is too.
+SearchText = Annotated[str, AfterValidator(_search_text)]
 
 
 class PageParams(Params):

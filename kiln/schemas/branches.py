@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, ValidationInfo
 
-from kiln.schemas._types import GrapeMessage, PageParams, Params
+from kiln.schemas._types import GrapeMessage, PageParams, Params, SearchText
 
 
 def _not_blank(value: str, info: ValidationInfo) -> str:
@@ -22,7 +22,7 @@ NonBlank = Annotated[str, AfterValidator(_not_blank)]
 class BranchList(PageParams):
     id: str
     # `^prefix`, `suffix$`, or a part of the name (case-insensitive).
-    search: str | None = None
+    search: SearchText | None = None
     sort: Literal["name_asc", "updated_asc", "updated_desc"] | None = None
 
 

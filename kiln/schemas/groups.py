@@ -7,7 +7,17 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field
 
-from kiln.schemas._types import AccessLevel, Day, Flag, Int, OptionalInt, PageParams, Params, _numeric
+from kiln.schemas._types import (
+    AccessLevel,
+    Day,
+    Flag,
+    Int,
+    OptionalInt,
+    PageParams,
+    Params,
+    SearchText,
+    _numeric,
+)
 from kiln.schemas.projects import GroupProjectList
 
 Visibility = Literal["private", "internal", "public"]
@@ -36,7 +46,7 @@ class GroupList(PageParams):
     skip_groups: IntList | None = None
     all_available: Flag | None = None
     visibility: Visibility | None = None
-    search: str | None = None
+    search: SearchText | None = None
     owned: Flag = False
     order_by: Literal["name", "path", "id", "similarity"] = "name"
     sort: Literal["asc", "desc"] | None = None
@@ -100,7 +110,7 @@ class GroupProjects(GroupProjectList):
 
 
 class NamespaceList(PageParams):
-    search: str | None = None
+    search: SearchText | None = None
     owned_only: Flag = False
     top_level_only: Flag = False
     full_path_search: Flag = False

@@ -16,7 +16,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails, InitErrorDetails
 
 from kiln.models.namespaces import ACCESS_LEVELS, DEVELOPER
-from kiln.schemas._types import Day, Flag, GrapeMessage, Int, PageParams, Params, _string_list
+from kiln.schemas._types import Day, Flag, GrapeMessage, Int, PageParams, Params, SearchText, _string_list
 
 
 def _blank_is_none(value: Any) -> Any:
@@ -45,7 +45,7 @@ IdList = Annotated[
 
 class MemberAllList(PageParams):
     id: str
-    query: str | None = None
+    query: SearchText | None = None
     user_ids: IdList | None = None
     show_seat_info: Flag | None = None
 

@@ -16,6 +16,7 @@ from kiln.schemas._types import (
     OptionalInt,
     PageParams,
     Params,
+    SearchText,
     UploadFile,
     When,
 )
@@ -142,7 +143,7 @@ class ProjectList(PageParams):
     visibility: Visibility | None = None
     order_by: ProjectOrder = "created_at"
     sort: Literal["asc", "desc"] | None = None
-    search: str | None = None
+    search: SearchText | None = None
     search_namespaces: Flag = False
     simple: Flag = False
     owned: Flag = False
@@ -198,7 +199,7 @@ class ProjectShare(Params):
 
 
 class StarrerList(PageParams):
-    search: str | None = None
+    search: SearchText | None = None
 
 
 class UploadCreate(Params):

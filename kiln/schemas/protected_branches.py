@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field
 
-from kiln.schemas._types import Flag, Int, PageParams, Params
+from kiln.schemas._types import Flag, Int, PageParams, Params, SearchText
 
 
 def _numeric(value: Any) -> Any:
@@ -57,7 +57,7 @@ class _RuleFields(Params):
 
 class ProtectedBranchList(PageParams):
     id: str
-    search: str | None = None
+    search: SearchText | None = None
 
 
 class ProtectedBranchGet(Params):

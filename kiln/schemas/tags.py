@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from kiln.schemas._types import PageParams, Params
+from kiln.schemas._types import PageParams, Params, SearchText
 
 
 class TagList(PageParams):
     id: str
-    search: str | None = None
+    search: SearchText | None = None
     order_by: Literal["name", "updated", "version"] = "updated"
     sort: Literal["asc", "desc"] = "desc"
 

@@ -7,7 +7,17 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BeforeValidator, WithJsonSchema
 
 from kiln.auth.tokens import PAT_SCOPES
-from kiln.schemas._types import Day, Flag, GrapeMessage, OptionalInt, PageParams, Params, When, _string_list
+from kiln.schemas._types import (
+    Day,
+    Flag,
+    GrapeMessage,
+    OptionalInt,
+    PageParams,
+    Params,
+    SearchText,
+    When,
+    _string_list,
+)
 
 
 def _known_scopes(value: list[str]) -> list[str]:
@@ -28,7 +38,7 @@ class TokenList(PageParams):
     user_id: OptionalInt = None
     revoked: Flag | None = None
     state: Literal["active", "inactive"] | None = None
-    search: str | None = None
+    search: SearchText | None = None
     created_before: When | None = None
     created_after: When | None = None
     last_used_before: When | None = None

@@ -6,11 +6,20 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, model_validator
 
-from kiln.schemas._types import Flag, GrapeMessage, NullFalseFlag, OptionalInt, PageParams, Params, When
+from kiln.schemas._types import (
+    Flag,
+    GrapeMessage,
+    NullFalseFlag,
+    OptionalInt,
+    PageParams,
+    Params,
+    SearchText,
+    When,
+)
 
 
 class UserList(PageParams):
-    search: str | None = None
+    search: SearchText | None = None
     username: str | None = None
     active: Flag | None = None
     blocked: Flag | None = None
