@@ -19,7 +19,7 @@ from kiln.auth.actor import Actor
 from kiln.auth.tokens import API, READ_API, READ_REPOSITORY
 from kiln.config import Settings
 from kiln.entities.files import (
-    blame_ranges,
+    blame_json,
     content_length,
     file_headers,
     file_record,
@@ -120,7 +120,7 @@ def _blame(db: Db, viewer: Actor | None, q: FileBlame, settings: Settings, *, he
     blamed = service.blame_file(
         db, viewer, q.id, q.file_path, q.ref, settings, lines=lines, headers_only=head
     )
-    return render(blame_ranges(blamed.ranges), headers=file_headers(blamed.record, blamed.digest))
+    return render(blame_json(blamed.ranges), headers=file_headers(blamed.record, blamed.digest))
 
 
 @post(FILE, params=FileWrite)

@@ -6,19 +6,32 @@ a patch of `max_patch_bytes` or more is pruned and marked `too_large`; past `max
 files, `max_lines` lines or `max_bytes` bytes the collection stops and overflows; without
 `expanded`, files past a tenth of those limits, and patches past a tenth of
 `max_patch_bytes`, are pruned and marked `collapsed`. A blob larger than `big_file_bytes`
-is never diffed in this process (git's core.bigFileThreshold, lower here because libgit2
-diffs in kiln's own memory): its entry is `too_large` and counts no lines."""
+is never diffed (git's core.bigFileThreshold, lower here): its entry is `too_large` and
+counts no lines. Blobs up to IN_PROCESS_BYTES are diffed by libgit2 in this process; larger
+ones by a git child, whose output is counted as it comes and held only up to the patch
+size shown."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from time import perf_counter
 
 import pygit2
+
+from kiln.git import timed
+from kiln.git.files import STREAM_BYTES
 
 _RENAMES = pygit2.enums.DiffFind.FIND_RENAMES
 _STATUS = pygit2.enums.DeltaStatus
 _ZERO = pygit2.Oid(hex="0" * 40)
+_EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+# Blobs up to this are diffed by libgit2 in this process, which reads both whole and holds
+# the interpreter while it works (a 10 MiB file of short lines: a third of a second and
+# 180 MiB); larger ones by a git child.
+IN_PROCESS_BYTES = STREAM_BYTES
 # GitLab's average patch size per file in its byte limits (DiffCollection: 5 KB per file).
 _BYTES_PER_FILE = 5 * 1024
 # GitLab's safe limits are a tenth of the hard ones (Commit::DIFF_SAFE_LIMIT_FACTOR).
@@ -134,16 +147,48 @@ def _mode(value: int) -> str:
     return f"{value:o}" if value else "0"
 
 
+def _binary_notice(delta: pygit2.DiffDelta) -> bytes:
+    old = "/dev/null" if delta.status == _STATUS.ADDED else f"a/{delta.old_file.path}"
+    new = "/dev/null" if delta.status == _STATUS.DELETED else f"b/{delta.new_file.path}"
+    return f"Binary files {old} and {new} differ\n".encode()
+
+
 def _hunks(patch: pygit2.Patch, delta: pygit2.DiffDelta) -> bytes:
     if delta.is_binary:
-        old = "/dev/null" if delta.status == _STATUS.ADDED else f"a/{delta.old_file.path}"
-        new = "/dev/null" if delta.status == _STATUS.DELETED else f"b/{delta.new_file.path}"
-        return f"Binary files {old} and {new} differ\n".encode()
+        return _binary_notice(delta)
     data: bytes = patch.data
     start = data.find(b"\n@@")
     if start < 0:
         return data if data.startswith(b"@@") else b""
     return data[start + 1 :]
+
+
+@dataclass(slots=True)
+class PatchText:
+    """A delta's hunks from the first `@@` on: `size` bytes in all, of which `lines` content
+    lines (hunk headers aside) of `content_bytes`, as Gitaly counts toward its limits.
+    `hunks` is None when the patch reached the bytes the caller keeps (counted, not held)."""
+
+    hunks: bytes | None
+    size: int
+    lines: int
+    content_bytes: int
+    additions: int
+    deletions: int
+
+    @classmethod
+    def of(cls, text: bytes, keep: int) -> PatchText:
+        lines = content_bytes = additions = deletions = 0
+        for line in text.splitlines(keepends=True):
+            if line.startswith(b"@@"):
+                continue
+            lines += 1
+            content_bytes += len(line)
+            if line.startswith(b"+"):
+                additions += 1
+            elif line.startswith(b"-"):
+                deletions += 1
+        return cls(text if len(text) < keep else None, len(text), lines, content_bytes, additions, deletions)
 
 
 def blob_size(repo: pygit2.Repository, oid: pygit2.Oid) -> int:
@@ -166,33 +211,107 @@ def _sides(repo: pygit2.Repository, delta: pygit2.DiffDelta) -> int:
     return max(sizes, default=0)
 
 
-def changes(
-    repo: pygit2.Repository, old: pygit2.Tree | None, new: pygit2.Tree, *, big_file_bytes: int
-) -> pygit2.Diff:
+@dataclass(slots=True)
+class Changes:
+    """The deltas between two trees, and the trees (a patch too big for libgit2 is asked of
+    git by them)."""
+
+    diff: pygit2.Diff
+    old: pygit2.Tree | None
+    new: pygit2.Tree
+
+
+def changes(repo: pygit2.Repository, old: pygit2.Tree | None, new: pygit2.Tree) -> Changes:
     """The deltas from `old` (the empty tree when None) to `new`, renames found unless an
-    added or removed blob is too big to compare in this process (libgit2 reads both whole)."""
+    added or removed blob is too big to compare in this process (libgit2 reads both whole
+    and holds the interpreter meanwhile)."""
     diff = (
         new.diff_to_tree(swap=True, context_lines=3)
         if old is None
         else old.diff_to_tree(new, context_lines=3)
     )
     candidates = (delta for delta in diff.deltas if delta.status in (_STATUS.ADDED, _STATUS.DELETED))
-    if all(_sides(repo, delta) <= big_file_bytes for delta in candidates):
+    if all(_sides(repo, delta) <= IN_PROCESS_BYTES for delta in candidates):
         diff.find_similar(flags=_RENAMES)
-    return diff
+    return Changes(diff, old, new)
 
 
 def patches(
-    repo: pygit2.Repository, diff: pygit2.Diff, big_file_bytes: int
-) -> Iterator[tuple[pygit2.DiffDelta, pygit2.Patch | None, int]]:
-    """Each delta with its patch and the blob bytes the patch read; None for a delta whose
-    blob is over `big_file_bytes`, whose patch is never made."""
-    for n, delta in enumerate(diff.deltas):
+    repo: pygit2.Repository, found: Changes, *, big_file_bytes: int, keep: int
+) -> Iterator[tuple[pygit2.DiffDelta, PatchText | None, int]]:
+    """Each delta with its patch (hunks held up to `keep` bytes) and the blob bytes reading it
+    cost. A patch of blobs up to IN_PROCESS_BYTES is made by libgit2; of larger ones by a
+    `git diff-tree` child whose output is counted as it comes; None for a delta with a blob
+    over `big_file_bytes`, whose patch is never made."""
+    for n, delta in enumerate(found.diff.deltas):
         size = _sides(repo, delta)
         if size > big_file_bytes:
             yield delta, None, 0
-            continue
-        yield delta, diff[n], size
+        elif size > IN_PROCESS_BYTES:
+            yield delta, _patch_from_git(repo, found, delta, keep), size
+        else:
+            yield delta, PatchText.of(_hunks(found.diff[n], delta), keep), size
+
+
+def _patch_from_git(
+    repo: pygit2.Repository, found: Changes, delta: pygit2.DiffDelta, keep: int
+) -> PatchText | None:
+    """The delta's patch from `git diff-tree`, read a line at a time: only the first `keep`
+    bytes of hunks are held. None when git cannot make it (objects only an alternate
+    handle of this process reaches)."""
+    paths = dict.fromkeys(os.fsencode(p) for p in (delta.old_file.path, delta.new_file.path))
+    old = str(found.old.id) if found.old is not None else _EMPTY_TREE
+    args: list[str | bytes] = [
+        "git",
+        "--literal-pathspecs",
+        "diff-tree",
+        "-p",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--no-renames",
+        "-U3",
+        old,
+        str(found.new.id),
+        "--",
+        *paths,
+    ]
+    started = perf_counter()
+    child = subprocess.Popen(args, cwd=repo.path, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert child.stdout is not None
+    held: list[bytes] | None = []
+    size = lines = content_bytes = additions = deletions = 0
+    in_hunks = False
+    try:
+        for read in child.stdout:
+            if read.startswith(b"diff --git "):
+                in_hunks = False
+                continue
+            if not in_hunks and not read.startswith((b"@@", b"Binary files ")):
+                continue
+            in_hunks = True
+            line = _binary_notice(delta) if read.startswith(b"Binary files ") else read
+            size += len(line)
+            if held is not None:
+                held.append(line)
+                if size >= keep:
+                    held = None
+            if line.startswith(b"@@"):
+                continue
+            lines += 1
+            content_bytes += len(line)
+            if line.startswith(b"+"):
+                additions += 1
+            elif line.startswith(b"-"):
+                deletions += 1
+    finally:
+        child.stdout.close()
+        status = child.wait()
+        timed.observe(args, perf_counter() - started)
+    if status != 0:
+        return None
+    hunks = b"".join(held) if held is not None else None
+    return PatchText(hunks, size, lines, content_bytes, additions, deletions)
 
 
 def tree_diff(
@@ -200,12 +319,11 @@ def tree_diff(
 ) -> DiffSet:
     """Changes from `old`'s tree (the empty tree when None) to `new`'s, renames detected,
     bounded by `limits` as GitLab bounds a diff collection."""
-    diff = changes(
-        repo, old.tree if old is not None else None, new.tree, big_file_bytes=limits.big_file_bytes
-    )
+    found = changes(repo, old.tree if old is not None else None, new.tree)
     files: list[FileDiff] = []
     lines = size = read = 0
-    for seen, (delta, patch, cost) in enumerate(patches(repo, diff, limits.big_file_bytes), start=1):
+    patched = patches(repo, found, big_file_bytes=limits.big_file_bytes, keep=limits.max_patch_bytes)
+    for seen, (delta, patch, cost) in enumerate(patched, start=1):
         read += cost
         entry = FileDiff(
             old_path=delta.old_file.path,
@@ -218,19 +336,25 @@ def tree_diff(
             diff="",
             too_large=patch is None,
         )
-        text = _hunks(patch, delta) if patch is not None else b""
-        patch_lines = text.count(b"\n")
-        lines += patch_lines
-        size += len(text)
-        if not limits.expanded and patch_lines and _over_safe_limits(limits, seen, lines, size):
-            entry.collapsed = True
-        if len(text) >= limits.max_patch_bytes:
-            entry.too_large = True
-        elif not limits.expanded and len(text) >= limits.patch_safe_bytes:
-            entry.collapsed = True
-        if not (entry.too_large or entry.collapsed):
-            entry.diff = text.decode("utf-8", errors="replace")
-        if seen > limits.max_files or lines > limits.max_lines or size > limits.max_bytes:
+        if patch is not None:
+            # Gitaly's parser: a patch's content lines count toward the limits unless it is
+            # pruned (collapsed or too large); the collection overflows at the limits.
+            counted_lines, counted_bytes = patch.lines, patch.content_bytes
+            lines += counted_lines
+            size += counted_bytes
+            if not limits.expanded and counted_lines and _over_safe_limits(limits, seen, lines, size):
+                entry.collapsed = True
+                lines -= counted_lines
+                size -= counted_bytes
+            elif patch.size >= limits.max_patch_bytes or patch.hunks is None:
+                entry.too_large = True
+                lines -= counted_lines
+                size -= counted_bytes
+            elif not limits.expanded and patch.size >= limits.patch_safe_bytes:
+                entry.collapsed = True
+            else:
+                entry.diff = patch.hunks.decode("utf-8", errors="replace")
+        if seen > limits.max_files or lines >= limits.max_lines or size >= limits.max_bytes:
             return DiffSet(files=files, overflow=True)
         if read > limits.read_budget:
             return DiffSet(files=files, overflow=True)

@@ -108,18 +108,18 @@ def lookup(tree: pygit2.Tree, path: str) -> tuple[str, pygit2.Object] | None:
     return None
 
 
-def find_file(commit: pygit2.Commit, path: str) -> FoundFile | None:
-    """The blob at `path`; directories and submodules are not files."""
+def find_file(repo: pygit2.Repository, commit: pygit2.Commit, path: str) -> FoundFile | None:
+    """The blob at `path`; directories and submodules are not files. Its size comes from its
+    header: the content is not read (a large blob would be read whole)."""
     found = lookup(commit.tree, path)
     if found is None:
         return None
     git_path, obj = found
-    if not isinstance(obj, pygit2.Blob):
+    if obj.type_str != "blob":
         return None
     shown = "/".join(display_name(os.fsencode(part)) for part in git_path.split("/"))
-    return FoundFile(
-        path=shown, git_path=git_path, blob_id=str(obj.id), size=obj.size, mode=int(obj.filemode)
-    )
+    size = int(repo.odb.read_header(obj.id)[1])
+    return FoundFile(path=shown, git_path=git_path, blob_id=str(obj.id), size=size, mode=int(obj.filemode))
 
 
 def last_commit_for_path(repo_path: Path, revision: str, git_path: str) -> str | None:

@@ -176,13 +176,12 @@ def stats(repo: pygit2.Repository, commit: pygit2.Commit, *, big_file_bytes: int
     renames found, as GitLab counts them; a blob over `big_file_bytes` counts as binary
     (no lines), as git counts one over core.bigFileThreshold, and is never read."""
     parent = commit.parents[0].tree if commit.parents else None
-    diff = changes(repo, parent, commit.tree, big_file_bytes=big_file_bytes)
+    found = changes(repo, parent, commit.tree)
     additions = deletions = 0
-    for _delta, patch, _cost in patches(repo, diff, big_file_bytes):
+    for _delta, patch, _cost in patches(repo, found, big_file_bytes=big_file_bytes, keep=0):
         if patch is not None:
-            _context, added, removed = patch.line_stats
-            additions += added
-            deletions += removed
+            additions += patch.additions
+            deletions += patch.deletions
     return Stats(additions=additions, deletions=deletions)
 
 

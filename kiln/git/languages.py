@@ -9,6 +9,8 @@ from pathlib import PurePosixPath
 
 import pygit2
 
+from kiln.git.files import blob_pieces
+
 # Linguist's names for the languages a forge meets most often.
 EXTENSIONS = {
     ".py": "Python",
@@ -172,15 +174,21 @@ def language_bytes(
             if language is None or vendored(path):
                 continue
             size = int(repo.odb.read_header(entry.id)[1])
-            if size > large_blob_bytes or _binary(repo[entry.id].peel(pygit2.Blob)):
+            if size > large_blob_bytes or _binary(repo, str(entry.id), size):
                 continue
             sizes[language] += size
     return dict(sizes)
 
 
-def _binary(blob: pygit2.Blob) -> bool:
-    """A NUL in the first bytes (only those are copied out of the blob)."""
-    return b"\x00" in bytes(memoryview(blob)[:_BINARY_PROBE])
+def _binary(repo: pygit2.Repository, blob_id: str, size: int) -> bool:
+    """A NUL in the first bytes; a large blob's first piece is read from git, not the whole
+    blob through libgit2."""
+    pieces = blob_pieces(repo, blob_id, size)
+    try:
+        first = next(pieces, b"")
+    finally:
+        pieces.close()
+    return b"\x00" in first[:_BINARY_PROBE]
 
 
 def shares(sizes: dict[str, int]) -> dict[str, float]:

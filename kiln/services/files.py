@@ -65,26 +65,27 @@ def _commit_at(ctx: RepoContext, ref: str | None) -> pygit2.Commit:
 
 
 def _record(ctx: RepoContext, commit: pygit2.Commit, path: str, ref: str) -> FileRecord:
+    repo = ctx.repo
+    assert repo is not None  # a commit was found in it
     commit_id = str(commit.id)
     repo_path = ctx.path
     key = (str(repo_path), commit_id, path)
     kept = _FILES.get(key)
     if kept is None:
-        found = git_files.find_file(commit, path)
+        found = git_files.find_file(repo, commit, path)
         if found is None:
             raise NotFound("File")
         last = git_files.last_commit_for_path(repo_path, commit_id, found.git_path)
         kept = (found, last or commit_id)
         _FILES.put(key, kept)
     found, last_commit_id = kept
-    assert ctx.repo is not None  # a commit was found in it
     return FileRecord(
         file=found,
         ref=ref,
         commit_id=commit_id,
         last_commit_id=last_commit_id,
         key=key,
-        repo=ctx.repo,
+        repo=repo,
         project_id=ctx.project.id,
     )
 
@@ -314,7 +315,7 @@ def write_file(
         )
     if change != "create" and start is not None:
         # An existing file may be stored under a name that isn't UTF-8 (kiln.git.files).
-        found = git_files.find_file(start, path)
+        found = git_files.find_file(repo, start, path)
         if found is not None:
             path = found.git_path
     actions = _actions(change, path, p)
