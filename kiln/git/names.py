@@ -96,6 +96,12 @@ def valid_new_branch(name: str) -> bool:
     return valid_ref_name(name) and not object_name_like(name)
 
 
+def valid_new_tag(name: str) -> bool:
+    """A tag name any write may create: GitLab's rule, not `refs/tags/…` (it would read as a
+    second prefix), and not an object id."""
+    return valid_ref_name(name) and not name.startswith(TAG_PREFIX) and not object_name_like(name)
+
+
 def readable_ref(name: str) -> bool:
     """Whether `name` could name a ref or revision at all; one that can't is not found
     without asking git (a NUL or a 10,000-byte name would otherwise reach the filesystem)."""

@@ -304,9 +304,9 @@ def _new_branch_refusal(branch: str) -> str | None:
 
 
 def _new_tag_refusal(tag: str) -> str | None:
-    if not names.valid_ref_name(tag):
-        return INVALID_TAG
-    return HEX_TAG if names.object_name_like(tag) else None
+    if names.valid_new_tag(tag):
+        return None
+    return HEX_TAG if names.object_name_like(tag) else INVALID_TAG
 
 
 def _force_refused(db: Session, access: GitAccess, command: RefCommand) -> bool:

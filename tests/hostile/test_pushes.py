@@ -401,7 +401,7 @@ def test_a_branch_name_the_branches_api_refuses_is_refused(target, name):
     target.assert_refused(refs, pushed, [commit])
 
 
-@pytest.mark.parametrize("name", ["-x", "HEAD", "refs/heads/x"])
+@pytest.mark.parametrize("name", ["-x", "HEAD", "refs/heads/x", "refs/tags/x"])
 def test_a_tag_name_the_tags_api_refuses_is_refused(target, name):
     refs = target.refs()
     commit = _new_commit(target)
