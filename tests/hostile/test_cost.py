@@ -111,6 +111,30 @@ def test_a_commit_diff_stops_before_the_file_that_passes_diff_max_lines(
     assert [d["new_path"] for d in commit_diff(api, owner, project, sha)] == ["a.txt", "b.txt"]
 
 
+def test_a_too_large_patch_counts_toward_no_limit(api, owner, project, settings, configure):
+    configure(diff_max_patch_bytes=1000, diff_max_lines=100)
+    sha = commit_files(settings, project, {"big.txt": lines(200), "small.txt": b"one\n"})
+    by_path = {d["new_path"]: d["too_large"] for d in commit_diff(api, owner, project, sha)}
+    assert by_path == {"big.txt": True, "small.txt": False}
+
+
+def test_a_small_change_to_a_file_larger_than_kiln_diffs_in_place_shows_its_patch(
+    api, owner, project, settings
+):
+    before = [f"line {n}\n".encode() for n in range(STREAMED // 10)]
+    after = list(before)
+    after[1000] = b"changed\n"
+    base = commit_files(settings, project, {"big.txt": b"".join(before)})
+    head = commit_files(settings, project, {"big.txt": b"".join(after)})
+    hunk = "@@ -998,7 +998,7 @@ line 996\n line 997\n line 998\n line 999\n-line 1000\n+changed\n line 1001\n"
+    (entry,) = commit_diff(api, owner, project, head)
+    assert (entry["too_large"], entry["diff"].startswith(hunk)) == (False, True)
+    (compared,) = compare(api, owner, project, base, head)["diffs"]
+    assert compared["diff"] == entry["diff"]
+    stats = api(owner).get(f"/projects/{project['id']}/repository/commits/{head}").json()["stats"]
+    assert stats == {"additions": 1, "deletions": 1, "total": 2}
+
+
 def test_a_commit_diff_is_never_collapsed(api, owner, project, settings, configure):
     configure(diff_max_files=10, diff_max_patch_bytes=1000)
     sha = commit_files(settings, project, {f"f{n}.txt": lines(5) for n in range(5)})
