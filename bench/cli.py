@@ -3,7 +3,9 @@
 For each database backend: a fresh data directory, `kiln migrate`, bulk users and projects and
 one repository, then `kiln serve` and the bare app (bench.bare) as subprocesses on one CPU,
 and a load generator on another, measuring one target at a time: closed loop (throughput
-against the reference, N connections), then open loop (a fixed rate, latency percentiles)."""
+against the reference, N connections), then open loop (a fixed rate, latency percentiles).
+Then the worst-case requests of bench.cost (how long each stalls other requests, how much it
+grows the server), unless --no-cost."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ import tempfile
 import time
 from collections.abc import Mapping
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
@@ -30,6 +32,7 @@ from urllib.parse import quote
 import httpx
 
 from bench import bare as bench_bare
+from bench import cost as bench_cost
 from bench import dataset
 from bench.load import TIMEOUT_S, LoadGenerator, Measurement, OpenLoop, Target, choose, measure
 from bench.processes import (
@@ -158,6 +161,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-install", action="store_true", help="never apt-get install wrk")
     parser.add_argument("--no-pin", action="store_true", help="do not pin server and load generator to CPUs")
     parser.add_argument("--keep", action="store_true", help="keep the data directories and server logs")
+    parser.add_argument(
+        "--no-cost", action="store_true", help="skip the worst-case requests (bench.cost, about a minute)"
+    )
     parser.add_argument("--results-dir", type=Path, default=RESULTS)
     return parser.parse_args(argv)
 
@@ -185,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         for backend in backends:
             results.append(run_backend(backend, args, generator, server_cpu))
+        costs = [] if args.no_cost else bench_cost.run(pin=not args.no_pin, keep=args.keep)
     except KeyboardInterrupt:
         print("\nbench: interrupted; servers stopped", file=sys.stderr)
         return 130
@@ -212,8 +219,14 @@ def main(argv: list[str] | None = None) -> int:
             "open_loop": {"rate": args.rate, "duration_s": args.open_duration, "p90_aim_ms": OPEN_P90_MS},
         },
         "backends": [r.as_dict() for r in results],
+        "cost": {
+            "aims": {"stall_ms": bench_cost.STALL_AIM_MS, "growth_mib": bench_cost.GROWTH_AIM_MIB},
+            "requests": [asdict(o) for o in costs],
+        },
     }
     print_report(document, results, generator, args)
+    if costs:
+        bench_cost.print_report(costs)
     args.results_dir.mkdir(parents=True, exist_ok=True)
     path = args.results_dir / f"{started.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps(document, indent=2) + "\n")
