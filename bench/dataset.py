@@ -29,7 +29,7 @@ from sqlalchemy import (
     update,
 )
 
-from kiln.auth.tokens import digest, new_runners_token
+from kiln.auth.tokens import digest
 from kiln.db import make_engine_unpooled
 from kiln.git.layout import repository_path
 from kiln.models.namespaces import (
@@ -152,7 +152,6 @@ def populate_projects(url: str, total_projects: int) -> int:
                             "description": "benchmark fixture",
                             "visibility": _visibility(n),
                             "default_branch": "main",
-                            "runners_token": new_runners_token(),
                         }
                     )
                 conn.execute(insert(projects), rows)

@@ -15,8 +15,9 @@ import uvicorn
 from sqlalchemy import Engine
 
 from kiln import jobs, migrate, observability
+from kiln.auth import server_secret
 from kiln.auth.tokens import PAT_SCOPES
-from kiln.config import SERVE_PARENT_ENV, load_settings
+from kiln.config import SERVE_PARENT_ENV, Settings, load_settings
 from kiln.runtime import Runtime
 from kiln.services import tokens as token_service
 from kiln.services import users as user_service
@@ -39,6 +40,22 @@ def prepare(rt: Runtime) -> None:
     elif saved.exists():
         typer.echo(f"kiln: root credentials: root / {saved.read_text().strip()}", err=True)
         typer.echo(f"kiln: (generated at first start, kept in {saved}; delete it once noted)", err=True)
+
+
+def require_server_secret(settings: Settings) -> None:
+    """The server secret read (and its file made) before anything is served or run: a key
+    too short to derive secrets from, or a data dir where it cannot be kept, stops kiln at
+    start, not at the first project created."""
+    try:
+        server_secret.key(settings)
+    except server_secret.ServerSecretError as refused:
+        typer.echo(f"kiln: cannot start: {refused}", err=True)
+        raise typer.Exit(code=1) from None
+    except OSError as failed:
+        typer.echo(
+            f"kiln: cannot start: the server secret cannot be kept in {settings.data_dir}: {failed}", err=True
+        )
+        raise typer.Exit(code=1) from None
 
 
 def usable_cores() -> int:
@@ -67,6 +84,7 @@ def serve(
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     processes = processes or usable_cores()
     settings = load_settings()
+    require_server_secret(settings)
     observability.prepare_serving(settings.data_dir, processes)
     rt = Runtime.build(settings)
     prepare(rt)
@@ -133,6 +151,7 @@ def worker(
     get KILN_SHUTDOWN_TIMEOUT seconds to finish)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = load_settings()
+    require_server_secret(settings)
     rt = Runtime.build(settings)
     prepare(rt)
     observability.instrument(Engine)  # the jobs' statements, on every engine of this process

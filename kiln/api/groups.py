@@ -57,7 +57,12 @@ async def create_group(request: Req, db: Db, actor: Authenticated) -> Response[b
 async def get_group(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Response[bytes]:
     q: GroupGet = await params(request)
     rec = service.get_group(
-        db, viewer, id, with_projects=q.with_projects, custom_attributes=q.with_custom_attributes
+        db,
+        viewer,
+        id,
+        runtime(request).settings,
+        with_projects=q.with_projects,
+        custom_attributes=q.with_custom_attributes,
     )
     return render(group_detail(rec, _base(request)))
 
@@ -65,7 +70,7 @@ async def get_group(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> 
 @put("/groups/{id:str}", params=GroupUpdate)
 async def update_group(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
     p: GroupUpdate = await params(request)
-    rec = await in_thread(service.update_group, db, actor, id, p)
+    rec = await in_thread(service.update_group, db, actor, id, p, runtime(request).settings)
     return render(group_detail(rec, _base(request)))
 
 
@@ -80,14 +85,14 @@ async def delete_group(request: Req, db: Db, actor: Authenticated, id: FromPath[
 
 @post("/groups/{id:str}/restore")
 async def restore_group(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
-    rec = await in_thread(service.restore_group, db, actor, id)
+    rec = await in_thread(service.restore_group, db, actor, id, runtime(request).settings)
     return render(group_detail(rec, _base(request)), status=201)
 
 
 @post("/groups/{id:str}/transfer", params=GroupTransfer)
 async def transfer_group(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
     p: GroupTransfer = await params(request)
-    rec = await in_thread(service.transfer_group, db, actor, id, p.group_id)
+    rec = await in_thread(service.transfer_group, db, actor, id, p.group_id, runtime(request).settings)
     return render(group_detail(rec, _base(request)), status=201)
 
 
@@ -109,7 +114,7 @@ async def list_descendant_groups(request: Req, db: Db, viewer: Viewer, id: FromP
 async def list_group_projects(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Response[bytes]:
     q: GroupProjects = await params(request)
     page = page_of(q, keyset_allowed=True, order_by=q.order_by)
-    listing = service.list_projects(db, viewer, id, q, page)
+    listing = service.list_projects(db, viewer, id, q, page, runtime(request).settings)
     base = _base(request)
     view = project_simple if q.simple else project_full
     return paginated(request, [view(r, base) for r in listing.records], page, listing.page)

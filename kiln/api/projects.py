@@ -77,14 +77,16 @@ def _listing(
 async def list_projects(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
     q: ProjectList = await params(request)
     page = page_of(q, keyset_allowed=True, order_by=q.order_by)
-    return _listing(request, viewer, service.list_projects(db, viewer, q, page), q, page)
+    listing = service.list_projects(db, viewer, q, page, runtime(request).settings)
+    return _listing(request, viewer, listing, q, page)
 
 
 @get("/users/{user_id:str}/projects", auth="optional", params=ProjectList)
 async def list_user_projects(request: Req, db: Db, viewer: Viewer, user_id: FromPath[str]) -> Response[bytes]:
     q: ProjectList = await params(request)
     page = page_of(q, keyset_allowed=True, order_by=q.order_by)
-    return _listing(request, viewer, service.list_user_projects(db, viewer, user_id, q, page), q, page)
+    listing = service.list_user_projects(db, viewer, user_id, q, page, runtime(request).settings)
+    return _listing(request, viewer, listing, q, page)
 
 
 @get("/users/{user_id:str}/starred_projects", auth="optional", params=ProjectList)
@@ -93,7 +95,8 @@ async def list_starred_projects(
 ) -> Response[bytes]:
     q: ProjectList = await params(request)
     page = page_of(q, keyset_allowed=True, order_by=q.order_by)
-    return _listing(request, viewer, service.list_starred_by(db, viewer, user_id, q, page), q, page)
+    listing = service.list_starred_by(db, viewer, user_id, q, page, runtime(request).settings)
+    return _listing(request, viewer, listing, q, page)
 
 
 @post("/projects", params=ProjectCreate)
@@ -122,6 +125,7 @@ async def get_project(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -
         db,
         viewer,
         id,
+        settings=runtime(request).settings,
         statistics=q.statistics and viewer is not None,
         custom_attributes=q.with_custom_attributes,
     )
@@ -157,19 +161,19 @@ async def delete_project(request: Req, db: Db, actor: Authenticated, id: FromPat
 
 @post("/projects/{id:str}/restore")
 async def restore_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
-    rec = await in_thread(project_lifecycle.restore_project, db, actor, id)
+    rec = await in_thread(project_lifecycle.restore_project, db, actor, id, runtime(request).settings)
     return render(project_full(rec, _base(request)), status=201)
 
 
 @post("/projects/{id:str}/archive")
 async def archive_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
-    rec = await in_thread(project_lifecycle.set_archived, db, actor, id, True)
+    rec = await in_thread(project_lifecycle.set_archived, db, actor, id, True, runtime(request).settings)
     return render(project_full(rec, _base(request)), status=201)
 
 
 @post("/projects/{id:str}/unarchive")
 async def unarchive_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
-    rec = await in_thread(project_lifecycle.set_archived, db, actor, id, False)
+    rec = await in_thread(project_lifecycle.set_archived, db, actor, id, False, runtime(request).settings)
     return render(project_full(rec, _base(request)), status=201)
 
 
@@ -184,12 +188,13 @@ async def fork_project(request: Req, db: Db, actor: Authenticated, id: FromPath[
 async def list_forks(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Response[bytes]:
     q: ProjectList = await params(request)
     page = page_of(q, keyset_allowed=True, order_by=q.order_by)
-    return _listing(request, viewer, service.list_forks(db, viewer, id, q, page), q, page)
+    listing = service.list_forks(db, viewer, id, q, page, runtime(request).settings)
+    return _listing(request, viewer, listing, q, page)
 
 
 @post("/projects/{id:str}/star")
 async def star_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
-    rec, changed = await in_thread(project_stars.star, db, actor, id, True)
+    rec, changed = await in_thread(project_stars.star, db, actor, id, True, runtime(request).settings)
     if not changed:
         return Response(content=b"", status_code=304)
     return render(project_full(rec, _base(request)), status=201)
@@ -197,7 +202,7 @@ async def star_project(request: Req, db: Db, actor: Authenticated, id: FromPath[
 
 @post("/projects/{id:str}/unstar")
 async def unstar_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
-    rec, changed = await in_thread(project_stars.star, db, actor, id, False)
+    rec, changed = await in_thread(project_stars.star, db, actor, id, False, runtime(request).settings)
     if not changed:
         return Response(content=b"", status_code=304)
     return render(project_full(rec, _base(request)), status=201)

@@ -62,9 +62,3 @@ def runners_token(key: bytes, nonce: str) -> str:
     database holds only the nonce and the token's digest."""
     mac = hmac.new(key, b"runners_token:" + nonce.encode("utf-8"), hashlib.sha256).digest()
     return PREFIX_RUNNERS + base64.urlsafe_b64encode(mac[:15]).decode("ascii")
-
-
-def new_runners_token() -> str:
-    """A fresh random value in a registration token's form, for writers that still hand one
-    to Project(runners_token=...): the project takes it for its nonce."""
-    return PREFIX_RUNNERS + secrets.token_urlsafe(15)

@@ -160,13 +160,6 @@ class Project(Timestamps, RowVersion, Base):
     external_authorization_classification_label: Mapped[str] = mapped_column(String(255), default="")
     repository_storage: Mapped[str] = mapped_column(String(64), default="default")
 
-    def _take_nonce(self, fresh: str) -> None:
-        self.runners_token_nonce = fresh
-
-    # Write-only, for writers that still hand a project a fresh clear token: any fresh
-    # random value serves as its nonce, and the token shown is derived from that.
-    runners_token = property(fset=_take_nonce)
-
 
 # The sizes that add up to a project's (or a group's) storage_size.
 STORAGE_SIZES = (

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from kiln import jobs, policy, storage
 from kiln.auth.actor import Actor
+from kiln.config import Settings
 from kiln.db import fresh, transaction
 from kiln.errors import BadRequest, NotFound, ValidationFailed
 from kiln.models import (
@@ -131,20 +132,23 @@ def records(
     return [_build(views[gid], attrs) for gid in ids if gid in views]
 
 
-def _with_projects(db: Session, actor: Actor | None, rec: GroupRecord) -> GroupRecord:
-    """GroupDetail's projects: the group's own and those shared with it."""
+def _with_projects(db: Session, actor: Actor | None, rec: GroupRecord, settings: Settings) -> GroupRecord:
+    """GroupDetail's projects: the group's own and those shared with it (full views: see
+    services.projects.records for what `settings` are for)."""
     page = Page(page=1, per_page=DETAIL_PROJECTS_LIMIT)
     q = ProjectList()
     gid = rec.group.id
-    own = project_service.list_projects(db, actor, q, page, namespace_ids=[gid])
-    shared = project_service.list_projects(db, actor, q, page, namespace_ids=[], shared_with_group=gid)
+    own = project_service.list_projects(db, actor, q, page, settings, namespace_ids=[gid])
+    shared = project_service.list_projects(
+        db, actor, q, page, settings, namespace_ids=[], shared_with_group=gid
+    )
     rec.projects, rec.shared_projects = own.records, shared.records
     return rec
 
 
-def _detail(db: Session, actor: Actor | None, group_id: int) -> GroupRecord:
+def _detail(db: Session, actor: Actor | None, group_id: int, settings: Settings) -> GroupRecord:
     """A group just written, read again as GroupDetail shows it."""
-    return _with_projects(db, actor, records(db, actor, [group_id])[0])
+    return _with_projects(db, actor, records(db, actor, [group_id])[0], settings)
 
 
 # ---------------------------------------------------------------------------- reads
@@ -172,7 +176,13 @@ def _listing(
 
 
 def get_group(
-    db: Session, actor: Actor | None, ident: str, *, with_projects: bool, custom_attributes: bool
+    db: Session,
+    actor: Actor | None,
+    ident: str,
+    settings: Settings,
+    *,
+    with_projects: bool,
+    custom_attributes: bool,
 ) -> GroupRecord:
     """GET /groups/:id: the view statement finds the group by id or path with the caller's
     standing, so the policy answers 404 before anything else is read."""
@@ -184,11 +194,11 @@ def get_group(
     admin = policy.is_admin(actor)
     attrs = attributes.of_owners(db, "groups", [view.group.id]) if custom_attributes and admin else None
     rec = _build(view, attrs)
-    return _with_projects(db, actor, rec) if with_projects else rec
+    return _with_projects(db, actor, rec, settings) if with_projects else rec
 
 
 def list_projects(
-    db: Session, actor: Actor | None, ident: str, q: GroupProjects, page: Page
+    db: Session, actor: Actor | None, ident: str, q: GroupProjects, page: Page, settings: Settings
 ) -> ProjectListing:
     group = subjects.group(db, actor, ident, rows=True).group
     scope = GroupScope(
@@ -199,7 +209,7 @@ def list_projects(
         ancestors=q.include_ancestor_groups,
         shared=q.with_shared,
     )
-    return project_service.list_projects(db, actor, q, page, group=scope)
+    return project_service.list_projects(db, actor, q, page, settings, group=scope)
 
 
 # ---------------------------------------------------------------------------- validation
@@ -372,7 +382,7 @@ def create_group(db: Session, actor: Actor, p: GroupCreate) -> GroupRecord:
     return records(db, actor, [group.id])[0]
 
 
-def update_group(db: Session, actor: Actor, ident: str, p: GroupUpdate) -> GroupRecord:
+def update_group(db: Session, actor: Actor, ident: str, p: GroupUpdate, settings: Settings) -> GroupRecord:
     subject = subjects.group(db, actor, ident, Action.UPDATE_GROUP)
     group = subject.group
     given = p.given()
@@ -410,7 +420,7 @@ def update_group(db: Session, actor: Actor, ident: str, p: GroupUpdate) -> Group
                 db.flush()
         except IntegrityError:
             raise ValidationFailed({"path": ["has already been taken"]}) from None
-    return _detail(db, actor, group.id)
+    return _detail(db, actor, group.id, settings)
 
 
 def _moved(db: Session, group: Namespace, old_full_path: str, old_full_name: str, old_traversal: str) -> None:
@@ -419,7 +429,9 @@ def _moved(db: Session, group: Namespace, old_full_path: str, old_full_name: str
     db.flush()
 
 
-def transfer_group(db: Session, actor: Actor, ident: str, group_id: int | None) -> GroupRecord:
+def transfer_group(
+    db: Session, actor: Actor, ident: str, group_id: int | None, settings: Settings
+) -> GroupRecord:
     """Under another group, or to the top level without one; descendants and projects move
     along and become no more visible than their new parent."""
     subject = subjects.group(db, actor, ident, Action.UPDATE_GROUP)
@@ -461,7 +473,7 @@ def transfer_group(db: Session, actor: Actor, ident: str, group_id: int | None) 
         group.updated_at = datetime.now(UTC)
         db.flush()
     db.refresh(group)
-    return _detail(db, actor, group.id)
+    return _detail(db, actor, group.id, settings)
 
 
 def _height(db: Session, group: Namespace) -> int:
@@ -540,7 +552,7 @@ def _ancestor_marked(db: Session, group: Namespace) -> bool:
     )
 
 
-def restore_group(db: Session, actor: Actor, ident: str) -> GroupRecord:
+def restore_group(db: Session, actor: Actor, ident: str, settings: Settings) -> GroupRecord:
     subject = subjects.group(db, actor, ident, Action.UPDATE_GROUP)
     group = subject.group
     with transaction(db):
@@ -548,7 +560,7 @@ def restore_group(db: Session, actor: Actor, ident: str) -> GroupRecord:
             raise BadRequest("Group has not been marked for deletion", raw=True)
         group.marked_for_deletion_on = None
         db.flush()
-    return _detail(db, actor, group.id)
+    return _detail(db, actor, group.id, settings)
 
 
 def destroy(db: Session, group: Namespace) -> None:

@@ -119,7 +119,7 @@ def create_project(
         for pid in created:
             repositories.store(settings).remove(pid)
         raise
-    return with_runners_token(settings, record(db, actor, project))
+    return record(db, actor, project, settings=settings)
 
 
 def _create_repository(
@@ -165,14 +165,6 @@ def runners_token_columns(settings: Settings) -> dict[str, str]:
         "runners_token_nonce": nonce,
         "runners_token_digest": digest(runners_token(server_secret.key(settings), nonce)),
     }
-
-
-def with_runners_token(settings: Settings, rec: ProjectRecord) -> ProjectRecord:
-    """The record with its project's registration token, when its caller may see it."""
-    if rec.can_admin:
-        token = runners_token(server_secret.key(settings), rec.project.runners_token_nonce)
-        rec.project = rec.project._replace(runners_token=token)
-    return rec
 
 
 def project_by_runners_token(db: Session, settings: Settings, token: str) -> Project | None:

@@ -18,7 +18,7 @@ from kiln.queries import projects as finder
 from kiln.records import ProjectRecord
 from kiln.schemas.projects import ProjectFork
 from kiln.services import repositories, subjects
-from kiln.services.project_creation import runners_token_columns, with_runners_token
+from kiln.services.project_creation import runners_token_columns
 from kiln.services.project_settings import PLAIN_SETTINGS, check_name_path, set_topics
 from kiln.services.projects import record
 
@@ -80,7 +80,7 @@ def fork_project(db: Session, actor: Actor, ident: str, p: ProjectFork, settings
         db.flush()
         _copy_repository(settings, source.id, fork.id)
     db.refresh(source)
-    return with_runners_token(settings, record(db, actor, fork))
+    return record(db, actor, fork, settings=settings)
 
 
 def _copy_repository(settings: Settings, source_id: int, fork_id: int) -> None:

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from kiln import jobs, storage
 from kiln.auth.actor import Actor
+from kiln.config import Settings
 from kiln.db import fresh, transaction
 from kiln.errors import BadRequest, NotFound
 from kiln.git.layout import repository_path, wiki_path
@@ -28,7 +29,7 @@ REMOVE_FILES = "projects.remove_files"
 DESTROY_ADJOURNED = "projects.destroy_adjourned"
 
 
-def set_archived(db: Session, actor: Actor, ident: str, archived: bool) -> ProjectRecord:
+def set_archived(db: Session, actor: Actor, ident: str, archived: bool, settings: Settings) -> ProjectRecord:
     """Idempotent: archiving an archived project answers the project unchanged."""
     s = subjects.project(db, actor, ident, Action.ADMIN_PROJECT)
     with transaction(db):
@@ -36,7 +37,7 @@ def set_archived(db: Session, actor: Actor, ident: str, archived: bool) -> Proje
             s.project.archived = archived
             s.project.updated_at = datetime.now(UTC)
         db.flush()
-    return record(db, actor, s.project)
+    return record(db, actor, s.project, settings=settings)
 
 
 def delete_project(
@@ -73,7 +74,7 @@ def delete_project(
         destroy(db, [project.id])
 
 
-def restore_project(db: Session, actor: Actor, ident: str) -> ProjectRecord:
+def restore_project(db: Session, actor: Actor, ident: str, settings: Settings) -> ProjectRecord:
     s = subjects.project(db, actor, ident, Action.ADMIN_PROJECT)
     project = s.project
     with transaction(db):
@@ -83,7 +84,7 @@ def restore_project(db: Session, actor: Actor, ident: str) -> ProjectRecord:
         project.marked_for_deletion_by_id = None
         project.archived = False
         db.flush()
-    return record(db, actor, project)
+    return record(db, actor, project, settings=settings)
 
 
 def ids_in_namespaces(db: Session, namespace_ids: list[int]) -> list[int]:

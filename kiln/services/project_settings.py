@@ -233,7 +233,7 @@ def update_project(
             set_topics(db, project, topics)
         project.updated_at = datetime.now(UTC)
         db.flush()
-    return record(db, actor, project)
+    return record(db, actor, project, settings=settings)
 
 
 def _move_head(settings: Settings, project: Project, branch: str) -> None:

@@ -8,6 +8,7 @@ from sqlalchemy.orm import Session
 
 from kiln import policy
 from kiln.auth.actor import Actor
+from kiln.config import Settings
 from kiln.db import transaction
 from kiln.models import Project, ProjectStar
 from kiln.pagination import Page, PageResult
@@ -18,7 +19,9 @@ from kiln.services import subjects
 from kiln.services.projects import record
 
 
-def star(db: Session, actor: Actor, ident: str, starred: bool) -> tuple[ProjectRecord, bool]:
+def star(
+    db: Session, actor: Actor, ident: str, starred: bool, settings: Settings
+) -> tuple[ProjectRecord, bool]:
     """Returns the project and whether anything changed (GitLab answers 304 otherwise)."""
     s = subjects.project(db, actor, ident, Action.STAR_PROJECT)
     project = s.project
@@ -44,7 +47,7 @@ def star(db: Session, actor: Actor, ident: str, starred: bool) -> tuple[ProjectR
             )
             project.star_count = count or 0
         db.flush()
-    return record(db, actor, project), changed
+    return record(db, actor, project, settings=settings), changed
 
 
 def starrers(db: Session, actor: Actor | None, ident: str, search: str | None, page: Page) -> PageResult:

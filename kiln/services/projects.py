@@ -13,7 +13,10 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from kiln import policy
+from kiln.auth import server_secret
 from kiln.auth.actor import Actor
+from kiln.auth.tokens import runners_token
+from kiln.config import Settings
 from kiln.errors import NotFound
 from kiln.kept import Kept, text_size
 from kiln.models import Project
@@ -42,34 +45,51 @@ def records(
     actor: Actor | None,
     projects: list[Any],
     *,
+    settings: Settings | None = None,
     statistics: bool = False,
     custom_attributes: bool = False,
 ) -> list[ProjectRecord]:
     """Records for `projects` (anything with an `id`: rows of a page, or a project just
     written) and their visible fork parents: one view statement for the page, one for parents
-    not on it, one for shared groups when any project has them."""
+    not on it, one for shared groups when any project has them. Only with `settings` (the
+    server secret's) do the records of projects the caller may administer carry their runner
+    registration token: whatever renders a full project view passes them."""
     if not projects:
         return []
     ids = [p.id for p in projects]
     user_id = actor.id if actor is not None else None
     views = finder.view_rows(db, user_id, ids, statistics=statistics)
-    return _build(db, actor, views, ids, statistics=statistics, custom_attributes=custom_attributes)
+    return _build(
+        db, actor, views, ids, settings=settings, statistics=statistics, custom_attributes=custom_attributes
+    )
 
 
 def get(
-    db: Session, actor: Actor | None, ident: str, *, statistics: bool = False, custom_attributes: bool = False
+    db: Session,
+    actor: Actor | None,
+    ident: str,
+    *,
+    settings: Settings | None = None,
+    statistics: bool = False,
+    custom_attributes: bool = False,
 ) -> ProjectRecord:
     """GET /projects/:id: the view statement finds the project by id or path, with everything
-    the policy needs to answer 404 first."""
+    the policy needs to answer 404 first. `settings`: as for `records`."""
     view = finder.view_by_ident(db, actor.id if actor is not None else None, ident, statistics=statistics)
     if view is None:
         raise NotFound("Project")
     subject = ProjectSubject(project=view.project, namespace=view.namespace, level=view.level)
     policy.authorize(actor, Action.READ_PROJECT, subject, "Project")
     ids = [view.project.id]
-    return _build(db, actor, {ids[0]: view}, ids, statistics=statistics, custom_attributes=custom_attributes)[
-        0
-    ]
+    return _build(
+        db,
+        actor,
+        {ids[0]: view},
+        ids,
+        settings=settings,
+        statistics=statistics,
+        custom_attributes=custom_attributes,
+    )[0]
 
 
 def _build(
@@ -78,10 +98,23 @@ def _build(
     views: dict[int, finder.ViewRow],
     ids: list[int],
     *,
+    settings: Settings | None,
     statistics: bool,
     custom_attributes: bool,
 ) -> list[ProjectRecord]:
     user_id = actor.id if actor is not None else None
+    key: bytes | None = None
+
+    def shown(row: finder.ProjectRow) -> finder.ProjectRow:
+        """A row the caller may administer, with its token if `settings` were given: the key
+        is read once, and only for such a caller."""
+        nonlocal key
+        if settings is None:
+            return row
+        if key is None:
+            key = server_secret.key(settings)
+        return with_runners_token(row, key)
+
     parent_ids = {v.project.forked_from_id for v in views.values()} - {None} - set(views)
     parents = finder.view_rows(db, user_id, sorted(parent_ids)) if parent_ids else {}
     shared_ids = [pid for pid, v in (views | parents).items() if v.shared]
@@ -92,8 +125,9 @@ def _build(
 
     def build(v: finder.ViewRow, parent: ProjectRecord | None) -> ProjectRecord:
         s = ProjectSubject(project=v.project, namespace=v.namespace, level=v.level)
+        can_admin = policy.may(actor, Action.READ_PROJECT_SETTINGS, s)
         return ProjectRecord(
-            project=v.project,
+            project=shown(v.project) if can_admin else v.project,
             namespace=v.namespace,
             owner=v.owner,
             topics=v.topics,
@@ -105,7 +139,7 @@ def _build(
             shared_with_groups=shared.get(v.project.id, []),
             custom_attributes=attrs.get(v.project.id, []) if attrs is not None else None,
             can_read_code=policy.may(actor, Action.READ_CODE, s),
-            can_admin=policy.may(actor, Action.READ_PROJECT_SETTINGS, s),
+            can_admin=can_admin,
             can_create_merge_request_in=policy.may(actor, Action.CREATE_MERGE_REQUEST_IN, s),
             features_open=policy.open_features(actor, s),
         )
@@ -131,13 +165,20 @@ def record(db: Session, actor: Actor | None, project: Any, **kw: Any) -> Project
     return records(db, actor, [project], **kw)[0]
 
 
+def with_runners_token(row: finder.ProjectRow, key: bytes) -> finder.ProjectRow:
+    """The row with its registration token, derived from its nonce under the server key: no
+    statement, so a page of projects costs what it did."""
+    return row._replace(runners_token=runners_token(key, row.runners_token_nonce))
+
+
 # ---------------------------------------------------------------------------- lists
 
 
 def list_projects(
-    db: Session, actor: Actor | None, q: ProjectList, page: Page, **scope: Any
+    db: Session, actor: Actor | None, q: ProjectList, page: Page, settings: Settings, **scope: Any
 ) -> ProjectListing:
-    """`scope`: which projects the list is of (finder.listing's arguments)."""
+    """`scope`: which projects the list is of (finder.listing's arguments). Lists show the
+    full view, so `settings` (see `records`) are needed."""
     listing = finder.listing(actor, q, **scope)
     params = {**finder.viewer_params(actor), **bounds_params(q), **finder.scope_params(**scope)}
     if page.keyset:
@@ -148,10 +189,15 @@ def list_projects(
         result = offset_page(db, listing.ids, page, core=True, params=params, count=listing.count)
     if q.statistics or q.with_custom_attributes:
         recs = records(
-            db, actor, result.items, statistics=q.statistics, custom_attributes=q.with_custom_attributes
+            db,
+            actor,
+            result.items,
+            settings=settings,
+            statistics=q.statistics,
+            custom_attributes=q.with_custom_attributes,
         )
     else:
-        recs = _kept_records(db, actor, [p.id for p in result.items])
+        recs = _kept_records(db, actor, [p.id for p in result.items], settings)
     return ProjectListing(page=result, records=recs)
 
 
@@ -165,7 +211,9 @@ def _record_size(rec: ProjectRecord) -> int:
 KEPT: Kept[ProjectRecord] = Kept(limit=1024, budget=8 << 20, size=_record_size)
 
 
-def _kept_records(db: Session, actor: Actor | None, ids: list[int]) -> list[ProjectRecord]:
+def _kept_records(
+    db: Session, actor: Actor | None, ids: list[int], settings: Settings
+) -> list[ProjectRecord]:
     """The records of a page: the versions of its rows first (one narrow statement, and one
     for the parents of its forks), then the view statement only for projects whose records
     are not kept under those versions. A record is kept under the versions and levels it was
@@ -175,7 +223,10 @@ def _kept_records(db: Session, actor: Actor | None, ids: list[int]) -> list[Proj
     record. The versions of the groups a project is shared with come from the narrow
     statement, read before the view: newer names under older versions are never asked for. A
     fork is kept with its parent's key; one whose parent the caller may not see is read whole
-    every time (nothing read with it tells that parent's level)."""
+    every time (nothing read with it tells that parent's level). A record may hold its
+    project's registration token: whether it does is the caller's kind and level (in the
+    key), and the token is its nonce (under the row's version) under the process's server
+    key, so a record kept for one caller shows it to no one who may not administer."""
     user_id = actor.id if actor is not None else None
     kind = policy.viewer_kind(actor)
     versions = finder.view_versions(db, user_id, ids)
@@ -189,7 +240,7 @@ def _kept_records(db: Session, actor: Actor | None, ids: list[int]) -> list[Proj
         return None if parent is None else (kind, *_narrow_key(v), _narrow_key(parent))
 
     def read(missing: list[int]) -> Iterable[tuple[int, ProjectRecord, tuple[Any, ...] | None]]:
-        for rec in records(db, actor, [_Id(pid) for pid in missing]):
+        for rec in records(db, actor, [_Id(pid) for pid in missing], settings=settings):
             rec.version = kept_key(rec)
             yield rec.project.id, rec, rec.version
 
@@ -230,18 +281,18 @@ def _versions(rec: ProjectRecord) -> tuple[int, int, int | None]:
 
 
 def list_user_projects(
-    db: Session, actor: Actor | None, user_ident: str, q: ProjectList, page: Page
+    db: Session, actor: Actor | None, user_ident: str, q: ProjectList, page: Page, settings: Settings
 ) -> ProjectListing:
     from kiln.queries.users import by_id_or_username
 
     user = by_id_or_username(db, user_ident)
     if user is None:
         raise NotFound("User")
-    return list_projects(db, actor, q, page, owner_user_id=user.id)
+    return list_projects(db, actor, q, page, settings, owner_user_id=user.id)
 
 
 def list_starred_by(
-    db: Session, actor: Actor | None, user_ident: str, q: ProjectList, page: Page
+    db: Session, actor: Actor | None, user_ident: str, q: ProjectList, page: Page, settings: Settings
 ) -> ProjectListing:
     from kiln.queries.users import by_id_or_username
 
@@ -250,9 +301,11 @@ def list_starred_by(
         raise NotFound("User")
     if user.private_profile and not (actor is not None and (actor.user.id == user.id or actor.is_admin)):
         raise NotFound("User")
-    return list_projects(db, actor, q, page, starred_by=user.id)
+    return list_projects(db, actor, q, page, settings, starred_by=user.id)
 
 
-def list_forks(db: Session, actor: Actor | None, ident: str, q: ProjectList, page: Page) -> ProjectListing:
+def list_forks(
+    db: Session, actor: Actor | None, ident: str, q: ProjectList, page: Page, settings: Settings
+) -> ProjectListing:
     s = subjects.project(db, actor, ident)
-    return list_projects(db, actor, q, page, forked_from=s.project.id)
+    return list_projects(db, actor, q, page, settings, forked_from=s.project.id)

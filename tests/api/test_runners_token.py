@@ -11,12 +11,15 @@ from typing import Any
 
 import pytest
 from sqlalchemy import select, update
+from typer.testing import CliRunner
 
+from kiln import cli
 from kiln.auth import server_secret
 from kiln.auth.tokens import PREFIX_RUNNERS, digest, runners_token
 from kiln.db import transaction
 from kiln.models import Project
-from kiln.models.namespaces import DEVELOPER
+from kiln.models.namespaces import DEVELOPER, MAINTAINER
+from kiln.services import instance_settings
 from kiln.services.project_creation import project_by_runners_token
 
 
@@ -87,15 +90,68 @@ def test_a_developer_is_not_shown_the_token(api, make):
     assert "runners_token" not in api(developer).get(f"/projects/{project['id']}").json()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the project records services.projects builds do not carry the derived token yet: "
-    "it needs the server secret, which those services are not given",
-)
 def test_reading_a_project_shows_the_token_it_was_created_with(api, make):
     owner = make.user()
     project = created(api, owner)
     assert api(owner).get(f"/projects/{project['id']}").json()["runners_token"] == project["runners_token"]
+
+
+ABSENT = "absent"
+
+
+def tokens_shown(client: Any, project_id: int, group_id: int) -> list[Any]:
+    """The project's runners_token in every view a caller reads it in: alone, in project
+    lists (kept records and read whole), in its group's lists and in its group's detail."""
+    lists = [
+        client.get("/projects", params={"per_page": 100}).json(),
+        client.get("/projects", params={"per_page": 100, "statistics": "true"}).json(),
+        client.get(f"/groups/{group_id}/projects").json(),
+        client.get(f"/groups/{group_id}").json()["projects"],
+    ]
+    views = [client.get(f"/projects/{project_id}").json()]
+    views += [view for listed in lists for view in listed if view["id"] == project_id]
+    assert len(views) == 1 + len(lists)
+    return [view.get("runners_token", ABSENT) for view in views]
+
+
+def test_only_who_may_administer_a_project_is_shown_its_token_whoever_read_it_first(api, make, db, settings):
+    owner, maintainer, developer = make.user(), make.user(), make.user()
+    group = make.group(owners=[owner], visibility="public")
+    project = make.project(
+        namespace=group, visibility="public", members={maintainer: MAINTAINER, developer: DEVELOPER}
+    )
+    callers = [("owner", api(owner)), ("developer", api(developer)), ("anonymous", api())]
+    callers += [("maintainer", api(maintainer)), ("developer again", api(developer))]
+
+    shown = {name: tokens_shown(client, project.id, group.id) for name, client in callers}
+
+    token = shown["owner"][0]
+    assert project_by_runners_token(db, settings, token).id == project.id
+    assert shown == {
+        "owner": [token] * 5,
+        "developer": [ABSENT] * 5,
+        "anonymous": [ABSENT] * 5,
+        "maintainer": [token] * 5,
+        "developer again": [ABSENT] * 5,
+    }
+
+
+def test_every_write_answering_the_full_view_shows_the_token(api, make, db):
+    instance_settings.update(db, {"deletion_adjourned_period": 7})
+    owner = make.user()
+    project = created(api, owner)
+    client, path = api(owner), f"/projects/{project['id']}"
+    views = {
+        "update": client.put(path, json={"description": "changed"}).json(),
+        "star": client.post(f"{path}/star").json(),
+        "unstar": client.post(f"{path}/unstar").json(),
+        "archive": client.post(f"{path}/archive").json(),
+        "unarchive": client.post(f"{path}/unarchive").json(),
+    }
+    assert client.delete(path).status_code == 202
+    views["restore"] = client.post(f"{path}/restore").json()
+    shown = {name: view.get("runners_token") for name, view in views.items()}
+    assert shown == dict.fromkeys(views, project["runners_token"])
 
 
 # ---------------------------------------------------------------------------- the server secret
@@ -128,3 +184,13 @@ def test_a_short_server_secret_is_refused(settings, monkeypatch):
     monkeypatch.setenv(server_secret.ENV, "short")
     with pytest.raises(server_secret.ServerSecretError):
         server_secret.key(settings)
+
+
+@pytest.mark.parametrize("command", ["serve", "worker"])
+def test_kiln_refuses_to_start_with_a_short_server_secret(command, tmp_path, monkeypatch):
+    monkeypatch.setenv("KILN_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv(server_secret.ENV, "short")
+    result = CliRunner().invoke(cli.app, [command])
+    assert result.exit_code == 1
+    assert f"${server_secret.ENV} is shorter than {server_secret.MIN_LENGTH} characters" in result.stderr
+    assert list(tmp_path.iterdir()) == []

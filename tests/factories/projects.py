@@ -7,16 +7,18 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from kiln.auth.tokens import new_runners_token
+from kiln.config import Settings
 from kiln.db import transaction
 from kiln.models import Member, Namespace, Project, ProjectStatistics
 from kiln.models.namespaces import KIND_GROUP, OWNER
 from kiln.services.namespaces import place
+from kiln.services.project_creation import runners_token_columns
 from tests.factories.users import MadeUser
 
 
 class ProjectFactory:
     db: Session
+    settings: Settings
 
     def seq(self) -> int:
         raise NotImplementedError
@@ -75,7 +77,7 @@ class ProjectFactory:
                 name=fields.pop("name", path),
                 path=path,
                 visibility=visibility,
-                runners_token=new_runners_token(),
+                **runners_token_columns(self.settings),
                 **fields,
             )
             self.db.add(project)
