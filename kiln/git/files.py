@@ -181,12 +181,6 @@ def _entries(tree: pygit2.Tree, prefix: str, recursive: bool) -> Iterator[TreeIt
             stack.append((iter(obj), base + name + "/"))
 
 
-def blob_by_sha(repo: pygit2.Repository, sha: str) -> pygit2.Blob | None:
-    """A blob by its full or abbreviated id; anything else (a tree, a commit, nonsense) is None."""
-    found = find_blob(repo, sha)
-    return repo[found.id].peel(pygit2.Blob) if found is not None else None
-
-
 @dataclass(slots=True, frozen=True)
 class BlobRef:
     """A blob found by id, with its size from its header: its content is not read yet."""
