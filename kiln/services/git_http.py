@@ -191,7 +191,7 @@ def _authenticate(
         raise Forbidden(message=str(refused).removeprefix("403 Forbidden - ")) from None
     if actor is not None:
         return actor
-    user = check_password(db, login, password)
+    user = check_password(db, login, password, settings)
     if user is None:
         raise Unauthorized(ACCESS_DENIED)
     return Actor(user=user, via="session", scopes=None, admin_mode=settings.admin_mode)
