@@ -103,11 +103,6 @@ def test_the_password_grant_for_an_unknown_login_verifies_a_hash_of_the_configur
     assert one_hash_of_the_configured_cost(verified)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="git over HTTP checks passwords without the instance's settings, at production's cost "
-    "(services.git_http._authenticate must pass them to sessions.check_password)",
-)
 def test_git_over_http_as_an_unknown_login_verifies_a_hash_of_the_configured_cost(
     client, db, costly, verified
 ):
