@@ -32,6 +32,8 @@ _EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 # the interpreter while it works (a 10 MiB file of short lines: a third of a second and
 # 180 MiB); larger ones by a git child.
 IN_PROCESS_BYTES = STREAM_BYTES
+# Paths one `git diff-tree --numstat` child is given (its command line stays short).
+_PATHS_PER_CHILD = 500
 # GitLab's average patch size per file in its byte limits (DiffCollection: 5 KB per file).
 _BYTES_PER_FILE = 5 * 1024
 # GitLab's safe limits are a tenth of the hard ones (Commit::DIFF_SAFE_LIMIT_FACTOR).
@@ -173,22 +175,15 @@ class PatchText:
     size: int
     lines: int
     content_bytes: int
-    additions: int
-    deletions: int
 
     @classmethod
     def of(cls, text: bytes, keep: int) -> PatchText:
-        lines = content_bytes = additions = deletions = 0
+        lines = content_bytes = 0
         for line in text.splitlines(keepends=True):
-            if line.startswith(b"@@"):
-                continue
-            lines += 1
-            content_bytes += len(line)
-            if line.startswith(b"+"):
-                additions += 1
-            elif line.startswith(b"-"):
-                deletions += 1
-        return cls(text if len(text) < keep else None, len(text), lines, content_bytes, additions, deletions)
+            if not line.startswith(b"@@"):
+                lines += 1
+                content_bytes += len(line)
+        return cls(text if len(text) < keep else None, len(text), lines, content_bytes)
 
 
 def blob_size(repo: pygit2.Repository, oid: pygit2.Oid) -> int:
@@ -253,6 +248,58 @@ def patches(
             yield delta, PatchText.of(_hunks(found.diff[n], delta), keep), size
 
 
+def line_counts(repo: pygit2.Repository, found: Changes, *, big_file_bytes: int) -> tuple[int, int]:
+    """Lines added and removed over every delta: counted by libgit2 for blobs up to
+    IN_PROCESS_BYTES, by one `git diff-tree --numstat` child for all the larger ones (a
+    batch of paths at a time), and not at all for a blob over `big_file_bytes`."""
+    additions = deletions = 0
+    larger: list[bytes] = []
+    for n, delta in enumerate(found.diff.deltas):
+        size = _sides(repo, delta)
+        if size > big_file_bytes:
+            continue
+        if size > IN_PROCESS_BYTES:
+            larger.extend(dict.fromkeys(os.fsencode(p) for p in (delta.old_file.path, delta.new_file.path)))
+            continue
+        _context, added, removed = found.diff[n].line_stats
+        additions += added
+        deletions += removed
+    for start in range(0, len(larger), _PATHS_PER_CHILD):
+        added, removed = _numstat(repo, found, larger[start : start + _PATHS_PER_CHILD])
+        additions += added
+        deletions += removed
+    return additions, deletions
+
+
+def _numstat(repo: pygit2.Repository, found: Changes, paths: list[bytes]) -> tuple[int, int]:
+    old = str(found.old.id) if found.old is not None else _EMPTY_TREE
+    args: list[str | bytes] = [
+        "git",
+        "--literal-pathspecs",
+        "diff-tree",
+        "--numstat",
+        "-z",
+        "--no-renames",
+        "--no-ext-diff",
+        "--no-textconv",
+        old,
+        str(found.new.id),
+        "--",
+        *paths,
+    ]
+    result = timed.run(args, cwd=repo.path, capture_output=True, check=False)
+    additions = deletions = 0
+    if result.returncode != 0:
+        return 0, 0
+    for record in result.stdout.split(b"\0"):
+        added, _, rest = record.partition(b"\t")
+        removed, _, _path = rest.partition(b"\t")
+        if added.isdigit() and removed.isdigit():  # a binary file's counts are "-"
+            additions += int(added)
+            deletions += int(removed)
+    return additions, deletions
+
+
 def _patch_from_git(
     repo: pygit2.Repository, found: Changes, delta: pygit2.DiffDelta, keep: int
 ) -> PatchText | None:
@@ -280,7 +327,7 @@ def _patch_from_git(
     child = subprocess.Popen(args, cwd=repo.path, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     assert child.stdout is not None
     held: list[bytes] | None = []
-    size = lines = content_bytes = additions = deletions = 0
+    size = lines = content_bytes = 0
     in_hunks = False
     try:
         for read in child.stdout:
@@ -296,14 +343,9 @@ def _patch_from_git(
                 held.append(line)
                 if size >= keep:
                     held = None
-            if line.startswith(b"@@"):
-                continue
-            lines += 1
-            content_bytes += len(line)
-            if line.startswith(b"+"):
-                additions += 1
-            elif line.startswith(b"-"):
-                deletions += 1
+            if not line.startswith(b"@@"):
+                lines += 1
+                content_bytes += len(line)
     finally:
         child.stdout.close()
         status = child.wait()
@@ -311,7 +353,7 @@ def _patch_from_git(
     if status != 0:
         return None
     hunks = b"".join(held) if held is not None else None
-    return PatchText(hunks, size, lines, content_bytes, additions, deletions)
+    return PatchText(hunks, size, lines, content_bytes)
 
 
 def tree_diff(

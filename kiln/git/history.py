@@ -14,7 +14,7 @@ from pathlib import Path
 import pygit2
 
 from kiln.git import timed
-from kiln.git.diffs import changes, patches
+from kiln.git.diffs import changes, line_counts
 from kiln.git.errors import RefNotFound
 from kiln.git.memo import Memo
 from kiln.git.refs import is_object_id
@@ -177,11 +177,7 @@ def stats(repo: pygit2.Repository, commit: pygit2.Commit, *, big_file_bytes: int
     (no lines), as git counts one over core.bigFileThreshold, and is never read."""
     parent = commit.parents[0].tree if commit.parents else None
     found = changes(repo, parent, commit.tree)
-    additions = deletions = 0
-    for _delta, patch, _cost in patches(repo, found, big_file_bytes=big_file_bytes, keep=0):
-        if patch is not None:
-            additions += patch.additions
-            deletions += patch.deletions
+    additions, deletions = line_counts(repo, found, big_file_bytes=big_file_bytes)
     return Stats(additions=additions, deletions=deletions)
 
 
