@@ -12,6 +12,7 @@ from litestar import Request
 from litestar.datastructures import UploadFile
 from pydantic import ValidationError
 
+from kiln.api._deps import in_thread
 from kiln.errors import BadRequest, ParamError, PayloadTooLarge
 from kiln.schemas._types import GrapeMessage, Params, Upload
 
@@ -29,6 +30,10 @@ TOO_MANY = "Too many parameters"
 # No parameter may carry a NUL byte (GitLab's HandleNullBytes): git, the filesystem and
 # PostgreSQL all end a string there or refuse it.
 NUL_REFUSED = "Null bytes are not allowed"
+# A body this large is parsed and validated in a thread: a 100 MiB JSON body (a commit with a
+# million actions) costs seconds of work that would otherwise stop every other request.
+OFF_LOOP_BYTES = 256 * 1024
+_LARGE_BODY = "kiln_large_body"
 
 # Pydantic error types that mean "not one of the allowed values".
 _VALUE_ERRORS = {"literal_error", "enum"}
@@ -38,6 +43,8 @@ async def params(request: Request[Any, Any, Any]) -> Any:
     """Parse and validate the parameters declared on the route (`params=` in api/_routes)."""
     model: type[Params] = request.route_handler.opt["params"]
     raw = await gather(request)
+    if request.scope.get(_LARGE_BODY):
+        return await in_thread(validate, model, raw)
     return validate(model, raw)
 
 
@@ -92,7 +99,8 @@ async def gather(request: Request[Any, Any, Any]) -> dict[str, Any]:
     merged.update(await body_params(request))
     for key, value in request.path_params.items():
         merged[key] = unquote(value) if isinstance(value, str) else value
-    if _holds_nul(merged):
+    large = request.scope.get(_LARGE_BODY)
+    if await in_thread(_holds_nul, merged) if large else _holds_nul(merged):
         raise BadRequest(NUL_REFUSED)
     request.scope["kiln_params"] = merged  # type: ignore[typeddict-unknown-key]
     return dict(merged)
@@ -126,9 +134,11 @@ async def body_params(request: Request[Any, Any, Any]) -> dict[str, Any]:
     body = await read_body(request)
     if not body.strip():
         return {}
+    if len(body) > OFF_LOOP_BYTES:
+        request.scope[_LARGE_BODY] = True  # type: ignore[typeddict-unknown-key]
     if content_type in ("application/json", "") or content_type.endswith("+json"):
         try:
-            data = orjson.loads(body)
+            data = await in_thread(orjson.loads, body) if len(body) > OFF_LOOP_BYTES else orjson.loads(body)
         except orjson.JSONDecodeError:
             raise ParamError(MALFORMED_JSON) from None
         if not isinstance(data, dict):
@@ -136,9 +146,7 @@ async def body_params(request: Request[Any, Any, Any]) -> dict[str, Any]:
         return data
     if content_type == "application/x-www-form-urlencoded":
         try:
-            pairs = parse_qsl(
-                body.decode("utf-8"), keep_blank_values=True, errors="strict", max_num_fields=MAX_PAIRS
-            )
+            pairs = await in_thread(_form_pairs, body) if len(body) > OFF_LOOP_BYTES else _form_pairs(body)
         except UnicodeError:
             raise BadRequest("form body is not valid UTF-8") from None
         except ValueError:
@@ -176,6 +184,10 @@ async def _multipart(request: Request[Any, Any, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     _fold_pairs(out, pairs)
     return out
+
+
+def _form_pairs(body: bytes) -> list[tuple[str, str]]:
+    return parse_qsl(body.decode("utf-8"), keep_blank_values=True, errors="strict", max_num_fields=MAX_PAIRS)
 
 
 def _holds_nul(params: dict[str, Any]) -> bool:

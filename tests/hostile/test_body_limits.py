@@ -4,6 +4,7 @@ streams past it (to git, bounded by max_push_bytes)."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -97,3 +98,39 @@ def test_a_declared_length_past_the_limit_is_413_before_any_byte_is_read(client,
     )
     assert seen.status == 413
     assert seen.read == 0
+
+
+def test_a_large_json_body_is_parsed_and_validated_off_the_event_loop(client, api, make, monkeypatch):
+    """Parsing a body costs time in proportion to its size: past OFF_LOOP_BYTES it runs in a
+    thread, so the loop serving every other request never waits on it."""
+    from kiln.api import _params
+    from kiln.schemas.commits import CommitCreate
+
+    where: dict[str, str] = {}
+    loads, validate = _params.orjson.loads, CommitCreate.model_validate.__func__
+
+    def spying_loads(body: bytes) -> Any:
+        where["parsed"] = threading.current_thread().name
+        return loads(body)
+
+    def spying_validate(cls: type, raw: Any, **kw: Any) -> Any:
+        where["validated"] = threading.current_thread().name
+        return validate(cls, raw, **kw)
+
+    monkeypatch.setattr(_params.orjson, "loads", spying_loads)
+    monkeypatch.setattr(CommitCreate, "model_validate", classmethod(spying_validate))
+    owner = make.user()
+    project = new_project(api, make, owner)
+    content = "x" * (_params.OFF_LOOP_BYTES + 1)
+    r = api(owner).post(
+        f"/projects/{project['id']}/repository/commits",
+        json={
+            "branch": "main",
+            "commit_message": "m",
+            "actions": [{"action": "create", "file_path": "big.txt", "content": content}],
+        },
+    )
+    assert r.status_code == 201, r.text
+    loop_thread = client.blocking_portal.call(lambda: threading.current_thread().name)
+    assert where["parsed"] != loop_thread
+    assert where["validated"] != loop_thread
