@@ -33,6 +33,10 @@ NUL_REFUSED = "Null bytes are not allowed"
 # A body this large is parsed and validated in a thread: a 100 MiB JSON body (a commit with a
 # million actions) costs seconds of work that would otherwise stop every other request.
 OFF_LOOP_BYTES = 256 * 1024
+# Arrays, objects and members one JSON body may hold: each costs the process tens of bytes,
+# so a 100 MiB body of `[],[],…` would take gigabytes. A 20,000-action commit holds ~100,000.
+MAX_JSON_ELEMENTS = 1_000_000
+TOO_MANY_ELEMENTS = "The JSON body holds too many elements"
 _LARGE_BODY = "kiln_large_body"
 
 # Pydantic error types that mean "not one of the allowed values".
@@ -138,7 +142,7 @@ async def body_params(request: Request[Any, Any, Any]) -> dict[str, Any]:
         request.scope[_LARGE_BODY] = True  # type: ignore[typeddict-unknown-key]
     if content_type in ("application/json", "") or content_type.endswith("+json"):
         try:
-            data = await in_thread(orjson.loads, body) if len(body) > OFF_LOOP_BYTES else orjson.loads(body)
+            data = await in_thread(_bounded_json, body) if len(body) > OFF_LOOP_BYTES else orjson.loads(body)
         except orjson.JSONDecodeError:
             raise ParamError(MALFORMED_JSON) from None
         if not isinstance(data, dict):
@@ -184,6 +188,48 @@ async def _multipart(request: Request[Any, Any, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     _fold_pairs(out, pairs)
     return out
+
+
+def _bounded_json(body: bytes) -> Any:
+    """A large body parsed only if it holds at most MAX_JSON_ELEMENTS elements."""
+    if not json_elements_within(body, MAX_JSON_ELEMENTS):
+        raise BadRequest(TOO_MANY_ELEMENTS)
+    return orjson.loads(body)
+
+
+def json_elements_within(body: bytes, limit: int) -> bool:
+    """Whether the commas and opening brackets outside JSON strings number at most `limit`,
+    without building anything: the bytes are counted in place between strings, so text
+    full of commas in a file's content counts for nothing."""
+    if body.count(b",") + body.count(b"[") + body.count(b"{") <= limit:
+        return True  # even counting inside strings it is within
+    count, pos, end = 0, 0, len(body)
+    while pos < end:
+        quote = body.find(b'"', pos)
+        stop = end if quote < 0 else quote
+        count += body.count(b",", pos, stop) + body.count(b"[", pos, stop) + body.count(b"{", pos, stop)
+        if count > limit:
+            return False
+        if quote < 0:
+            return True
+        pos = _string_end(body, quote)
+    return True
+
+
+def _string_end(body: bytes, quote: int) -> int:
+    """Just past the string opening at `quote`: the next quote after an even run of
+    backslashes (the end of the body if it never closes; the parser then refuses it)."""
+    search = quote + 1
+    while True:
+        close = body.find(b'"', search)
+        if close < 0:
+            return len(body)
+        back = close - 1
+        while back > quote and body[back] == 0x5C:
+            back -= 1
+        if (close - 1 - back) % 2 == 0:
+            return close + 1
+        search = close + 1
 
 
 def _form_pairs(body: bytes) -> list[tuple[str, str]]:

@@ -98,3 +98,29 @@ def test_an_object_where_an_array_of_strings_belongs_is_invalid(api, make):
     owner = make.user()
     r = api(owner).post("/projects", json={"name": "topics", "topics": {"a": {"b": ["c"] * 1000}}})
     assert r.status_code == 400, r.text
+
+
+def test_a_body_of_a_million_tiny_arrays_is_refused_before_it_is_built(api):
+    from kiln.api._params import MAX_JSON_ELEMENTS, TOO_MANY_ELEMENTS
+
+    body = b'{"name": "n", "a": [' + b"[]," * MAX_JSON_ELEMENTS + b"[]]}"
+    before = _project_names(api)
+    r = _post(api, body)
+    assert r.status_code == 400, r.text
+    assert r.json() == {"message": f"400 Bad request - {TOO_MANY_ELEMENTS}"}
+    assert _project_names(api) == before
+
+
+def test_commas_and_brackets_inside_strings_count_for_nothing(api, make):
+    from kiln.api._params import MAX_JSON_ELEMENTS
+
+    owner = make.user()
+    project = api(owner).post("/projects", json={"name": "csv", "initialize_with_readme": True}).json()
+    content = "a,[{" * (MAX_JSON_ELEMENTS // 2) + '\\"quoted, [still] text\\"'
+    r = api(owner).post(
+        f"/projects/{project['id']}/repository/files/data.csv",
+        json={"branch": "main", "content": content, "commit_message": "csv"},
+    )
+    assert r.status_code == 201, r.text
+    raw = api(owner).get(f"/projects/{project['id']}/repository/files/data.csv/raw?ref=main")
+    assert raw.content == content.encode()
