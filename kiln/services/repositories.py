@@ -154,6 +154,17 @@ def model_of(db: Session, project: Any) -> Project:
     return found
 
 
+def _commit_of(repo: pygit2.Repository, oid: str) -> pygit2.Oid | None:
+    """The commit a ref points at, through annotated tags; None for no commit (a deleted ref,
+    or a tag naming a tree or blob, which git allows)."""
+    if oid == ZERO:
+        return None
+    try:
+        return repo[oid].peel(pygit2.Commit).id
+    except (KeyError, ValueError, pygit2.GitError):
+        return None
+
+
 def record_push(
     db: Session,
     project: Project,
@@ -171,8 +182,9 @@ def record_push(
     after = after or ZERO
     ref_type = "tag" if ref.startswith("refs/tags/") else "branch"
     commits: list[dict[str, str]] = []
-    if after != ZERO:
-        walker = repo.walk(pygit2.Oid(hex=after), pygit2.enums.SortMode.TOPOLOGICAL)
+    tip = _commit_of(repo, after)
+    if tip is not None:
+        walker = repo.walk(tip, pygit2.enums.SortMode.TOPOLOGICAL)
         if before != ZERO:
             with contextlib.suppress(KeyError, ValueError, pygit2.GitError):
                 walker.hide(pygit2.Oid(hex=before))

@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 
 from kiln.git.names import MAX_PATH_BYTES, MAX_PATH_DEPTH
+from kiln.models import Event
 from kiln.services.repositories import store
 from tests.repositories import clone, new_project
 
@@ -416,6 +418,19 @@ def test_a_branch_pointing_at_anything_but_a_commit_is_refused(target):
     pushed = target.push(f"{tree}:refs/heads/a-tree")
     assert "GitLab: You can only push commits to a branch." in pushed.stderr
     target.assert_refused(refs, pushed, target.work.objects(tree))
+
+
+def test_a_tag_naming_a_tree_is_accepted_and_its_push_recorded(target, db):
+    """git lets a tag name any object; the push is recorded with no commits."""
+    tree = target.work.tree(("100644", b"f", target.work.blob(os.urandom(16))))
+    pushed = target.push(f"{tree}:refs/tags/a-tree")
+    assert pushed.returncode == 0, pushed.stderr
+    assert "failed" not in pushed.stderr
+    event = db.scalars(
+        select(Event).where(Event.project_id == target.project["id"]).order_by(Event.id.desc())
+    ).first()
+    assert event is not None
+    assert (event.data["ref"], event.data["after"], event.data["commits"]) == ("refs/tags/a-tree", tree, [])
 
 
 # ---------------------------------------------------------------------------- kiln's path rule
