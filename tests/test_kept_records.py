@@ -329,7 +329,11 @@ def test_a_parent_on_the_same_page_is_shown_only_to_who_may_see_it(db, make):
     parent = make.project(owner=owner, visibility="private")
     fork = make.project(owner=owner, visibility="public", forked_from_id=parent.id)
     viewer = Actor(user=row_by_id(db, make.user().id), via="personal_access_token", scopes=None)
-    (record,) = [r for r in project_service.records(db, viewer, [parent, fork]) if r.project.id == fork.id]
+    (record,) = [
+        r
+        for r in project_service.records(db, viewer, [parent, fork], settings=None)
+        if r.project.id == fork.id
+    ]
     assert record.forked_from is None
 
 

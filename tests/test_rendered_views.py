@@ -71,7 +71,7 @@ def record(db, make, api) -> ProjectRecord:
     api(owner).put(f"/projects/{fork['id']}", json={"description": "**x**", "topics": ["a", "b"]})
     api(owner).post(f"/projects/{fork['id']}/members", json={"user_id": member.id, "access_level": DEVELOPER})
     viewer = Actor(user=row_by_id(db, member.id), via="personal_access_token", scopes=None)
-    return project_service.get(db, viewer, str(fork["id"]), statistics=True)
+    return project_service.get(db, viewer, str(fork["id"]), settings=None, statistics=True)
 
 
 def variants(rec: ProjectRecord) -> list[tuple[str, ProjectRecord]]:

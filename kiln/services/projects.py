@@ -45,7 +45,7 @@ def records(
     actor: Actor | None,
     projects: list[Any],
     *,
-    settings: Settings | None = None,
+    settings: Settings | None,
     statistics: bool = False,
     custom_attributes: bool = False,
 ) -> list[ProjectRecord]:
@@ -53,7 +53,8 @@ def records(
     written) and their visible fork parents: one view statement for the page, one for parents
     not on it, one for shared groups when any project has them. Only with `settings` (the
     server secret's) do the records of projects the caller may administer carry their runner
-    registration token: whatever renders a full project view passes them."""
+    registration token: whatever renders a full project view passes them; None says on
+    purpose that no view of these records shows it."""
     if not projects:
         return []
     ids = [p.id for p in projects]
@@ -69,7 +70,7 @@ def get(
     actor: Actor | None,
     ident: str,
     *,
-    settings: Settings | None = None,
+    settings: Settings | None,
     statistics: bool = False,
     custom_attributes: bool = False,
 ) -> ProjectRecord:
