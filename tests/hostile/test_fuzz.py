@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC
 from typing import Any, cast
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import pytest
 from hypothesis import HealthCheck, Phase, assume, given, seed, settings
@@ -226,7 +226,7 @@ def _deep_key(head: str, part: str = "b") -> str:
 
 
 # Pairs added to a query or a form besides the declared parameters.
-HOSTILE_PAIRS: list[list[tuple[str, str]]] = [
+HOSTILE_PAIRS: list[list[tuple[str | Raw, str | Raw]]] = [
     [(_deep_key("a"), "1")],
     [(_deep_key("custom_attributes"), "1")],
     [("a" + "[]" * DEEP_KEY_DEPTH, "1")],
@@ -243,6 +243,9 @@ HOSTILE_PAIRS: list[list[tuple[str, str]]] = [
     [("service", "git-upload-pack")],
     [("service", "git-receive-pack")],
     [("service", "\x00")],
+    [("ref", Raw("%FF%FE"))],
+    [("search", Raw("%ED%A0%80"))],
+    [(Raw("%C0%AF"), "1")],
 ]
 # Credentials and request headers an answer depends on, spelled as no client would.
 HOSTILE_HEADERS: list[tuple[str, str]] = [
@@ -520,6 +523,11 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+def _part(value: Any) -> str:
+    """A multipart field's name or value: an escape meant for a URL, unescaped."""
+    return unquote(value.text) if isinstance(value, Raw) else _text(value)
+
+
 def _escaped(value: str | Raw, safe: str = "") -> str:
     return value.text if isinstance(value, Raw) else quote(value, safe=safe)
 
@@ -704,7 +712,7 @@ def draw_request(draw: Draw, caller: str, method: str, path: str, op: dict[str, 
             name = draw(st.sampled_from(["shot.png", "../../x.png", "a\x00.png", LONG + ".png", "", "²"]))
             files.append((k, (name, PNG, "image/png")))
         else:
-            files.append((k, (None, _text(v).encode())))
+            files.append((_part(k), (None, _part(v).encode())))
     sent.files = files
     return sent
 
