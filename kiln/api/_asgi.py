@@ -207,7 +207,11 @@ class KilnASGI:
             await self.app(scope, receive, send)
             return
         raw = scope.get("raw_path")
-        if _NUL_ESCAPE.search(scope.get("query_string", b"")) or "\x00" in scope.get("path", ""):
+        if (
+            _NUL_ESCAPE.search(scope.get("query_string", b""))
+            or "\x00" in scope.get("path", "")
+            or any(b"\x00" in value for _, value in scope.get("headers", ()))
+        ):
             await _reply(send, 400, {"message": NUL_REFUSED})
             return
         if raw:

@@ -91,6 +91,13 @@ def test_a_nul_anywhere_in_the_url_is_refused(api, owner, project, suffix):
     assert r.json() == NUL_REFUSED
 
 
+@pytest.mark.parametrize("header", ["Sudo", "Private-Token", "X-Anything"])
+def test_a_nul_in_any_header_is_refused(api, header):
+    r = api("root").get("/user", headers={header: b"a\x00b"})
+    assert r.status_code == 400
+    assert r.json() == NUL_REFUSED
+
+
 def test_a_nul_in_a_query_of_any_route_is_refused(api):
     r = api("root").get("/projects?search=a%00")
     assert r.status_code == 400
