@@ -25,11 +25,6 @@ ROOT = [(b"private-token", b"kiln-test-root-token")]
 
 
 @pytest.fixture
-def owner(make: Any) -> Any:
-    return make.user(name="Owner Person")
-
-
-@pytest.fixture
 def linked(api: Any, make: Any, owner: Any, settings: Any) -> dict[str, Any]:
     """A project whose main branch holds links out of the tree: to /etc/passwd, to the
     data dir's parent, and a directory link with a file name behind it."""

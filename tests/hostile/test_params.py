@@ -4,11 +4,7 @@ answer), never a 500."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-
-from tests.repositories import new_project
 
 HUGE_IDS = [
     "9223372036854775808",
@@ -20,16 +16,6 @@ HUGE_IDS = [
     "0x10",
 ]
 NUL_REFUSED = {"message": "400 Bad request - Null bytes are not allowed"}
-
-
-@pytest.fixture
-def owner(make: Any) -> Any:
-    return make.user(name="Owner Person")
-
-
-@pytest.fixture
-def project(api: Any, make: Any, owner: Any) -> dict[str, Any]:
-    return new_project(api, make, owner)
 
 
 @pytest.mark.parametrize("ident", HUGE_IDS)

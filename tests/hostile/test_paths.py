@@ -12,7 +12,7 @@ import pytest
 from kiln.git.names import MAX_PATH_DEPTH
 from kiln.services.repositories import store
 from tests.factories.repositories import open_repository, write_commit
-from tests.repositories import git, new_project
+from tests.repositories import git
 
 INVALID_PATH = "Your changes could not be committed, because the file path is invalid"
 DOTGIT_SPELLINGS = [
@@ -49,16 +49,6 @@ REFUSED_NEW_BRANCHES = [
     "x.lock",
 ]
 HEX_NAMES = ["a" * 40, "0123456789abcdef0123456789abcdef01234567", "b" * 64]
-
-
-@pytest.fixture
-def owner(make: Any) -> Any:
-    return make.user(name="Owner Person")
-
-
-@pytest.fixture
-def project(api: Any, make: Any, owner: Any) -> dict[str, Any]:
-    return new_project(api, make, owner)
 
 
 def _tip(settings: Any, project: dict[str, Any], branch: str = "main") -> str:

@@ -27,11 +27,6 @@ LISTINGS = [
 
 
 @pytest.fixture
-def owner(make: Any) -> Any:
-    return make.user(name="Owner Person")
-
-
-@pytest.fixture
 def places(api: Any, make: Any, owner: Any) -> dict[str, Any]:
     project = new_project(api, make, owner)
     group = make.group(owners=[owner])
