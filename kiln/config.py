@@ -104,6 +104,13 @@ class Settings(BaseSettings):
     # about 60 µs, or 2 ms with a last_commit_id (a `git log` of its path, as GitLab asks
     # Gitaly once per action), while the repository's write lock is held.
     max_commit_actions: int = 20_000
+    # Entries one walk of a whole tree visits at most (a recursive listing, languages). A
+    # pushed tree may hold the same subtree twice at each of 40 levels: 2^40 paths in a few
+    # KiB that pass every push rule. GitLab sets no such bound (Gitaly's calls end at their
+    # deadline); this one is above the largest repositories known (a few million files).
+    # Past it a listing is its first max_tree_entries entries and languages are the shares
+    # of the files counted.
+    max_tree_entries: int = 5_000_000
 
     @field_validator("external_url")
     @classmethod

@@ -101,10 +101,22 @@ async def streamed(pieces: Iterator[bytes]) -> AsyncIterator[bytes]:
 async def get_raw_file(request: Req, db: Db, viewer: Viewer) -> Response[Any]:
     q: FileRaw = await params(request)
     rec = service.raw_file(db, viewer, q.id, q.file_path, q.ref, runtime(request).settings)
+    if service.streams_raw(rec):
+        return await _large_raw_file(request, rec)
     content = rec.content()
     served = _user_content.served_as(rec.file.name, text=not content.binary)
     headers = {**NO_CACHE, **file_headers(rec), "Content-Length": str(len(content.data))}
     return _user_content.stream(content.chunks(), rec.file.name, served, headers)
+
+
+async def _large_raw_file(request: Req, rec: FileRecord) -> Response[Any]:
+    """A large file's raw bytes, as a small one's go out: its digest and its first piece are
+    read off the event loop, and every further piece as it streams out (never whole in
+    memory). Its length is its header's."""
+    large = await in_thread(service.large_raw, rec, head=_head(request))
+    served = _user_content.served_as(rec.file.name, text=not large.content.binary)
+    headers = {**NO_CACHE, **file_headers(rec, large.digest), "Content-Length": str(rec.file.size)}
+    return _user_content.stream(streamed(large.content.pieces), rec.file.name, served, headers)
 
 
 @get(FILE + "/blame", auth="optional", params=FileBlame, scopes=READ_SCOPES)

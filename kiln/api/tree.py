@@ -3,8 +3,10 @@ and .../blobs/:sha/raw."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+import orjson
 from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
 from litestar.response import Stream
@@ -21,24 +23,44 @@ from kiln.schemas.tree import BlobGet, TreeList
 from kiln.services import tree as service
 
 if TYPE_CHECKING:
-    from kiln.git.files import TreeItem
+    from kiln.git.files import BlobRef, TreeItem
 
 Req = Request[Any, Any, Any]
 
 
 @get("/projects/{id:str}/repository/tree", auth="optional", params=TreeList, scopes=READ_SCOPES)
-async def list_tree(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
+async def list_tree(request: Req, db: Db, viewer: Viewer) -> Response[Any]:
     q: TreeList = await params(request)
     page = page_of(q, keyset_allowed=True)
     listing = await in_thread(service.list_tree, db, viewer, q.id, q, page, runtime(request).settings)
-    if listing.unpaginated:
-        return await in_thread(_every_entry, listing.page.items)
+    if listing.everything is not None:
+        return Stream(streamed(_json_array(listing.everything)), media_type=JSON)
     return paginated(request, [tree_entry(item) for item in listing.page.items], page, listing.page)
 
 
-def _every_entry(items: list[TreeItem]) -> Response[bytes]:
-    """A whole tree's entries (pagination=none), rendered in the caller's thread."""
-    return render([tree_entry(item) for item in items])
+# How much of a whole tree's JSON one piece holds (each piece is made in a thread).
+_PIECE_BYTES = 1 << 18
+
+
+def _json_array(items: Iterator[TreeItem]) -> Iterator[bytes]:
+    """A whole tree's entries (pagination=none) as the JSON array render makes, a piece at a
+    time as they are read: a tree may list millions, never held at once."""
+    try:
+        parts = [b"["]
+        held = 0
+        for n, item in enumerate(items):
+            entry = orjson.dumps(tree_entry(item))
+            parts.append(b"," + entry if n else entry)
+            held += len(entry)
+            if held >= _PIECE_BYTES:
+                yield b"".join(parts)
+                parts, held = [], 0
+        parts.append(b"]")
+        yield b"".join(parts)
+    finally:
+        close = getattr(items, "close", None)
+        if close is not None:
+            close()
 
 
 @get("/projects/{id:str}/repository/blobs/{sha:str}", auth="optional", params=BlobGet, scopes=READ_SCOPES)
@@ -57,11 +79,23 @@ async def get_blob(request: Req, db: Db, viewer: Viewer) -> Response[Any]:
 @get("/projects/{id:str}/repository/blobs/{sha:str}/raw", auth="optional", params=BlobGet, scopes=READ_SCOPES)
 async def get_raw_blob(request: Req, db: Db, viewer: Viewer) -> Response[Any]:
     q: BlobGet = await params(request)
-    content = service.raw_blob(db, viewer, q.id, q.sha, runtime(request).settings)
+    found = service.get_blob(db, viewer, q.id, q.sha, runtime(request).settings)
+    if service.streams_raw(found):
+        return await _large_raw_blob(request, found)
+    content = service.raw_blob(found)
     # A blob by id has no name (GitLab's disposition is a bare "inline"): its type is its content's.
     served = _user_content.served_as(None, text=not content.binary)
     headers = {**NO_CACHE, "Content-Length": str(len(content.data))}
     return _user_content.stream(content.chunks(), None, served, headers)
+
+
+async def _large_raw_blob(request: Req, found: BlobRef) -> Response[Any]:
+    """A large blob's raw bytes, as a small one's go out: its first piece is read off the
+    event loop, and every further piece as it streams out. Its length is its header's."""
+    content = await in_thread(service.large_raw_blob, found, head=bool(request.scope.get("kiln_head")))
+    served = _user_content.served_as(None, text=not content.binary)
+    headers = {**NO_CACHE, "Content-Length": str(found.size)}
+    return _user_content.stream(streamed(content.pieces), None, served, headers)
 
 
 ROUTES: list[HTTPRouteHandler] = [list_tree, get_blob, get_raw_blob]

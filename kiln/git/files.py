@@ -146,9 +146,9 @@ def last_commit_for_path(repo_path: Path, revision: str, git_path: str) -> str |
 _last_commit: Memo[str | None] = Memo(4096)
 
 
-def list_tree(commit: pygit2.Commit, path: str, *, recursive: bool) -> list[TreeItem] | None:
-    """Entries under `path` (the root when empty): trees first, then blobs, then submodules,
-    each in git's order; None when `path` names nothing. A file's path lists nothing."""
+def list_tree(commit: pygit2.Commit, path: str, *, recursive: bool, limit: int) -> TreeEntries | None:
+    """Entries under `path` (the root when empty), read as they are taken; None when `path`
+    names nothing. A file's path lists nothing."""
     tree: pygit2.Tree = commit.tree
     prefix = ""
     if path.strip("/"):
@@ -157,28 +157,87 @@ def list_tree(commit: pygit2.Commit, path: str, *, recursive: bool) -> list[Tree
             return None
         git_path, obj = found
         if not isinstance(obj, pygit2.Tree):
-            return []
+            return TreeEntries(None, "", recursive=False, limit=0)
         tree = obj
         prefix = "/".join(display_name(os.fsencode(part)) for part in git_path.split("/")) + "/"
-    items = list(_entries(tree, prefix, recursive))
-    order = {"tree": 0, "blob": 1, "commit": 2}
-    return sorted(items, key=lambda item: order[item.type])  # stable: git order within a kind
+    return TreeEntries(tree, prefix, recursive=recursive, limit=limit)
 
 
-def _entries(tree: pygit2.Tree, prefix: str, recursive: bool) -> Iterator[TreeItem]:
-    """Each entry in git's order, a subtree's entries right after it when `recursive`; a
-    stack of iterators stands in for recursion, so depth costs no call frames."""
-    stack: list[tuple[Iterator[pygit2.Object], str]] = [(iter(tree), prefix)]
-    while stack:
-        entries, base = stack[-1]
-        obj = next(entries, None)
-        if obj is None:
-            stack.pop()
-            continue
-        name = display_name(obj.raw_name or b"")
-        yield TreeItem(id=str(obj.id), name=name, type=obj.type_str, path=base + name, mode=int(obj.filemode))
-        if recursive and isinstance(obj, pygit2.Tree):
-            stack.append((iter(obj), base + name + "/"))
+# The order a listing shows kinds in: trees, then blobs, then submodules.
+_KINDS = ("tree", "blob", "commit")
+
+
+class TreeEntries:
+    """A tree's entries as the tree API lists them: trees first, then blobs, then submodules,
+    each kind in git's order (a subtree's entries right after it when `recursive`).
+
+    A pushed tree may hold the same subtree twice at each of 40 levels: 2^40 paths in a few
+    KiB. So nothing here reads the whole tree up front: iterating walks the tree once per
+    kind, each walk yielding its kind as it comes and visiting at most the first `limit`
+    entries, and a caller that stops (a page is full) stops the walk. Past `limit` entries
+    the listing is those first `limit`, the same for every kind and every page."""
+
+    def __init__(self, tree: pygit2.Tree | None, prefix: str, *, recursive: bool, limit: int) -> None:
+        self._tree = tree
+        self._prefix = prefix
+        self._recursive = recursive
+        self._limit = limit
+        # How many entries the listing holds, once a walk has visited them all.
+        self._size: int | None = None if tree is not None else 0
+        # The kinds a finished walk met: a kind it never met costs no walk of its own.
+        self._kinds: set[str] | None = None
+
+    def __iter__(self) -> Iterator[TreeItem]:
+        for kind in _KINDS:
+            if self._kinds is None or kind in self._kinds:
+                yield from self._walk(kind)
+
+    def count(self, at_most: int) -> int:
+        """How many entries the listing holds, counted up to `at_most` (a total past it is
+        never shown): an earlier walk that ended tells it without walking again."""
+        if self._size is not None:
+            return self._size
+        counted = 0
+        for _ in self._walk(None):
+            counted += 1
+            if counted >= at_most:
+                break
+        return counted
+
+    def _walk(self, kind: str | None) -> Iterator[TreeItem]:
+        """Each entry of `kind` (every entry when None) in git's order, a subtree's entries
+        right after it when recursive; a stack of iterators stands in for recursion, so depth
+        costs no call frames."""
+        if self._tree is None:
+            return
+        limit = self._limit
+        recursive = self._recursive
+        kinds: set[str] = set()
+        visited = 0
+        stack: list[tuple[Iterator[pygit2.Object], str]] = [(iter(self._tree), self._prefix)]
+        while stack:
+            entries, base = stack[-1]
+            obj = next(entries, None)
+            if obj is None:
+                stack.pop()
+                continue
+            if visited >= limit:
+                break
+            visited += 1
+            found = obj.type_str
+            kinds.add(found)
+            descend = recursive and isinstance(obj, pygit2.Tree)
+            if kind is None or found == kind or descend:
+                name = display_name(obj.raw_name or b"")
+                if kind is None or found == kind:
+                    yield TreeItem(
+                        id=str(obj.id), name=name, type=found, path=base + name, mode=int(obj.filemode)
+                    )
+                if descend:
+                    stack.append((iter(obj), base + name + "/"))
+        # The walk went through its entries (not stopped by a caller that had enough).
+        self._size = visited
+        self._kinds = kinds
 
 
 @dataclass(slots=True, frozen=True)
@@ -232,6 +291,82 @@ def blob_pieces(repo: pygit2.Repository, blob_id: str, size: int) -> Iterator[by
         child.stdout.close()
         child.wait()
         timed.observe(args, perf_counter() - started)
+
+
+# libgit2 tells text from binary by a blob's first bytes (GIT_FILTER_BYTES_TO_CHECK_NUL).
+BINARY_PROBE_BYTES = 8000
+# Bytes libgit2 counts as neither printable nor whitespace, NUL apart (git_str_is_binary).
+_UNPRINTABLE = bytes(
+    c for c in [*range(1, 0x20), 0x7F] if c not in (0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x1B)
+)
+_WHITESPACE = b"\t\n\v\r"
+
+
+def looks_binary(head: bytes) -> bool:
+    """libgit2's git_blob_is_binary on a blob's first BINARY_PROBE_BYTES: a UTF-16 or UTF-32
+    byte-order mark or a NUL is binary, and so is text with more than one unprintable byte
+    per 128 printable ones. A large blob, read in pieces, is told from its first piece
+    exactly as pygit2 tells a small one."""
+    data = head[:BINARY_PROBE_BYTES]
+    if data[:4] in (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff") or data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return True
+    if data[:3] == b"\xef\xbb\xbf":
+        data = data[3:]
+    if b"\x00" in data:
+        return True
+    unprintable = len(data) - len(data.translate(None, _UNPRINTABLE))
+    printable = len(data) - unprintable - (len(data) - len(data.translate(None, _WHITESPACE)))
+    return (printable >> 7) < unprintable
+
+
+class _Resumed:
+    """A blob's pieces, the first of which was read already; closing them ends git's child
+    whether or not any piece was taken."""
+
+    def __init__(self, first: bytes, rest: Iterator[bytes]) -> None:
+        self._first: bytes | None = first or None
+        self._rest = rest
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self
+
+    def __next__(self) -> bytes:
+        first = self._first
+        if first is not None:
+            self._first = None
+            return first
+        return next(self._rest)
+
+    def close(self) -> None:
+        close = getattr(self._rest, "close", None)
+        if close is not None:
+            close()
+
+
+@dataclass(slots=True)
+class RawBlob:
+    """A blob about to be sent raw in pieces: whether it is binary, told from its first piece,
+    and its content (the first piece included), each further piece read as it is taken."""
+
+    binary: bool
+    pieces: Iterator[bytes]
+
+
+def open_blob(repo: pygit2.Repository, blob_id: str, size: int, *, head: bool = False) -> RawBlob:
+    """A blob's first piece read (from a `git cat-file` child when it is large), enough to
+    tell text from binary; the rest follows from the same child. `head`: only the kind is
+    wanted, and the child ends at once."""
+    pieces = blob_pieces(repo, blob_id, size)
+    try:
+        first = next(pieces, b"")
+    except BaseException:
+        pieces.close()
+        raise
+    binary = looks_binary(first)
+    if head:
+        pieces.close()
+        return RawBlob(binary, iter(()))
+    return RawBlob(binary, _Resumed(first, pieces))
 
 
 def blob_sha256(repo: pygit2.Repository, blob_id: str, size: int) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 import pygit2
@@ -152,32 +154,98 @@ def vendored(path: str) -> bool:
     return _VENDORED.search(path) is not None
 
 
+# Entries a walk of languages visits at most, unless its caller says (settings.max_tree_entries).
+MAX_TREE_ENTRIES = 5_000_000
+# Subtrees and blobs one walk remembers what it counted of, by id (a bound on its memory).
+_REMEMBERED = 1 << 16
+
+
+@dataclass(slots=True)
+class _Dir:
+    """A directory being walked: what its files and finished subdirectories count so far."""
+
+    id: pygit2.Oid
+    entries: Iterator[pygit2.Object]
+    prefix: str
+    sizes: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+
+
 def language_bytes(
-    repo: pygit2.Repository, tree: pygit2.Tree, *, large_blob_bytes: int = LARGE_BLOB_BYTES
+    repo: pygit2.Repository,
+    tree: pygit2.Tree,
+    *,
+    large_blob_bytes: int = LARGE_BLOB_BYTES,
+    max_entries: int = MAX_TREE_ENTRIES,
 ) -> dict[str, int]:
-    """Bytes per language over every file of `tree`; submodules and symlinks don't count, nor
+    """Bytes per language over the files of `tree`; submodules and symlinks don't count, nor
     does a blob over `large_blob_bytes`, which is never read (data, not source, at that size).
-    Directories are walked with a stack of their own, however deep a pushed tree nests."""
-    sizes: dict[str, int] = defaultdict(int)
-    pending: list[tuple[pygit2.Tree, str]] = [(tree, "")]
-    while pending:
-        current, prefix = pending.pop()
-        for entry in current:
-            path = f"{prefix}{entry.name}"
-            if entry.type_str == "tree":
-                if not vendored(path + "/"):
-                    pending.append((repo[entry.id].peel(pygit2.Tree), path + "/"))
+
+    At most `max_entries` entries are visited: past them, the bytes are those of the files
+    counted so far, so the shares made of them are the shares of what was counted. A subtree
+    met again counts what its first walk counted, without a second walk: a pushed tree may
+    hold the same subtree twice at each of 40 levels (2^40 paths in a few KiB), and is then
+    counted whole. Directories are walked with a stack of their own, however deep they nest."""
+    subtrees: dict[pygit2.Oid, dict[str, int]] = {}
+    # A blob's bytes as counted (0: binary, or too large to read).
+    blobs: dict[pygit2.Oid, int] = {}
+    root = _Dir(tree.id, iter(tree), "")
+    stack = [root]
+    visited = 0
+    while stack:
+        here = stack[-1]
+        entry = next(here.entries, None)
+        if entry is None:
+            stack.pop()
+            if len(subtrees) < _REMEMBERED:
+                subtrees[here.id] = here.sizes
+            if stack:
+                _add(stack[-1].sizes, here.sizes)
+            continue
+        if visited >= max_entries:
+            break
+        visited += 1
+        path = f"{here.prefix}{entry.name}"
+        if isinstance(entry, pygit2.Tree):
+            if vendored(path + "/"):
                 continue
-            if entry.type_str != "blob" or entry.filemode == pygit2.enums.FileMode.LINK:
-                continue
-            language = language_of(path)
-            if language is None or vendored(path):
-                continue
-            size = int(repo.odb.read_header(entry.id)[1])
-            if size > large_blob_bytes or _binary(repo, str(entry.id), size):
-                continue
-            sizes[language] += size
-    return dict(sizes)
+            known = subtrees.get(entry.id)
+            if known is not None:
+                _add(here.sizes, known)
+            else:
+                stack.append(_Dir(entry.id, iter(entry), path + "/"))
+            continue
+        if entry.type_str != "blob" or entry.filemode == pygit2.enums.FileMode.LINK:
+            continue
+        language = language_of(path)
+        if language is None or vendored(path):
+            continue
+        size = blobs.get(entry.id)
+        if size is None:
+            size = _counted_bytes(repo, entry.id, large_blob_bytes)
+            if len(blobs) < _REMEMBERED:
+                blobs[entry.id] = size
+        if size:
+            here.sizes[language] += size
+    if not stack:
+        return dict(root.sizes)
+    # Cut short: each directory still open holds what was counted in it.
+    counted: dict[str, int] = defaultdict(int)
+    for open_dir in stack:
+        _add(counted, open_dir.sizes)
+    return dict(counted)
+
+
+def _add(sizes: dict[str, int], more: dict[str, int]) -> None:
+    for language, size in more.items():
+        sizes[language] = sizes.get(language, 0) + size
+
+
+def _counted_bytes(repo: pygit2.Repository, blob_id: pygit2.Oid, large_blob_bytes: int) -> int:
+    """A blob's size from its header; 0 when it is over large_blob_bytes or binary."""
+    size = int(repo.odb.read_header(blob_id)[1])
+    if size > large_blob_bytes or _binary(repo, str(blob_id), size):
+        return 0
+    return size
 
 
 def _binary(repo: pygit2.Repository, blob_id: str, size: int) -> bool:

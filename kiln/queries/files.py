@@ -3,7 +3,6 @@ its raw content, its blame ranges. Entities render these; services build them.""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 
@@ -14,7 +13,8 @@ from kiln.git import files as git_files
 
 @dataclass(slots=True)
 class Content:
-    """Bytes to serve raw, sent in pieces so a large file reaches the socket as it goes."""
+    """A small blob's bytes to serve raw, read whole and sent in pieces (a large blob is read
+    from git in pieces instead: git_files.open_blob)."""
 
     data: bytes
     binary: bool
@@ -45,7 +45,8 @@ class FileRecord:
 
     @property
     def content_sha256(self) -> str:
-        return hashlib.sha256(self.data).hexdigest()
+        """Read in pieces and remembered by blob: a large file is never read whole for it."""
+        return git_files.blob_sha256(self.repo, self.file.blob_id, self.file.size)
 
     def content(self) -> Content:
         blob = self.blob

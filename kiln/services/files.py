@@ -201,6 +201,26 @@ def raw_file(
     return _record(ctx, commit, path, ref or ctx.project.default_branch or "")
 
 
+def streams_raw(rec: FileRecord) -> bool:
+    """Whether the file's raw bytes are read from git in pieces, each in a thread as it goes
+    out, rather than read whole in place."""
+    return rec.file.size > git_files.STREAM_BYTES
+
+
+@dataclass(slots=True)
+class LargeRaw:
+    digest: str
+    content: git_files.RawBlob
+
+
+def large_raw(rec: FileRecord, *, head: bool) -> LargeRaw:
+    """A large file's raw bytes: its digest (for its X-Service headers) and its first piece,
+    which tells text from binary; the rest is read as it is sent. Not a large-blob download:
+    GitLab leaves raw reads out of that rate limit."""
+    digest = content_sha256(rec)
+    return LargeRaw(digest, git_files.open_blob(rec.repo, rec.file.blob_id, rec.file.size, head=head))
+
+
 @dataclass(slots=True)
 class Blamed:
     record: FileRecord

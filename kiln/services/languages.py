@@ -29,6 +29,7 @@ def of_project(db: Session, actor: Actor | None, ident: str, settings: Settings)
 
 def for_project(db: Session, s: ProjectSubject, settings: Settings) -> dict[str, float]:
     """The caller has checked that the actor may read the code. `{}` for an empty repository.
+    Past settings.max_tree_entries entries, the shares of the files counted until then.
     The subject is row records: the cache is written by one UPDATE, not through a model."""
     project = s.project
     st = store(settings)
@@ -42,7 +43,13 @@ def for_project(db: Session, s: ProjectSubject, settings: Settings) -> dict[str,
     sha = str(commit.id)
     if project.languages_sha == sha and project.languages is not None:
         return dict(project.languages)
-    found = shares(language_bytes(repo, commit.tree))
+    sizes = language_bytes(
+        repo,
+        commit.tree,
+        large_blob_bytes=settings.large_blob_bytes,
+        max_entries=settings.max_tree_entries,
+    )
+    found = shares(sizes)
     primary = next(iter(found), None)
     # A short write of the cache alone; updated_at keeps its value (nothing the owner changed).
     with transaction(db):

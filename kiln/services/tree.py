@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import islice
 
 import pygit2
 from sqlalchemy.orm import Session
@@ -14,9 +15,8 @@ from kiln.errors import BadRequest, NotFound, ParamError
 from kiln.git import files as git_files
 from kiln.git.errors import RefNotFound
 from kiln.git.refs import resolve_commit
-from kiln.pagination import Page, PageResult
+from kiln.pagination import TOTAL_LIMIT, Page, PageResult
 from kiln.queries.files import Content
-from kiln.queries.paging import list_page
 from kiln.schemas.tree import TreeList
 from kiln.services import repositories
 from kiln.services.files import LARGE_BLOB, LARGE_DOWNLOADS
@@ -27,13 +27,17 @@ NONE_NEEDS_RECURSIVE = 'pagination cannot be "none" unless "recursive" is true'
 @dataclass(slots=True)
 class TreeListing:
     page: PageResult  # items: git_files.TreeItem
-    # pagination=none: every entry, no pagination headers
-    unpaginated: bool = False
+    # pagination=none: every entry, read as it is taken (a tree may hold millions), and no
+    # pagination headers
+    everything: Iterator[git_files.TreeItem] | None = None
 
 
 def list_tree(
     db: Session, viewer: Actor | None, ident: str, q: TreeList, page: Page, settings: Settings
 ) -> TreeListing:
+    """A page of a tree's entries, read up to the page's last entry (and the total up to
+    TOTAL_LIMIT + 1), never the whole tree; past settings.max_tree_entries a recursive
+    listing is the first that many entries (git_files.TreeEntries)."""
     if q.pagination == "none" and not q.recursive:
         raise ParamError(NONE_NEEDS_RECURSIVE)
     ctx = repositories.for_read(db, viewer, ident, settings)
@@ -43,26 +47,44 @@ def list_tree(
         commit = resolve_commit(ctx.repo, q.ref)
     except RefNotFound:
         raise NotFound("Tree") from None
-    items = git_files.list_tree(commit, q.path or "", recursive=q.recursive)
-    if items is None:
+    entries = git_files.list_tree(
+        commit, q.path or "", recursive=q.recursive, limit=settings.max_tree_entries
+    )
+    if entries is None:
         raise NotFound("Tree")
     if q.pagination == "none":
-        return TreeListing(PageResult(items=items, total=len(items), has_next=False), unpaginated=True)
+        return TreeListing(PageResult(items=[], total=None, has_next=False), everything=iter(entries))
     if page.keyset:
-        return TreeListing(_after_token(items, q.page_token, page.per_page))
-    return TreeListing(list_page(items, page))
+        return TreeListing(_after_token(entries, q.page_token, page.per_page))
+    return TreeListing(_offset_page(entries, page))
 
 
-def _after_token(items: list[git_files.TreeItem], token: str | None, per_page: int) -> PageResult:
-    """Keyset pages continue after the entry whose path is the token (paths are unique)."""
-    start = 0
+def _offset_page(entries: git_files.TreeEntries, page: Page) -> PageResult:
+    """An offset page, read up to its last entry and one more (whether a next page exists);
+    the total is counted only up to TOTAL_LIMIT + 1, past which it is never shown."""
+    items = list(islice(entries, page.offset, page.offset + page.per_page + 1))
+    has_next = len(items) > page.per_page
+    items = items[: page.per_page]
+    if not has_next and (items or page.page == 1):
+        total = page.offset + len(items)  # the last page tells the total without counting
+    else:
+        total = entries.count(TOTAL_LIMIT + 1)
+    return PageResult(items=items, total=None if total > TOTAL_LIMIT else total, has_next=has_next)
+
+
+def _after_token(entries: git_files.TreeEntries, token: str | None, per_page: int) -> PageResult:
+    """Keyset pages continue after the entry whose path is the token (paths are unique),
+    read up to it and a page more."""
+    listed = iter(entries)
     if token:
-        positions = {item.path: n for n, item in enumerate(items)}
-        if token not in positions:
+        for item in listed:
+            if item.path == token:
+                break
+        else:
             raise BadRequest("page_token is invalid")
-        start = positions[token] + 1
-    chunk = items[start : start + per_page]
-    has_next = len(items) > start + per_page
+    chunk = list(islice(listed, per_page + 1))
+    has_next = len(chunk) > per_page
+    chunk = chunk[:per_page]
     # The next page continues after the last entry's path (`page_token`), as GitLab links it.
     return PageResult(
         items=chunk,
@@ -98,7 +120,20 @@ def large_blob(found: git_files.BlobRef, settings: Settings) -> Iterator[bytes]:
     return found.pieces()
 
 
-def raw_blob(db: Session, viewer: Actor | None, ident: str, sha: str, settings: Settings) -> Content:
-    found = get_blob(db, viewer, ident, sha, settings)
+def streams_raw(found: git_files.BlobRef) -> bool:
+    """Whether the blob's raw bytes are read from git in pieces, each in a thread as it goes
+    out, rather than read whole in place."""
+    return found.size > git_files.STREAM_BYTES
+
+
+def raw_blob(found: git_files.BlobRef) -> Content:
+    """A small blob's raw bytes, read whole."""
     whole = found.repo[found.id].peel(pygit2.Blob)
     return Content(whole.data, whole.is_binary)
+
+
+def large_raw_blob(found: git_files.BlobRef, *, head: bool) -> git_files.RawBlob:
+    """A large blob's raw bytes: its first piece, which tells text from binary, and the rest
+    read as it is sent. Not a large-blob download: GitLab leaves raw reads out of that rate
+    limit."""
+    return git_files.open_blob(found.repo, found.id, found.size, head=head)

@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import select
 
 from kiln.entities._format import iso
+from kiln.git.files import STREAM_BYTES
 from kiln.git.writes import STALE, Person
 from kiln.models import Event, Project, ProtectedBranch
 from kiln.models.namespaces import DEVELOPER, GUEST, MAINTAINER, REPORTER
@@ -321,6 +322,84 @@ def test_raw_missing_file_is_404(api, make):
     p = new_project(api, make, u)
     r = api(u).get(files_url(p, "nope", "/raw"), params={"ref": "main"})
     assert (r.status_code, r.json()) == (404, {"message": "404 File Not Found"})
+
+
+# A file this large is read from git in pieces as its raw bytes go out.
+PIECED = STREAM_BYTES + 4321
+# Headers that differ from one answer to the next whatever the file.
+PER_ANSWER = ("date", "x-request-id")
+
+
+def test_a_raw_file_read_in_pieces_has_the_bytes_and_headers_of_a_whole_read(api, make, settings):
+    u = make.user()
+    p = new_project(api, make, u)
+    small = b"<p>small</p>\n"
+    large = b"".join(f"<p>{n}</p>\n".encode() for n in range(PIECED // 8))
+    commit_files(settings, p, {"small.html": small, "large.html": large})
+    whole = api(u).get(files_url(p, "small.html", "/raw"), params={"ref": "main"})
+    r = api(u).get(files_url(p, "large.html", "/raw"), params={"ref": "main"})
+    assert (r.status_code, r.content == large, int(r.headers["content-length"])) == (200, True, len(large))
+    assert (r.headers["x-service-content-sha256"], r.headers["x-service-size"]) == (
+        hashlib.sha256(large).hexdigest(),
+        str(len(large)),
+    )
+    expected = {name: value.replace("small", "large") for name, value in whole.headers.items()}
+    for name in (
+        "content-length",
+        "x-service-content-sha256",
+        "x-service-size",
+        "x-service-blob-id",
+        *PER_ANSWER,
+    ):
+        expected.pop(name, None)
+    assert {name: r.headers[name] for name in expected} == expected
+
+
+def test_a_raw_file_read_in_pieces_is_text_or_binary_by_libgit2s_rule(api, make, settings):
+    """Its first bytes decide, as libgit2 decides for a file read whole: a NUL, a UTF-16 or
+    UTF-32 byte-order mark, or more than one control byte per 128 printable ones."""
+    u = make.user()
+    p = new_project(api, make, u)
+    line = b"x" * 63 + b"\n"
+    heads = {
+        "plain": line * 140,
+        "nul": line * 10 + b"\x00" + line * 130,
+        "nul_past_the_probe": line * 125 + b"\x00" + line * 15,
+        "utf8_bom": b"\xef\xbb\xbf" + line * 140,
+        "utf16_bom": b"\xff\xfe" + line * 140,
+        "control_every_64": (b"\x01" + line[1:]) * 140,
+        "control_every_200": (b"\x01" + line[1:] + line * 2) * 47,
+        "tabs_and_escapes": (b"\t\x1b[1m" + line[5:]) * 140,
+    }
+    filler = b"y" * PIECED
+    commit_files(
+        settings,
+        p,
+        {**{f"{k}.small": v for k, v in heads.items()}, **{k: v + filler for k, v in heads.items()}},
+    )
+
+    def kind(path: str) -> str:
+        r = api(u).get(files_url(p, path, "/raw"), params={"ref": "main"})
+        assert r.status_code == 200, r.text
+        return r.headers["content-type"]
+
+    kinds = {name: kind(name) for name in heads}
+    assert kinds == {name: kind(f"{name}.small") for name in heads}
+    text, binary = "text/plain; charset=utf-8", "application/octet-stream"
+    assert list(kinds.values()) == [text, binary, text, text, binary, binary, text, text]
+
+
+def test_head_of_a_raw_file_read_in_pieces_tells_what_get_sends(api, make, settings):
+    u = make.user()
+    p = new_project(api, make, u)
+    data = bytes(range(256)) * (PIECED // 256)
+    commit_files(settings, p, {"big.bin": data})
+    head = api(u).head(files_url(p, "big.bin", "/raw"), params={"ref": "main"})
+    got = api(u).get(files_url(p, "big.bin", "/raw"), params={"ref": "main"})
+    assert (head.status_code, head.content, got.content == data) == (200, b"", True)
+    assert {k: v for k, v in head.headers.items() if k not in PER_ANSWER} == {
+        k: v for k, v in got.headers.items() if k not in PER_ANSWER
+    }
 
 
 def test_a_50_mb_binary_file_round_trips(api, make, settings):

@@ -179,3 +179,30 @@ def test_languages_of_a_private_project_are_hidden(api, make, db):
     make.member(db.get(Project, p["id"]), guest, 10)
     r = languages(api, guest, p["id"])
     assert (r.status_code, r.json()) == (404, {"message": "404 Project Not Found"})
+
+
+def test_the_same_directory_twice_counts_twice(api, make, db, settings):
+    u = make.user()
+    p = new_project(api, u)
+    md = readme_size(db, p["id"])
+    write(settings, p["id"], {"x/app.py": b"p" * md, "y/app.py": b"p" * md})
+    repo = store(settings).open(p["id"])
+    assert repo.revparse_single("main:x").id == repo.revparse_single("main:y").id
+    assert languages(api, u, p["id"]).json() == {"Python": 66.67, "Markdown": 33.33}
+
+
+def test_a_blob_over_the_instances_large_blob_bytes_does_not_count(api, make, settings, configure):
+    u = make.user()
+    p = new_project(api, u)
+    configure(large_blob_bytes=100)
+    write(settings, p["id"], {"big.py": b"p" * 101, "small.rb": b"r" * 100})
+    assert set(languages(api, u, p["id"]).json()) == {"Ruby", "Markdown"}
+
+
+def test_past_max_tree_entries_the_shares_are_those_of_the_files_counted(api, make, db, settings, configure):
+    u = make.user()
+    p = new_project(api, u)
+    md = readme_size(db, p["id"])
+    write(settings, p["id"], {"a.py": b"p" * md, "b.rb": b"r" * md})
+    configure(max_tree_entries=2)  # README.md, then a.py, in git's order
+    assert languages(api, u, p["id"]).json() == {"Markdown": 50.0, "Python": 50.0}

@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+from kiln.git.files import STREAM_BYTES
 from kiln.git.writes import FileAction, Person, commit_actions
 from kiln.models import Project
 from kiln.models.namespaces import GUEST, REPORTER
@@ -247,6 +248,31 @@ def test_pagination_none_returns_everything_when_recursive(api, make, settings):
     assert (r.status_code, len(r.json()), "x-total" in r.headers) == (200, 122, False)
 
 
+def test_pagination_none_lists_a_large_tree_in_order(api, make, settings):
+    u = make.user()
+    p = new_project(api, u)
+    commit_files(settings, p, {f"d/f{n:04}.txt": b"x" for n in range(2500)})
+    r = api(u).get(tree_url(p), params={"recursive": "true", "pagination": "none"})
+    assert r.status_code == 200
+    assert [e["path"] for e in r.json()] == ["d", "README.md", *(f"d/f{n:04}.txt" for n in range(2500))]
+
+
+def test_a_listing_past_max_tree_entries_is_its_first_entries(api, make, settings, configure):
+    u, p = layout(api, make, settings)
+    configure(max_tree_entries=5)
+    first = [
+        ("tree", "bin"),
+        ("tree", "docs"),
+        ("blob", "README.md"),
+        ("blob", "bin/run"),
+        ("blob", "docs/a.md"),
+    ]
+    r = api(u).get(tree_url(p), params={"recursive": "true", "per_page": 100})
+    assert ([(e["type"], e["path"]) for e in r.json()], r.headers["x-total"]) == (first, "5")
+    r = api(u).get(tree_url(p), params={"recursive": "true", "pagination": "none"})
+    assert [(e["type"], e["path"]) for e in r.json()] == first
+
+
 def test_pagination_none_without_recursive_is_400(api, make, settings):
     u, p = layout(api, make, settings)
     r = api(u).get(tree_url(p), params={"pagination": "none"})
@@ -322,6 +348,31 @@ def test_raw_blob_is_byte_exact(api, make, settings):
     r = api(u).get(f"/projects/{p['id']}/repository/blobs/{sha}/raw")
     assert (r.status_code, r.content, r.headers["content-type"]) == (200, data, "application/octet-stream")
     assert r.headers["content-length"] == str(len(data))
+
+
+def test_a_raw_blob_read_in_pieces_is_byte_exact_with_its_length_and_type(api, make, settings):
+    u = make.user()
+    p = new_project(api, u)
+    binary = bytes(range(256)) * ((STREAM_BYTES + 4321) // 256)
+    text = b"line\n" * ((STREAM_BYTES + 4321) // 5)
+    commit_files(settings, p, {"all.bin": binary, "all.txt": text})
+    for path, data, kind in [
+        ("all.bin", binary, "application/octet-stream"),
+        ("all.txt", text, "text/plain; charset=utf-8"),
+    ]:
+        url = f"/projects/{p['id']}/repository/blobs/{oid(settings, p, f'main:{path}')[:12]}/raw"
+        r = api(u).get(url)
+        assert (r.status_code, r.content == data, r.headers["content-type"]) == (200, True, kind)
+        assert (r.headers["content-length"], r.headers["x-content-type-options"]) == (
+            str(len(data)),
+            "nosniff",
+        )
+        head = api(u).head(url)
+        assert (head.content, head.headers["content-length"], head.headers["content-type"]) == (
+            b"",
+            str(len(data)),
+            kind,
+        )
 
 
 def test_raw_text_blob_is_plain_text(api, make, settings):

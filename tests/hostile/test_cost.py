@@ -34,8 +34,10 @@ LARGE_BLOB = (
 # The routes whose work grows with a blob's or a tree's size (or a diff's, or a history's).
 HEAVY_READS = [
     "GET /projects/{id:str}/repository/files/{file_path:str}",
+    "GET /projects/{id:str}/repository/files/{file_path:str}/raw",
     "GET /projects/{id:str}/repository/files/{file_path:str}/blame",
     "GET /projects/{id:str}/repository/blobs/{sha:str}",
+    "GET /projects/{id:str}/repository/blobs/{sha:str}/raw",
     "GET /projects/{id:str}/repository/tree",
     "GET /projects/{id:str}/repository/commits",
     "GET /projects/{id:str}/repository/commits/{sha:str}",
@@ -268,6 +270,21 @@ def test_large_blob_reads_share_the_projects_allowance_and_say_so_for_blobs(
     assert (r.status_code, r.json()) == (429, {"message": {"error": LARGE_BLOB.format(limit=1000)}})
 
 
+def test_raw_reads_of_large_blobs_count_toward_no_allowance(api, owner, project, settings, configure):
+    configure(large_blob_bytes=1000, large_blob_downloads_per_minute=1)
+    data = lines(STREAMED // 10)
+    commit_files(settings, project, {"big.txt": data})
+    blob_id = str(open_repository(settings, project).revparse_single("main:big.txt").id)
+    raw = [file_url(project, "big.txt", "/raw"), f"/projects/{project['id']}/repository/blobs/{blob_id}/raw"]
+    assert [(r.status_code, r.content == data) for r in (api(owner).get(url) for url in raw * 2)] == [
+        (200, True)
+    ] * 4
+    statuses = [
+        api(owner).get(file_url(project, "big.txt"), params={"ref": "main"}).status_code for _ in "12"
+    ]
+    assert statuses == [200, 429]
+
+
 def test_blame_of_a_file_over_large_blob_bytes_is_413(api, owner, project, settings, configure):
     configure(large_blob_bytes=1000)
     commit_files(settings, project, {"big.txt": lines(200), "small.txt": b"x\n"})
@@ -400,3 +417,65 @@ def test_every_read_whose_cost_grows_with_the_repository_runs_in_a_thread():
         for path in handler.paths
     }
     assert [key for key in HEAVY_READS if not _calls_in_thread(routes[key])] == []
+
+
+# ---------------------------------------------------------------------------- tree bombs
+
+BOMB_LEVELS = 40
+
+
+@pytest.fixture
+def bomb(settings: Any, project: dict[str, Any]) -> str:
+    """A commit whose tree holds `a` and `b`, each the same tree one level down, 40 levels
+    over a single blob: 2^40 paths in 41 trees, as a push may bring (it passes git fsck)."""
+    repo = open_repository(settings, project)
+    builder = repo.TreeBuilder()
+    builder.insert("x.py", repo.create_blob(b"print(1)\n"), BLOB)
+    tree = builder.write()
+    for _ in range(BOMB_LEVELS):
+        builder = repo.TreeBuilder()
+        builder.insert("a", tree, TREE)
+        builder.insert("b", tree, TREE)
+        tree = builder.write()
+    tip = repo.references["refs/heads/main"].target
+    sig = pygit2.Signature("Pusher", "pusher@example.com")
+    return str(repo.create_commit("refs/heads/main", sig, sig, "bomb", tree, [tip]))
+
+
+def test_languages_of_a_tree_bomb_count_every_path(api, owner, project, bomb):
+    r = api(owner).get(f"/projects/{project['id']}/languages")
+    assert (r.status_code, r.json()) == (200, {"Python": 100.0})
+
+
+def test_offset_pages_of_a_tree_bomb_list_its_first_entries_without_a_total(api, owner, project, bomb):
+    url = f"/projects/{project['id']}/repository/tree"
+    pages = [api(owner).get(url, params={"recursive": "true", "per_page": 3, "page": n}) for n in (1, 2)]
+    assert [[e["path"] for e in r.json()] for r in pages] == [
+        ["a", "a/a", "a/a/a"],
+        ["a/a/a/a", "a/a/a/a/a", "a/a/a/a/a/a"],
+    ]
+    assert [("x-total" in r.headers, r.headers["x-next-page"]) for r in pages] == [(False, "2"), (False, "3")]
+
+
+def test_keyset_pages_of_a_tree_bomb_follow_on(api, owner, project, bomb):
+    url = f"/projects/{project['id']}/repository/tree"
+    first = api(owner).get(url, params={"recursive": "true", "pagination": "keyset", "per_page": 2})
+    link = first.headers["link"].split(">", 1)[0].lstrip("<").replace("http://kiln.test", "")
+    second = api(owner).get(link)
+    assert [[e["path"] for e in r.json()] for r in (first, second)] == [["a", "a/a"], ["a/a/a", "a/a/a/a"]]
+
+
+def test_a_whole_tree_bomb_lists_its_first_max_tree_entries(api, owner, project, bomb, configure):
+    configure(max_tree_entries=1000)
+    r = api(owner).get(
+        f"/projects/{project['id']}/repository/tree", params={"recursive": "true", "pagination": "none"}
+    )
+    assert r.status_code == 200
+    entries = r.json()
+    kinds = [e["type"] for e in entries]
+    assert (len(entries), kinds, entries[BOMB_LEVELS - 1]["path"]) == (
+        1000,
+        sorted(kinds, key=["tree", "blob"].index),
+        "/".join(["a"] * BOMB_LEVELS),
+    )
+    assert {e["name"] for e in entries if e["type"] == "blob"} == {"x.py"}
