@@ -5,7 +5,7 @@ how much it grows the server's memory.
 The repository is crafted as a push would bring it, written with pygit2 straight into the
 project's storage: a 100 MiB blob of one line (`data/big.py`), a 10 MiB blob of a million
 short lines (`data/lines.py`, just under the large-blob size, so blame reads it), and a file
-2,000 directories deep. Each crafted request is made with `curl` (its answer read and thrown
+2,000 directories deep; a second project's holds a tree bomb (2^40 paths in 41 trees). Each crafted request is made with `curl` (its answer read and thrown
 away as fast as it comes), while this process sends `GET /api/v4/version` back to back on a
 keep-alive connection and times each. Reported per request: its status and time, the longest
 and the 99th-percentile probe while it ran, and the growth of the server's resident memory
@@ -40,6 +40,8 @@ GROWTH_AIM_MIB = 256.0
 BIG_BYTES = 100 * 1024 * 1024
 LINES_BYTES = 10 * 1024 * 1024 - 1
 DEPTH = 2000
+# A tree bomb: `a` and `b` name the same tree one level down, this many levels over one blob.
+BOMB_LEVELS = 40
 ACTIONS = 10_000
 PROBE = "/api/v4/version"
 TIMEOUT_S = 300.0
@@ -131,6 +133,16 @@ def run(*, pin: bool = True, keep: bool = False) -> list[Outcome]:
         project = created.json()
         step("[cost] crafting the repository: 100 MiB one-line blob, 10 MiB of short lines, 2,000 deep")
         shas = craft(repository_path(data_dir / "repositories", project["id"]))
+        bombed = httpx.post(
+            f"{base}/api/v4/projects",
+            headers=token,
+            json={"name": "bench-bomb", "initialize_with_readme": True, "visibility": "public"},
+            timeout=30,
+        )
+        bombed.raise_for_status()
+        bomb = bombed.json()
+        step(f"[cost] crafting a tree bomb: 2^{BOMB_LEVELS} paths in {BOMB_LEVELS + 1} trees")
+        craft_bomb(repository_path(data_dir / "repositories", bomb["id"]))
         actions = work / "actions.json"
         actions.write_bytes(
             json.dumps(
@@ -146,7 +158,7 @@ def run(*, pin: bool = True, keep: bool = False) -> list[Outcome]:
         )
         outcomes = []
         with httpx.Client(base_url=base, timeout=TIMEOUT_S) as probe:
-            for crafted in requests(project["id"], shas, actions):
+            for crafted in requests(project["id"], shas, actions, bomb["id"]):
                 step(f"[cost] {crafted.label}")
                 outcomes.append(measure(crafted, base, kiln, probe, server_cpu))
         if kiln.proc.poll() is not None:
@@ -175,6 +187,25 @@ def craft(path: Path) -> dict[str, str]:
     return shas
 
 
+def craft_bomb(path: Path) -> str:
+    """A commit on main whose tree holds `a` and `b`, each the same tree one level down,
+    BOMB_LEVELS levels over a single blob: legal git, a few KiB, 2^BOMB_LEVELS paths."""
+    repo = pygit2.Repository(str(path))
+    builder = repo.TreeBuilder()
+    builder.insert("x.py", repo.create_blob(b"print(1)\n"), BLOB)
+    tree = builder.write()
+    for _ in range(BOMB_LEVELS):
+        builder = repo.TreeBuilder()
+        builder.insert("a", tree, TREE)
+        builder.insert("b", tree, TREE)
+        tree = builder.write()
+    tip = repo.references["refs/heads/main"]
+    sig = pygit2.Signature("Pusher", "pusher@example.com")
+    commit = repo.create_commit(None, sig, sig, "a tree bomb", tree, [tip.target])
+    tip.set_target(commit)
+    return str(commit)
+
+
 def _commit(repo: pygit2.Repository, path: str, oid: pygit2.Oid, mode: int, message: str) -> str:
     """A commit on main adding `oid` at `path` (a top-level tree, or a blob at any depth)."""
     tip = repo.references["refs/heads/main"]
@@ -194,7 +225,7 @@ def _commit(repo: pygit2.Repository, path: str, oid: pygit2.Oid, mode: int, mess
     return str(commit)
 
 
-def requests(project_id: int, shas: dict[str, str], actions: Path) -> list[Crafted]:
+def requests(project_id: int, shas: dict[str, str], actions: Path, bomb_id: int) -> list[Crafted]:
     repo = f"/api/v4/projects/{project_id}/repository"
     big = quote("data/big.py", safe="")
     lines = quote("data/lines.py", safe="")
@@ -216,6 +247,12 @@ def requests(project_id: int, shas: dict[str, str], actions: Path) -> list[Craft
         ),
         Crafted("file_deep", "file 2,000 directories deep", f"{repo}/files/{deep}?ref=main"),
         Crafted("actions", f"commit of {ACTIONS:,} actions", f"{repo}/commits", "POST", actions),
+        Crafted("bomb_languages", "languages of a tree bomb", f"/api/v4/projects/{bomb_id}/languages"),
+        Crafted(
+            "bomb_tree",
+            "tree bomb, recursive, page 2 of 100",
+            f"/api/v4/projects/{bomb_id}/repository/tree?ref=main&recursive=true&per_page=100&page=2",
+        ),
     ]
 
 
