@@ -43,6 +43,10 @@ DEPTH = 2000
 # A tree bomb: `a` and `b` name the same tree one level down, this many levels over one blob.
 BOMB_LEVELS = 40
 ACTIONS = 10_000
+# Bodies under the 32 MiB JSON limit: one file's text, and ten million tiny arrays (refused by
+# their count before they are built).
+JSON_FILE_BYTES = 30 * 1024 * 1024
+JSON_ELEMENTS_BYTES = 30 * 1024 * 1024
 PROBE = "/api/v4/version"
 TIMEOUT_S = 300.0
 BLOB = pygit2.enums.FileMode.BLOB
@@ -156,9 +160,22 @@ def run(*, pin: bool = True, keep: bool = False) -> list[Outcome]:
                 }
             ).encode()
         )
+        bodies = {
+            "actions": actions,
+            "json_file": work / "json-file.json",
+            "json_elements": work / "json-elements.json",
+        }
+        bodies["json_file"].write_bytes(
+            b'{"branch": "main", "commit_message": "30 MiB of text", "content": "'
+            + b"kiln, 30 MiB of text in JSON\\n" * (JSON_FILE_BYTES // 31)
+            + b'"}'
+        )
+        bodies["json_elements"].write_bytes(
+            b'{"name": "elements", "a": [' + b"[]," * (JSON_ELEMENTS_BYTES // 3) + b"[]]}"
+        )
         outcomes = []
         with httpx.Client(base_url=base, timeout=TIMEOUT_S) as probe:
-            for crafted in requests(project["id"], shas, actions, bomb["id"]):
+            for crafted in requests(project["id"], shas, bodies, bomb["id"]):
                 step(f"[cost] {crafted.label}")
                 outcomes.append(measure(crafted, base, kiln, probe, server_cpu))
         if kiln.proc.poll() is not None:
@@ -225,7 +242,7 @@ def _commit(repo: pygit2.Repository, path: str, oid: pygit2.Oid, mode: int, mess
     return str(commit)
 
 
-def requests(project_id: int, shas: dict[str, str], actions: Path, bomb_id: int) -> list[Crafted]:
+def requests(project_id: int, shas: dict[str, str], bodies: dict[str, Path], bomb_id: int) -> list[Crafted]:
     repo = f"/api/v4/projects/{project_id}/repository"
     big = quote("data/big.py", safe="")
     lines = quote("data/lines.py", safe="")
@@ -246,7 +263,21 @@ def requests(project_id: int, shas: dict[str, str], actions: Path, bomb_id: int)
             "tree_deep", "tree 2,000 deep, recursive", f"{repo}/tree?ref=main&recursive=true&pagination=none"
         ),
         Crafted("file_deep", "file 2,000 directories deep", f"{repo}/files/{deep}?ref=main"),
-        Crafted("actions", f"commit of {ACTIONS:,} actions", f"{repo}/commits", "POST", actions),
+        Crafted("actions", f"commit of {ACTIONS:,} actions", f"{repo}/commits", "POST", bodies["actions"]),
+        Crafted(
+            "json_file",
+            "30 MiB of text as a JSON file write",
+            f"{repo}/files/big.txt",
+            "POST",
+            bodies["json_file"],
+        ),
+        Crafted(
+            "json_elements",
+            "30 MiB JSON body of [],[],… (refused)",
+            "/api/v4/projects",
+            "POST",
+            bodies["json_elements"],
+        ),
         Crafted("bomb_languages", "languages of a tree bomb", f"/api/v4/projects/{bomb_id}/languages"),
         Crafted(
             "bomb_tree",

@@ -39,6 +39,10 @@ class Settings(BaseSettings):
     # Requests whose body is larger are refused with 413 before they are parsed. Git's pack
     # uploads are streamed to git and not counted here (see max_push_bytes).
     max_request_body_bytes: int = 100 * 1024 * 1024
+    # A JSON body is parsed whole, and the parser holds the interpreter while it works (about
+    # 2 ms a MiB): past this it would hold up every other request. Larger files go by git push,
+    # or as multipart uploads, which are read a piece at a time.
+    max_json_body_bytes: int = 32 * 1024 * 1024
     # Largest pack one `git push` may send (git's receive.maxInputSize); 0: no limit.
     max_push_bytes: int = 0
     # argon2id cost; tests lower it, production keeps the library's defaults.

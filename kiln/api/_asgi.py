@@ -196,11 +196,17 @@ class KilnASGI:
         self.admission = admission
         self.read_loops = read_loops
 
-    def body_limit(self) -> int:
-        """Read per request from the runtime's settings, so a reconfigured limit applies at once."""
+    def body_limit(self, headers: Any = ()) -> int:
+        """Read per request from the runtime's settings, so a reconfigured limit applies at once;
+        a body read as JSON (declared so, or undeclared) has the JSON limit too."""
         runtime = getattr(getattr(self.app, "state", None), "kiln", None)
         settings = getattr(runtime, "settings", None)
-        return int(getattr(settings, "max_request_body_bytes", self.max_body))
+        limit = int(getattr(settings, "max_request_body_bytes", self.max_body))
+        declared = next((value for name, value in headers if name == b"content-type"), b"")
+        kind = declared.split(b";", 1)[0].strip().lower()
+        if kind in (b"", b"application/json") or kind.endswith(b"+json"):
+            limit = min(limit, int(getattr(settings, "max_json_body_bytes", limit)))
+        return limit
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -235,7 +241,7 @@ class KilnASGI:
         ):
             await self._forward(scope, receive, send)
             return
-        limit = self.body_limit()
+        limit = self.body_limit(headers)
         for name, value in headers:
             if name == b"content-length":
                 try:

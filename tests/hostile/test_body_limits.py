@@ -134,3 +134,23 @@ def test_a_large_json_body_is_parsed_and_validated_off_the_event_loop(client, ap
     loop_thread = client.blocking_portal.call(lambda: threading.current_thread().name)
     assert where["parsed"] != loop_thread
     assert where["validated"] != loop_thread
+
+
+def test_a_json_body_past_the_json_limit_is_413_before_it_is_parsed(client, configure):
+    configure(max_json_body_bytes=LIMIT)
+    seen = stream_body(client, "/api/v4/projects", b"application/json; charset=utf-8", HUGE, ROOT)
+    assert seen.status == 413
+    assert seen.read <= LIMIT + CHUNK
+
+
+def test_an_undeclared_body_is_read_as_json_and_bounded_as_json(client, configure):
+    configure(max_json_body_bytes=LIMIT)
+    seen = exchange(client, "POST", "/api/v4/projects", [*ROOT, (b"content-length", str(LIMIT + 1).encode())])
+    assert seen.status == 413
+    assert seen.read == 0
+
+
+def test_a_form_body_is_not_held_to_the_json_limit(client, api, configure):
+    configure(max_json_body_bytes=1024)
+    r = api("root").post("/projects", data={"name": "form-body", "description": "d" * 1500})
+    assert r.status_code == 201, r.text

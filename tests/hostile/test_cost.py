@@ -479,3 +479,17 @@ def test_a_whole_tree_bomb_lists_its_first_max_tree_entries(api, owner, project,
         "/".join(["a"] * BOMB_LEVELS),
     )
     assert {e["name"] for e in entries if e["type"] == "blob"} == {"x.py"}
+
+
+def test_a_large_file_written_through_the_api_is_the_blob_git_would_write(api, owner, project, settings):
+    """A blob over a MiB is compressed by `git hash-object` in a child process: same id, same bytes."""
+    content = bytes(range(32, 127)).decode() * 30_000  # 2.8 MB of text
+    r = api(owner).post(
+        f"/projects/{project['id']}/repository/files/large.txt",
+        json={"branch": "main", "content": content, "commit_message": "large"},
+    )
+    assert r.status_code == 201, r.text
+    meta = api(owner).get(f"/projects/{project['id']}/repository/files/large.txt?ref=main").json()
+    assert meta["blob_id"] == str(pygit2.hash(content.encode()))
+    raw = api(owner).get(f"/projects/{project['id']}/repository/files/large.txt/raw?ref=main")
+    assert raw.content == content.encode()
