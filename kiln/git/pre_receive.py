@@ -3,15 +3,23 @@ once the pack has arrived and passed git's own object checks, inside receive-pac
 quarantine, before any ref moves. Whatever it refuses leaves nothing behind.
 
 It refuses non-fast-forward updates of the refs the caller may not force, a branch that
-would point at anything but a commit, and any path that kiln's one rule for paths
+would point at anything but a commit, any path that kiln's one rule for paths
 (kiln.git.names) refuses in a tree the push brings in: a bad name anywhere, or a path too
-deep or too long. git's fsck sees each object alone, so depth and length are this hook's.
+deep or too long, and a new commit whose tree holds more paths than kiln walks at most (a
+"tree bomb": a subtree twice at each of 40 levels is 2^40 paths in 41 trees, which every
+diff, archive or checkout of it would try to visit). git's fsck sees each object alone, so
+depth, length and size are this hook's.
 
 Only what the push changes is read. The trees of each new commit are compared with its first
 parent's, path by path: an entry the parent had at the same path with the same object was
 accepted there and is not walked again; an older directory put somewhere new is. A tree seen
 again no deeper and no longer than before is not walked again, so shared subtrees cost once
-per depth at most, never once per path."""
+per depth at most, never once per path.
+
+A commit's size can't be judged by what changed: an old subtree may be put anywhere any number
+of times. Every tree a new commit reaches is counted, old or new, but each distinct tree once
+per push (its count remembered by id), and the count stops once past the bound: a tree bomb
+is refused after reading its 41 trees."""
 
 from __future__ import annotations
 
@@ -28,6 +36,8 @@ from kiln.git.names import INVALID_PATH, MAX_PATH_BYTES, MAX_PATH_DEPTH, path_pr
 # The environment variable that carries a push's Rules to the hook.
 RULES_VARIABLE = "KILN_PUSH_RULES"
 TREE_MODE = 0o040000
+# A tree entry's mode as written: git's, and the zero-padded one old tools wrote.
+_TREE_MODES = frozenset({b"40000", b"040000"})
 ZERO = "0" * 40
 TOO_DEEP = f"more than {MAX_PATH_DEPTH} levels deep"
 TOO_LONG = f"longer than {MAX_PATH_BYTES} bytes"
@@ -51,6 +61,10 @@ class Rules:
     not_a_commit: str
     path_refused: str
     check_failed: str
+    # Paths (files, symlinks, submodules) a new commit's tree may hold, and the message
+    # refusing one past it, naming the commit as `{commit}` and the bound as `{limit}`.
+    max_tree_entries: int
+    tree_refused: str
 
     def environment(self) -> dict[str, str]:
         return {RULES_VARIABLE: json.dumps(asdict(self))}
@@ -164,6 +178,74 @@ class TreeWalk:
         return self._names[name]
 
 
+@dataclass(slots=True)
+class _Counting:
+    """A tree being counted: its id, its subtrees' ids, the next one to add, its count so far."""
+
+    tree: bytes
+    subtrees: list[bytes]
+    next: int
+    count: int
+
+
+@dataclass
+class TreeCount:
+    """Paths under trees, counted up to a bound: a tree's count is its files, symlinks and
+    submodules plus its subtrees' counts. Counts are remembered by tree id, so each distinct
+    tree is read once however often it is met; memory grows with the distinct trees."""
+
+    odb: pygit2.Odb
+    bound: int
+    _counts: dict[bytes, int] = field(default_factory=dict)
+
+    def within(self, root: pygit2.Oid) -> bool:
+        """Whether the tree `root` holds at most `bound` paths; reading stops past it."""
+        if root.raw in self._counts:
+            return True
+        stack = [self._frame(root.raw)]
+        while stack:
+            frame = stack[-1]
+            if frame.count > self.bound:
+                return False  # a tree holds at least what any of its subtrees holds
+            if frame.next == len(frame.subtrees):
+                stack.pop()
+                self._counts[frame.tree] = frame.count
+                if stack:
+                    stack[-1].count += frame.count
+                continue
+            child = frame.subtrees[frame.next]
+            frame.next += 1
+            known = self._counts.get(child)
+            if known is None:
+                stack.append(self._frame(child))
+            else:
+                frame.count += known
+        return True
+
+    def _frame(self, raw: bytes) -> _Counting:
+        leaves, subtrees = self._shape(raw)
+        return _Counting(raw, subtrees, 0, leaves)
+
+    def _shape(self, raw: bytes) -> tuple[int, list[bytes]]:
+        """A tree's count of entries that are paths, and its subtrees' ids, once each entry."""
+        data = self.odb.read(pygit2.Oid(raw=raw))[1]
+        leaves = 0
+        subtrees: list[bytes] = []
+        pos, end = 0, len(data)
+        while pos < end:
+            space = data.index(b" ", pos)
+            nul = data.index(b"\0", space)
+            if data[pos:space] in _TREE_MODES:
+                oid = data[nul + 1 : nul + 21]
+                if len(oid) != 20:
+                    raise ValueError("truncated tree")
+                subtrees.append(oid)
+            else:
+                leaves += 1
+            pos = nul + 21
+        return leaves, subtrees
+
+
 def _parse_tree(data: bytes) -> list[Entry]:
     """`<octal mode> <name>\\0<20-byte id>`, repeated."""
     entries: list[Entry] = []
@@ -196,39 +278,70 @@ def _tree_of_commit(odb: pygit2.Odb, oid: pygit2.Oid) -> pygit2.Oid | None:
     return pygit2.Oid(hex=tree.decode()) if tree else None
 
 
-def path_problem_in_push(odb: pygit2.Odb, incoming: pygit2.Odb) -> PathProblem | None:
-    """The first refused path among the trees in `incoming` (the push's own objects), each
-    new commit's tree compared with its first parent's; `odb` reads them and everything
-    older. Trees no new commit holds (a tag's, a ref's, none at all) are checked as roots."""
+@dataclass(slots=True)
+class Pushed:
+    """The push's own objects (`incoming`, receive-pack's quarantine) by kind, each commit
+    with its tree and first parent; `odb` reads them and everything older."""
+
+    odb: pygit2.Odb
+    incoming: pygit2.Odb
+    commits: list[tuple[pygit2.Oid, pygit2.Oid, pygit2.Oid | None]] = field(default_factory=list)
+    trees: list[pygit2.Oid] = field(default_factory=list)
+    tags: list[pygit2.Oid] = field(default_factory=list)
+
+    @classmethod
+    def sort(cls, odb: pygit2.Odb, incoming: pygit2.Odb) -> Pushed:
+        """Each object of the push read once, for every check after."""
+        pushed = cls(odb, incoming)
+        for oid in incoming:
+            kind = incoming.read_header(oid)[0]
+            if kind == _TREE:
+                pushed.trees.append(oid)
+            elif kind == _TAG:
+                pushed.tags.append(oid)
+            elif kind == _COMMIT:
+                data = odb.read(oid)[1]
+                tree = _header(data, b"tree")
+                if tree is None:
+                    continue
+                parent = _header(data, b"parent")
+                pushed.commits.append(
+                    (oid, pygit2.Oid(hex=tree.decode()), pygit2.Oid(hex=parent.decode()) if parent else None)
+                )
+        return pushed
+
+
+def path_problem_in_push(pushed: Pushed) -> PathProblem | None:
+    """The first refused path among the trees the push brings, each new commit's tree
+    compared with its first parent's. Trees no new commit holds (a tag's, a ref's, none at
+    all) are checked as roots."""
+    odb = pushed.odb
     walk = TreeWalk(odb)
-    trees: list[pygit2.Oid] = []
-    tags: list[pygit2.Oid] = []
-    for oid in incoming:
-        kind = incoming.read_header(oid)[0]
-        if kind == _TREE:
-            trees.append(oid)
-        elif kind == _TAG:
-            tags.append(oid)
-        elif kind == _COMMIT:
-            data = odb.read(oid)[1]
-            tree = _header(data, b"tree")
-            if tree is None:
-                continue
-            root = pygit2.Oid(hex=tree.decode())
-            if not incoming.exists(root):
-                continue  # a tree already held at the root of some commit is as good there
-            parent = _header(data, b"parent")
-            before = _tree_of_commit(odb, pygit2.Oid(hex=parent.decode())) if parent else None
-            problem = walk.check(root, before)
-            if problem is not None:
-                return problem
-    for tag in tags:
+    for _, root, parent in pushed.commits:
+        if not pushed.incoming.exists(root):
+            continue  # a tree already held at the root of some commit is as good there
+        before = _tree_of_commit(odb, parent) if parent is not None else None
+        problem = walk.check(root, before)
+        if problem is not None:
+            return problem
+    trees = list(pushed.trees)
+    for tag in pushed.tags:
         target = _tag_target(odb, tag)
         if target is not None and not walk.reached(target):
             trees.append(target)
     for tree in trees:
         if not walk.reached(tree) and (problem := walk.check(tree, None)) is not None:
             return problem
+    return None
+
+
+def crowded_commit(pushed: Pushed, bound: int) -> pygit2.Oid | None:
+    """A new commit whose tree holds more than `bound` paths, or None. Its tree is counted
+    whole, old subtrees too, each distinct tree once for the whole push."""
+    count = TreeCount(pushed.odb, bound)
+    for commit, root, _ in pushed.commits:
+        if not count.within(root):
+            return commit
     return None
 
 
@@ -280,10 +393,17 @@ def refusal(
             return rules.not_a_commit
         if old != ZERO and ref in rules.no_force and not fast_forward(repo, old, new):
             return rules.force_refused
-    if incoming is not None:
-        problem = path_problem_in_push(odb, incoming)
-        if problem is not None:
-            return rules.path_refused.replace("{path}", problem.shown()).replace("{reason}", problem.reason)
+    if incoming is None:
+        return None
+    pushed = Pushed.sort(odb, incoming)
+    problem = path_problem_in_push(pushed)
+    if problem is not None:
+        return rules.path_refused.replace("{path}", problem.shown()).replace("{reason}", problem.reason)
+    crowded = crowded_commit(pushed, rules.max_tree_entries)
+    if crowded is not None:
+        return rules.tree_refused.replace("{commit}", str(crowded)[:8]).replace(
+            "{limit}", str(rules.max_tree_entries)
+        )
     return None
 
 

@@ -83,6 +83,7 @@ INVALID_TAG = "You cannot create a tag with a prohibited pattern."
 # What kiln's pre-receive hook refuses once the objects are there (kiln.git.pre_receive).
 PATH_REFUSED = "You cannot push {path}: {reason}."
 NOT_A_COMMIT = "You can only push commits to a branch."
+TREE_REFUSED = "You cannot push commit {commit}: its tree holds more than {limit} files."
 CHECK_FAILED = "The push could not be checked. Please try again."
 # The prefix GitLab's hooks put before their messages; clients match on it.
 MESSAGE_PREFIX = "GitLab: "
@@ -115,7 +116,8 @@ class GitAccess:
 @dataclass(slots=True)
 class PushCheck:
     """A push judged before git runs: refused with a message, or allowed, with the hook that
-    judges what only the objects tell (its paths, its non-fast-forward updates)."""
+    judges what only the objects tell (its paths and their number, its non-fast-forward
+    updates)."""
 
     refused: str | None
     hook: ReceiveHook | None
@@ -242,8 +244,9 @@ def _cleared(settings: Settings, actor: Actor | None, s: ProjectSubject, service
 
 def check_push(db: Session, settings: Settings, access: GitAccess, push: PushRequest) -> PushCheck:
     """Each ref command against the naming and protection rules, before git receives the
-    pack. What only the objects tell (a non-fast-forward update, the paths of its trees) is
-    left to the pre-receive hook, which every push that brings objects runs."""
+    pack. What only the objects tell (a non-fast-forward update, the paths of its trees and
+    how many a new commit's tree holds, up to settings.max_tree_entries) is left to the
+    pre-receive hook, which every push that brings objects runs."""
     refs = [c.ref for c in push.commands]
     before = transport.read_refs(access.repo_path, refs)
     had_branches = bool(transport.branch_names(access.repo_path))
@@ -262,6 +265,8 @@ def check_push(db: Session, settings: Settings, access: GitAccess, push: PushReq
             not_a_commit=MESSAGE_PREFIX + NOT_A_COMMIT,
             path_refused=MESSAGE_PREFIX + PATH_REFUSED,
             check_failed=MESSAGE_PREFIX + CHECK_FAILED,
+            max_tree_entries=settings.max_tree_entries,
+            tree_refused=MESSAGE_PREFIX + TREE_REFUSED,
         )
         hook = ReceiveHook(transport.hooks_dir(settings.data_dir), rules)
     return PushCheck(None, hook, had_branches, before)

@@ -510,3 +510,66 @@ def test_a_tree_shared_at_many_paths_is_checked_once_per_place(target):
     pushed = target.push(f"{commit}:refs/heads/main")
     assert f'GitLab: You cannot push "{"r/" * 40}x\\tbad": invalid path.' in pushed.stderr
     target.assert_refused(refs, pushed, target.work.objects(commit, since=target.main))
+
+
+# ---------------------------------------------------------------------------- tree bombs
+
+
+def test_a_tree_bomb_is_refused_naming_its_commit(target):
+    """41 trees, each holding the one below as `a` and `b`, over a single file: 2^40 paths
+    that git's fsck and the path rule let through."""
+    refs = target.refs()
+    inner = target.work.git("mktree", stdin=f"100644 blob {target.work.blob(os.urandom(16))}\tf\n".encode())
+    for _ in range(40):
+        inner = target.work.git("mktree", stdin=f"040000 tree {inner}\ta\n040000 tree {inner}\tb\n".encode())
+    commit = target.work.commit(inner, target.main)
+    pushed = target.push(f"{commit}:refs/heads/main")
+    assert (
+        f"GitLab: You cannot push commit {commit[:8]}: its tree holds more than 5000000 files."
+        in pushed.stderr
+    )
+    target.assert_refused(refs, pushed, target.work.objects(commit, since=target.main))
+
+
+def test_a_tree_holding_exactly_max_tree_entries_paths_goes_through(target, configure):
+    """A file, a symlink and a submodule are a path each wherever they sit; a directory is none."""
+    blob = target.work.blob(os.urandom(16))
+    link = target.work.blob(b"f")
+    inner = target.work.tree(("100644", b"f", blob))
+    root = target.work.tree(
+        ("40000", b"d", inner), ("100644", b"f", blob), ("120000", b"l", link), ("160000", b"m", target.main)
+    )
+    commit = target.work.commit(root, target.main)
+    refs = target.refs()
+    configure(max_tree_entries=3)
+    refused = target.push(f"{commit}:refs/heads/main")
+    assert f"GitLab: You cannot push commit {commit[:8]}: its tree holds more than 3 files." in refused.stderr
+    target.assert_refused(refs, refused, target.work.objects(commit, since=target.main))
+    configure(max_tree_entries=4)
+    pushed = target.push(f"{commit}:refs/heads/main")
+    assert pushed.returncode == 0, pushed.stderr
+    assert target.refs().splitlines()[0] == f"{commit} refs/heads/main"
+
+
+def test_a_subtree_already_held_counts_at_every_place_a_push_puts_it(target, configure):
+    """Only the new root tree is sent; the directory it names ten times was pushed before."""
+    held = target.work.imported("lib/a.py", "lib/b.py", "lib/c/d.py", parent=target.main)
+    assert target.push(f"{held}:refs/heads/main").returncode == 0
+    lib = target.work.git("rev-parse", f"{held}:lib")
+    readme = target.work.git("rev-parse", f"{held}:README.md")
+    copies = [("40000", f"lib{n}".encode(), lib) for n in range(10)]
+    commit = target.work.commit(target.work.tree(("100644", b"README.md", readme), *copies), held)
+    assert target.work.objects(commit, since=held) == [
+        commit,
+        target.work.git("rev-parse", f"{commit}^{{tree}}"),
+    ]
+    refs = target.refs()
+    configure(max_tree_entries=30)
+    refused = target.push(f"{commit}:refs/heads/main")
+    assert (
+        f"GitLab: You cannot push commit {commit[:8]}: its tree holds more than 30 files." in refused.stderr
+    )
+    target.assert_refused(refs, refused, target.work.objects(commit, since=held))
+    configure(max_tree_entries=31)
+    pushed = target.push(f"{commit}:refs/heads/main")
+    assert pushed.returncode == 0, pushed.stderr
