@@ -89,7 +89,7 @@ class Settings(BaseSettings):
     # SIGTERM: open requests and running jobs get this long to finish, then the process exits.
     shutdown_timeout: float = 10.0
     # What one request may make kiln read and render of a repository, with GitLab's defaults
-    # (its application settings, a later issue, will set them). A diff (commit diff,
+    # (GitLab keeps them in its application settings). A diff (commit diff,
     # compare) shows at most diff_max_files files and diff_max_lines lines, and a file's
     # patch of diff_max_patch_bytes or more is left out as `too_large`; past a tenth of those
     # compare collapses files, past the whole a diff stops and compare says `compare_timeout`.
