@@ -32,7 +32,16 @@ import httpx
 import pygit2
 
 from bench import dataset
-from bench.processes import ROOT_TOKEN, Managed, cpu_count, free_port, kiln_server, pin_to, server_env
+from bench.processes import (
+    ROOT_TOKEN,
+    Managed,
+    cpu_count,
+    free_port,
+    kiln_server,
+    pin_to,
+    public_project,
+    server_env,
+)
 from kiln.git.layout import repository_path
 
 STALL_AIM_MS = 100.0
@@ -127,24 +136,10 @@ def run(*, pin: bool = True, keep: bool = False) -> list[Outcome]:
         stack.callback(kiln.stop)
         token = {"Private-Token": ROOT_TOKEN}
         kiln.wait_ready(f"{base}/api/v4/user", token)
-        created = httpx.post(
-            f"{base}/api/v4/projects",
-            headers=token,
-            json={"name": "bench-cost", "initialize_with_readme": True, "visibility": "public"},
-            timeout=30,
-        )
-        created.raise_for_status()
-        project = created.json()
+        project = public_project(base, "bench-cost")
         step("[cost] crafting the repository: 100 MiB one-line blob, 10 MiB of short lines, 2,000 deep")
         shas = craft(repository_path(data_dir / "repositories", project["id"]))
-        bombed = httpx.post(
-            f"{base}/api/v4/projects",
-            headers=token,
-            json={"name": "bench-bomb", "initialize_with_readme": True, "visibility": "public"},
-            timeout=30,
-        )
-        bombed.raise_for_status()
-        bomb = bombed.json()
+        bomb = public_project(base, "bench-bomb")
         step(f"[cost] crafting a tree bomb: 2^{BOMB_LEVELS} paths in {BOMB_LEVELS + 1} trees")
         craft_bomb(repository_path(data_dir / "repositories", bomb["id"]))
         actions = work / "actions.json"

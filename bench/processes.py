@@ -48,6 +48,19 @@ def server_env(data_dir: Path, port: int, **extra: str | None) -> dict[str, str]
     return env
 
 
+def public_project(base: str, name: str) -> dict[str, object]:
+    """A public project with a README, created through the API as root: what a bench crafts
+    its repository in."""
+    created = httpx.post(
+        f"{base}/api/v4/projects",
+        headers={"Private-Token": ROOT_TOKEN},
+        json={"name": name, "initialize_with_readme": True, "visibility": "public"},
+        timeout=30,
+    )
+    created.raise_for_status()
+    return dict(created.json())
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

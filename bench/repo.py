@@ -45,6 +45,7 @@ from bench.processes import (
     cpu_count,
     free_port,
     kiln_server,
+    public_project,
     server_env,
 )
 from kiln.git.layout import repository_path, repository_relpath
@@ -167,14 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         stack.callback(kiln.stop)
         token = {"Private-Token": ROOT_TOKEN}
         kiln.wait_ready(f"{base}/api/v4/user", token)
-        created = httpx.post(
-            f"{base}/api/v4/projects",
-            headers=token,
-            json={"name": "bench-repo", "initialize_with_readme": True, "visibility": "public"},
-            timeout=30,
-        )
-        created.raise_for_status()
-        project = created.json()
+        project = public_project(base, "bench-repo")
         repo_dir = repository_path(data_dir / "repositories", project["id"])
         step(f"writing {args.commits:,} commits")
         content = dataset.write_history(repo_dir, args.commits, args.size)

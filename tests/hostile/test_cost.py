@@ -13,8 +13,10 @@ from urllib.parse import quote
 import pygit2
 import pytest
 
+from bench.cost import BOMB_LEVELS, craft_bomb
 from kiln.api import API_PREFIX, API_ROUTES
 from kiln.git.files import STREAM_BYTES
+from kiln.services.repositories import store
 from tests.contract.test_writes import _calls_in_thread
 from tests.factories.repositories import open_repository, write_commit
 from tests.repositories import new_project
@@ -421,25 +423,12 @@ def test_every_read_whose_cost_grows_with_the_repository_runs_in_a_thread():
 
 # ---------------------------------------------------------------------------- tree bombs
 
-BOMB_LEVELS = 40
-
 
 @pytest.fixture
 def bomb(settings: Any, project: dict[str, Any]) -> str:
-    """A commit whose tree holds `a` and `b`, each the same tree one level down, 40 levels
-    over a single blob: 2^40 paths in 41 trees, as a push may bring (it passes git fsck)."""
-    repo = open_repository(settings, project)
-    builder = repo.TreeBuilder()
-    builder.insert("x.py", repo.create_blob(b"print(1)\n"), BLOB)
-    tree = builder.write()
-    for _ in range(BOMB_LEVELS):
-        builder = repo.TreeBuilder()
-        builder.insert("a", tree, TREE)
-        builder.insert("b", tree, TREE)
-        tree = builder.write()
-    tip = repo.references["refs/heads/main"].target
-    sig = pygit2.Signature("Pusher", "pusher@example.com")
-    return str(repo.create_commit("refs/heads/main", sig, sig, "bomb", tree, [tip]))
+    """A commit of 2^40 paths in 41 trees, as a push may bring it (it passes git fsck): the
+    one the worst-case bench reads."""
+    return craft_bomb(store(settings).path(project["id"]))
 
 
 def test_languages_of_a_tree_bomb_count_every_path(api, owner, project, bomb):
