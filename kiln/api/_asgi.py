@@ -29,8 +29,9 @@ from kiln.api import _answers
 from kiln.api._deps import CREDENTIAL_HEADERS, CREDENTIAL_PARAMS, DATABASE_WHILE_STREAMING, SESSION_SCOPE_KEY
 from kiln.api._errors import UNAVAILABLE
 from kiln.api._observe import answered_as
+from kiln.api._params import NUL_REFUSED
 from kiln.api._read_loops import ReadLoops
-from kiln.errors import PayloadTooLarge
+from kiln.errors import BadRequest, PayloadTooLarge
 from kiln.services import git_http as transport
 
 Scope = dict[str, Any]
@@ -60,7 +61,9 @@ def decode_path(raw: bytes) -> str | None:
 _RECEIVE_PACK_PATH = f"/{transport.RECEIVE_PACK}"
 _RECEIVE_PACK_REQUEST = transport.content_type(transport.RECEIVE_PACK, "request").encode()
 _NUL_ESCAPE = re.compile(rb"%00")
-NUL_REFUSED = "400 Bad request - Null bytes are not allowed"
+# What the parameter parser answers for a NUL in a body, answered here for one in the URL or
+# a header, before any route reads them.
+_NUL_ANSWER = BadRequest(NUL_REFUSED).body()
 
 
 # Answered without the database: an orchestrator's probes and tooling's version check.
@@ -218,7 +221,7 @@ class KilnASGI:
             or "\x00" in scope.get("path", "")
             or any(b"\x00" in value for _, value in scope.get("headers", ()))
         ):
-            await _reply(send, 400, {"message": NUL_REFUSED})
+            await _reply(send, 400, _NUL_ANSWER)
             return
         if raw:
             path = decode_path(raw.split(b"?", 1)[0])
@@ -226,7 +229,7 @@ class KilnASGI:
                 await _reply(send, 400, {"error": "path is not valid UTF-8"})
                 return
             if "\x00" in path:
-                await _reply(send, 400, {"message": NUL_REFUSED})
+                await _reply(send, 400, _NUL_ANSWER)
                 return
             upload = _PROJECT_UPLOAD.match(path)
             if upload is not None:
