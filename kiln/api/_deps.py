@@ -6,7 +6,7 @@ the token's scopes against the route's declaration and apply sudo."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, TypeVar, cast
 from urllib.parse import parse_qsl
 
@@ -58,6 +58,23 @@ async def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     except asyncio.CancelledError:
         await outlast_cancellation(call)
         raise
+
+
+async def streamed(pieces: Iterator[bytes]) -> AsyncIterator[bytes]:
+    """Each piece made in a thread (read from git, encoded): none of it on the event loop.
+    Closing the pieces, when the answer ends early, stops what reads them."""
+    try:
+        while (piece := await in_thread(next, pieces, None)) is not None:
+            yield piece
+    finally:
+        close = getattr(pieces, "close", None)
+        if close is not None:
+            close()
+
+
+def is_head(request: Request[Any, Any, Any]) -> bool:
+    """A HEAD request, answered by its GET route (KilnASGI sends the headers alone)."""
+    return bool(request.scope.get("kiln_head"))  # type: ignore[typeddict-item]
 
 
 async def outlast_cancellation(work: asyncio.Future[Any]) -> None:

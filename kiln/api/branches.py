@@ -11,7 +11,7 @@ from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
 
-from kiln.api._deps import Authenticated, Db, Viewer, in_thread, project_web, runtime
+from kiln.api._deps import Authenticated, Db, Viewer, in_thread, is_head, project_web, runtime
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
 from kiln.api._render import no_content, render
@@ -40,7 +40,7 @@ async def get_branch(
     request: Req, db: Db, viewer: Viewer, id: FromPath[str], branch: FromPath[str]
 ) -> Response[bytes]:
     name, settings = unquote(branch), runtime(request).settings
-    if request.scope.get("kiln_head"):  # type: ignore[typeddict-item]
+    if is_head(request):
         # HEAD answers whether the branch exists: 204, or 404.
         if not service.branch_exists(db, viewer, id, settings, name):
             raise NotFound()

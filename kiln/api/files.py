@@ -3,7 +3,6 @@ a ref (HEAD on each answers with the X-Service-* metadata headers), and one-file
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
 from litestar import Request, Response
@@ -11,7 +10,7 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.response import Stream
 
 from kiln.api import _answers, _user_content
-from kiln.api._deps import Authenticated, Db, Viewer, in_thread, runtime
+from kiln.api._deps import Authenticated, Db, Viewer, in_thread, is_head, runtime, streamed
 from kiln.api._params import params
 from kiln.api._render import JSON, no_content, render
 from kiln.api._routes import delete, get, post, put
@@ -45,10 +44,6 @@ NO_CACHE = {
 }
 
 
-def _head(request: Req) -> bool:
-    return bool(request.scope.get("kiln_head"))
-
-
 @get(FILE, auth="optional", params=FileGet, scopes=READ_SCOPES)
 async def get_file(request: Req, db: Db, viewer: Viewer) -> Response[Any]:
     q: FileGet = await params(request)
@@ -56,7 +51,7 @@ async def get_file(request: Req, db: Db, viewer: Viewer) -> Response[Any]:
     rec = service.read_file(db, viewer, q.id, q.file_path, q.ref, settings)
     if service.is_large(rec, settings):
         return await _large_file(request, rec, settings)
-    if not _head(request):
+    if not is_head(request):
         # The same request is answered again with these bytes while nothing changed.
         _answers.keep(request.scope, service.unchanged(settings, rec))  # type: ignore[arg-type]
         return render(file_view(rec), headers=file_headers(rec))
@@ -71,7 +66,7 @@ async def get_file(request: Req, db: Db, viewer: Viewer) -> Response[Any]:
 async def _large_file(request: Req, rec: FileRecord, settings: Settings) -> Response[Any]:
     """A large file's record: its digest and content are read off the event loop, and the
     content is encoded as it streams out (never whole in memory, never kept)."""
-    large = await in_thread(service.large_file, rec, settings, head=_head(request))
+    large = await in_thread(service.large_file, rec, settings, head=is_head(request))
     headers = {
         **file_headers(rec, large.digest),
         "Content-Length": str(file_record_length(rec, large.digest)),
@@ -83,18 +78,6 @@ async def _large_file(request: Req, rec: FileRecord, settings: Settings) -> Resp
     return Stream(
         streamed(file_record_pieces(rec, large.digest, large.pieces)), media_type=JSON, headers=headers
     )
-
-
-async def streamed(pieces: Iterator[bytes]) -> AsyncIterator[bytes]:
-    """Each piece made in a thread (read from git, encoded): none of it on the event loop.
-    Closing the pieces, when the answer ends early, stops what reads them."""
-    try:
-        while (piece := await in_thread(next, pieces, None)) is not None:
-            yield piece
-    finally:
-        close = getattr(pieces, "close", None)
-        if close is not None:
-            close()
 
 
 @get(FILE + "/raw", auth="optional", params=FileRaw, scopes=READ_SCOPES)
@@ -113,7 +96,7 @@ async def _large_raw_file(request: Req, rec: FileRecord) -> Response[Any]:
     """A large file's raw bytes, as a small one's go out: its digest and its first piece are
     read off the event loop, and every further piece as it streams out (never whole in
     memory). Its length is its header's."""
-    large = await in_thread(service.large_raw, rec, head=_head(request))
+    large = await in_thread(service.large_raw, rec, head=is_head(request))
     served = _user_content.served_as(rec.file.name, text=not large.content.binary)
     headers = {**NO_CACHE, **file_headers(rec, large.digest), "Content-Length": str(rec.file.size)}
     return _user_content.stream(streamed(large.content.pieces), rec.file.name, served, headers)
@@ -122,7 +105,7 @@ async def _large_raw_file(request: Req, rec: FileRecord) -> Response[Any]:
 @get(FILE + "/blame", auth="optional", params=FileBlame, scopes=READ_SCOPES)
 async def get_blame(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
     q: FileBlame = await params(request)
-    return await in_thread(_blame, db, viewer, q, runtime(request).settings, head=_head(request))
+    return await in_thread(_blame, db, viewer, q, runtime(request).settings, head=is_head(request))
 
 
 def _blame(db: Db, viewer: Actor | None, q: FileBlame, settings: Settings, *, head: bool) -> Response[bytes]:

@@ -12,12 +12,12 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.response import Stream
 
 from kiln.api import _user_content
-from kiln.api._deps import Db, Viewer, in_thread, runtime
+from kiln.api._deps import Db, Viewer, in_thread, is_head, runtime, streamed
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
 from kiln.api._render import JSON, render
 from kiln.api._routes import get
-from kiln.api.files import NO_CACHE, READ_SCOPES, streamed
+from kiln.api.files import NO_CACHE, READ_SCOPES
 from kiln.entities.tree import blob, blob_length, blob_pieces, tree_entry
 from kiln.schemas.tree import BlobGet, TreeList
 from kiln.services import tree as service
@@ -92,7 +92,7 @@ async def get_raw_blob(request: Req, db: Db, viewer: Viewer) -> Response[Any]:
 async def _large_raw_blob(request: Req, found: BlobRef) -> Response[Any]:
     """A large blob's raw bytes, as a small one's go out: its first piece is read off the
     event loop, and every further piece as it streams out. Its length is its header's."""
-    content = await in_thread(service.large_raw_blob, found, head=bool(request.scope.get("kiln_head")))
+    content = await in_thread(service.large_raw_blob, found, head=is_head(request))
     served = _user_content.served_as(None, text=not content.binary)
     headers = {**NO_CACHE, "Content-Length": str(found.size)}
     return _user_content.stream(streamed(content.pieces), None, served, headers)
