@@ -1,5 +1,5 @@
 """What kiln accepts as a path in a tree and as a ref name: one rule for each, used by every
-write, through the API and by push alike, and by reads before they ask git.
+write, through the API and by push alike.
 
 Paths follow git's own fsck (`hasDot`, `hasDotdot`, `hasDotgit` with its HFS and NTFS
 spellings, `fullPathname`, `emptyName`); ref names follow GitLab's rule for a new branch or
@@ -67,12 +67,6 @@ def path_problem(path: str) -> str | None:
         if part in ("", ".", "..") or is_dotgit(part):
             return INVALID_PATH
     return None
-
-
-def readable_path(path: str) -> bool:
-    """Whether a path given to a read could name anything in a tree kiln accepts; one that
-    can't is simply not found, and never reaches git."""
-    return path_problem(path) is None
 
 
 def valid_ref_name(name: str) -> bool:
