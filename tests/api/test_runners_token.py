@@ -84,10 +84,13 @@ def test_a_project_whose_digest_is_missing_is_found_by_the_token_it_shows(api, m
 def test_a_developer_is_not_shown_the_token(api, make):
     owner, developer = make.user(), make.user()
     project = created(api, owner)
-    api(owner).post(
+    added = api(owner).post(
         f"/projects/{project['id']}/members", json={"user_id": developer.id, "access_level": DEVELOPER}
     )
-    assert "runners_token" not in api(developer).get(f"/projects/{project['id']}").json()
+    assert added.status_code == 201
+    seen = api(developer).get(f"/projects/{project['id']}")
+    assert (seen.status_code, seen.json()["id"]) == (200, project["id"])
+    assert "runners_token" not in seen.json()
 
 
 def test_reading_a_project_shows_the_token_it_was_created_with(api, make):

@@ -60,7 +60,7 @@ def test_json_no_parser_should_follow_is_malformed(api, body):
 def test_a_body_that_is_not_an_object_is_refused(api, body):
     r = _post(api, body)
     assert r.status_code == 400, r.text
-    assert "error" in r.json()
+    assert r.json() == {"error": "The request body must be a JSON object"}
 
 
 @pytest.mark.parametrize(
@@ -70,7 +70,7 @@ def test_numbers_no_column_holds_are_invalid(api, value):
     r = api("root").post(
         "/projects", content=f'{{"name": "n", "namespace_id": {value}}}'.encode(), headers=JSON
     )
-    assert r.status_code in (400, 404), r.text
+    assert r.status_code == 400, r.text
     r = api("root").get("/projects", params={"id_after": value})
     assert r.status_code == 400, r.text
 
