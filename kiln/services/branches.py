@@ -39,7 +39,7 @@ from kiln.services.repositories import RepoContext
 INVALID_REFNAME = "The branch refname is invalid"
 NAME_INVALID = "Branch name is invalid"
 ALREADY_EXISTS = "Branch already exists"
-HEX_NAME = "You cannot create a branch with a 40-character hexadecimal branch name."
+HEX_NAME = "You cannot create a branch with a SHA-1 or SHA-256 branch name."
 DEFAULT_DELETE = "The default branch of a project cannot be deleted."
 PROTECTED_DELETE = (
     "You are not allowed to delete protected branches from this project. "

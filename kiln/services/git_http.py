@@ -35,7 +35,7 @@ from kiln.git.pre_receive import Rules
 from kiln.git.transport import RECEIVE_PACK, UPLOAD_PACK, GitProcess, PushRequest, ReceiveHook, RefCommand
 from kiln.models import Project
 from kiln.policy import Action, ProjectSubject
-from kiln.services import repositories, subjects
+from kiln.services import branches, repositories, subjects, tags
 from kiln.services.sessions import check_password
 
 # What routes and the ASGI front door need to know of git's smart HTTP protocol.
@@ -67,7 +67,6 @@ ARCHIVED = "You can't push code to an archived project."
 PUSH_REFUSED = "You are not allowed to push code to this project."
 # Per-ref refusals (checks/branch_check.rb, checks/tag_check.rb).
 DELETE_DEFAULT = "The default branch of a project cannot be deleted."
-HEX_BRANCH = "You cannot create a branch with a SHA-1 or SHA-256 branch name."
 INVALID_BRANCH = "You cannot create a branch with an invalid name."
 FORCE_PROTECTED = "You are not allowed to force push code to a protected branch on this project."
 DELETE_PROTECTED = (
@@ -78,8 +77,6 @@ DELETE_PROTECTED_VIA_GIT = "You can only delete protected branches using the web
 PUSH_PROTECTED = "You are not allowed to push code to protected branches on this project."
 CREATE_PROTECTED = "You are not allowed to create protected branches on this project."
 CHANGE_TAG = "You are not allowed to change existing tags on this project."
-HEX_TAG = "You cannot create a tag with a SHA-1 or SHA-256 tag name."
-INVALID_TAG = "You cannot create a tag with a prohibited pattern."
 # What kiln's pre-receive hook refuses once the objects are there (kiln.git.pre_receive).
 PATH_REFUSED = "You cannot push {path}: {reason}."
 NOT_A_COMMIT = "You can only push commits to a branch."
@@ -305,13 +302,13 @@ def _new_branch_refusal(branch: str) -> str | None:
     """kiln's one rule for new branch names (kiln.git.names), with GitLab's messages."""
     if names.valid_new_branch(branch):
         return None
-    return HEX_BRANCH if names.object_name_like(branch) else INVALID_BRANCH
+    return branches.HEX_NAME if names.object_name_like(branch) else INVALID_BRANCH
 
 
 def _new_tag_refusal(tag: str) -> str | None:
     if names.valid_new_tag(tag):
         return None
-    return HEX_TAG if names.object_name_like(tag) else INVALID_TAG
+    return tags.OBJECT_NAME if names.object_name_like(tag) else tags.PROHIBITED
 
 
 def _force_refused(db: Session, access: GitAccess, command: RefCommand) -> bool:

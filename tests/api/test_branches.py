@@ -470,7 +470,7 @@ def test_create_a_40_hex_name_is_400(api, make):
     r = api(u).post(branches_url(p), json={"branch": "a" * 40, "ref": "main"})
     assert (r.status_code, r.json()) == (
         400,
-        {"message": "You cannot create a branch with a 40-character hexadecimal branch name."},
+        {"message": "You cannot create a branch with a SHA-1 or SHA-256 branch name."},
     )
 
 
