@@ -11,7 +11,7 @@ from pathlib import PurePosixPath
 
 import pygit2
 
-from kiln.git.files import blob_pieces
+from kiln.git.files import open_blob
 
 # Linguist's names for the languages a forge meets most often.
 EXTENSIONS = {
@@ -133,11 +133,6 @@ _VENDORED = re.compile(
     r"|(?:^|/)[^/]*\.min\.(?:js|css)$"
     r"|(?:^|/)(?:jquery|bootstrap)[^/]*\.(?:js|css)$"
 )
-# libgit2's own test: a NUL byte in the first 8000 bytes.
-_BINARY_PROBE = 8000
-# Blobs larger than this are left out unread (GitLab's 10 MiB MAX_BLOB_SIZE; callers that
-# hold the instance's settings pass its large_blob_bytes).
-LARGE_BLOB_BYTES = 10 << 20
 
 
 def language_of(path: str) -> str | None:
@@ -154,8 +149,6 @@ def vendored(path: str) -> bool:
     return _VENDORED.search(path) is not None
 
 
-# Entries a walk of languages visits at most, unless its caller says (settings.max_tree_entries).
-MAX_TREE_ENTRIES = 5_000_000
 # Subtrees and blobs one walk remembers what it counted of, by id (a bound on its memory).
 _REMEMBERED = 1 << 16
 
@@ -174,8 +167,8 @@ def language_bytes(
     repo: pygit2.Repository,
     tree: pygit2.Tree,
     *,
-    large_blob_bytes: int = LARGE_BLOB_BYTES,
-    max_entries: int = MAX_TREE_ENTRIES,
+    large_blob_bytes: int,
+    max_entries: int,
 ) -> dict[str, int]:
     """Bytes per language over the files of `tree`; submodules and symlinks don't count, nor
     does a blob over `large_blob_bytes`, which is never read (data, not source, at that size).
@@ -243,20 +236,9 @@ def _add(sizes: dict[str, int], more: dict[str, int]) -> None:
 def _counted_bytes(repo: pygit2.Repository, blob_id: pygit2.Oid, large_blob_bytes: int) -> int:
     """A blob's size from its header; 0 when it is over large_blob_bytes or binary."""
     size = int(repo.odb.read_header(blob_id)[1])
-    if size > large_blob_bytes or _binary(repo, str(blob_id), size):
+    if size > large_blob_bytes or open_blob(repo, str(blob_id), size, head=True).binary:
         return 0
     return size
-
-
-def _binary(repo: pygit2.Repository, blob_id: str, size: int) -> bool:
-    """A NUL in the first bytes; a large blob's first piece is read from git, not the whole
-    blob through libgit2."""
-    pieces = blob_pieces(repo, blob_id, size)
-    try:
-        first = next(pieces, b"")
-    finally:
-        pieces.close()
-    return b"\x00" in first[:_BINARY_PROBE]
 
 
 def shares(sizes: dict[str, int]) -> dict[str, float]:

@@ -31,30 +31,25 @@ class SignedIn:
     max_age: int
 
 
-def check_password(
-    db: Session, login: str, password: str, settings: Settings | None = None
-) -> UserRow | None:
+def check_password(db: Session, login: str, password: str, settings: Settings) -> UserRow | None:
     """The active user with that username or e-mail and password, else None: a row record,
     for callers that only read the user (git over HTTP, OAuth's password grant). `settings`
-    give the cost an unknown login pays (without them, production's)."""
+    give the cost an unknown login pays."""
     user = session_reads.user_by_login(db, login)
     return user if _verified(user, password, settings) else None
 
 
-def _verified(user: UserRow | User | None, password: str, settings: Settings | None) -> bool:
+def _verified(user: UserRow | User | None, password: str, settings: Settings) -> bool:
     """Whether the user may sign in with that password. One password verification whatever
     the answer: an unknown login, a user without a password, a blocked or internal one take
     as long as a wrong password does, so timing tells nobody which logins exist."""
     password_hash = user.password_hash if user is not None else None
-    if settings is None:
-        matches = verify_password(password_hash, password)
-    else:
-        matches = verify_password(
-            password_hash,
-            password,
-            time_cost=settings.password_time_cost,
-            memory_cost=settings.password_memory_cost,
-        )
+    matches = verify_password(
+        password_hash,
+        password,
+        time_cost=settings.password_time_cost,
+        memory_cost=settings.password_memory_cost,
+    )
     return matches and user is not None and user.is_active and not user.is_ghost
 
 
