@@ -217,7 +217,8 @@ class KilnASGI:
             return
         raw = scope.get("raw_path")
         if (
-            _NUL_ESCAPE.search(scope.get("query_string", b""))
+            _NUL_ESCAPE.search(query := scope.get("query_string", b""))
+            or b"\x00" in query
             or "\x00" in scope.get("path", "")
             or any(b"\x00" in value for _, value in scope.get("headers", ()))
         ):
@@ -253,7 +254,7 @@ class KilnASGI:
                     await _reply(send, 400, {"error": "Content-Length is invalid"})
                     return
                 if too_big:
-                    await _reply(send, 413, {"message": "413 Request Entity Too Large"})
+                    await _reply(send, 413, PayloadTooLarge().body())
                     return
         await self._forward(scope, _limited(receive, limit), send)
 

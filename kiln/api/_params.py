@@ -100,12 +100,14 @@ async def gather(request: Request[Any, Any, Any]) -> dict[str, Any]:
         return dict(cached)
     merged: dict[str, Any] = {}
     _fold_pairs(merged, query_pairs(request))
-    merged.update(await body_params(request))
+    body = await body_params(request)
+    # The URL and the headers were searched for NUL before routing (KilnASGI); the body is here.
+    large = request.scope.get(_LARGE_BODY)
+    if await in_thread(_holds_nul, body) if large else _holds_nul(body):
+        raise BadRequest(NUL_REFUSED)
+    merged.update(body)
     for key, value in request.path_params.items():
         merged[key] = unquote(value) if isinstance(value, str) else value
-    large = request.scope.get(_LARGE_BODY)
-    if await in_thread(_holds_nul, merged) if large else _holds_nul(merged):
-        raise BadRequest(NUL_REFUSED)
     request.scope["kiln_params"] = merged  # type: ignore[typeddict-unknown-key]
     return dict(merged)
 
