@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from litestar.response import Stream
 
 from kiln.api._render import content_disposition
+from kiln.services.uploads import StoredFile
+from kiln.storage import Storage
 
 TEXT = "text/plain"  # Litestar adds "; charset=utf-8" to every text/* type
 OCTET_STREAM = "application/octet-stream"
@@ -98,3 +100,9 @@ def stream(
     """User bytes streamed unchanged with `headers`; `extra` (length, caching, X-Service-*)
     never overrides the guards."""
     return Stream(body, media_type=served.media_type, headers={**(extra or {}), **headers(name, served)})
+
+
+def stored(files: Storage, upload: StoredFile) -> Stream:
+    """An uploaded file's bytes from storage (a project upload, an avatar), unchanged."""
+    extra = {} if upload.size is None else {"Content-Length": str(upload.size)}
+    return stream(files.iter_bytes(upload.key), upload.name, served_as(upload.name), extra)

@@ -10,12 +10,12 @@ from litestar import Request, Response
 from litestar.params import FromPath
 
 from kiln import storage
+from kiln.api import _user_content
 from kiln.api._deps import Authenticated, Db, Viewer, in_thread, int_id, runtime
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
 from kiln.api._render import no_content, render
 from kiln.api._routes import delete, get, post, put
-from kiln.api.uploads import serve_stored
 from kiln.entities.projects import (
     project_full,
     project_in_list_json,
@@ -271,4 +271,4 @@ def _serve_upload(
     request: Req, db: Db, viewer: Viewer, ident: str, secret: str, filename: str
 ) -> Response[Any]:
     files = _uploads(request)
-    return serve_stored(files, uploads.project_upload(db, viewer, ident, secret, filename, files))
+    return _user_content.stored(files, uploads.project_upload(db, viewer, ident, secret, filename, files))
