@@ -49,7 +49,7 @@ async def get_file(request: Req, db: Db, viewer: Viewer) -> Response[Any]:
     q: FileGet = await params(request)
     settings = runtime(request).settings
     rec = service.read_file(db, viewer, q.id, q.file_path, q.ref, settings)
-    if service.is_large(rec, settings):
+    if service.is_large(rec.file.size, settings):
         return await _large_file(request, rec, settings)
     if not is_head(request):
         # The same request is answered again with these bytes while nothing changed.
@@ -84,7 +84,7 @@ async def _large_file(request: Req, rec: FileRecord, settings: Settings) -> Resp
 async def get_raw_file(request: Req, db: Db, viewer: Viewer) -> Response[Any]:
     q: FileRaw = await params(request)
     rec = service.raw_file(db, viewer, q.id, q.file_path, q.ref, runtime(request).settings)
-    if service.streams_raw(rec):
+    if service.streams_raw(rec.file.size):
         return await _large_raw_file(request, rec)
     content = rec.content()
     served = _user_content.served_as(rec.file.name, text=not content.binary)

@@ -20,6 +20,7 @@ from kiln.api._routes import get
 from kiln.api.files import NO_CACHE, READ_SCOPES
 from kiln.entities.tree import blob, blob_length, blob_pieces, tree_entry
 from kiln.schemas.tree import BlobGet, TreeList
+from kiln.services import files as files_service
 from kiln.services import tree as service
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ async def get_blob(request: Req, db: Db, viewer: Viewer) -> Response[Any]:
     q: BlobGet = await params(request)
     settings = runtime(request).settings
     found = service.get_blob(db, viewer, q.id, q.sha, settings)
-    if not service.is_large(found, settings):
+    if not files_service.is_large(found.size, settings):
         return render(blob(found))
     # Read and encoded off the event loop as it streams out, never whole in memory.
     pieces = await in_thread(service.large_blob, found, settings)
@@ -80,7 +81,7 @@ async def get_blob(request: Req, db: Db, viewer: Viewer) -> Response[Any]:
 async def get_raw_blob(request: Req, db: Db, viewer: Viewer) -> Response[Any]:
     q: BlobGet = await params(request)
     found = service.get_blob(db, viewer, q.id, q.sha, runtime(request).settings)
-    if service.streams_raw(found):
+    if files_service.streams_raw(found.size):
         return await _large_raw_blob(request, found)
     content = service.raw_blob(found)
     # A blob by id has no name (GitLab's disposition is a bare "inline"): its type is its content's.

@@ -122,10 +122,10 @@ def content_sha256(rec: FileRecord) -> str:
     return git_files.blob_sha256(rec.repo, rec.file.blob_id, rec.file.size)
 
 
-def is_large(rec: FileRecord, settings: Settings) -> bool:
-    """Whether the file is read off the event loop (in pieces, past STREAM_BYTES) and
-    counted as a large download, rather than read whole in place."""
-    return rec.file.size > min(git_files.STREAM_BYTES, settings.large_blob_bytes)
+def is_large(size: int, settings: Settings) -> bool:
+    """Whether a file or blob of `size` is read off the event loop (in pieces, past
+    STREAM_BYTES) and counted as a large download, rather than read whole in place."""
+    return size > min(git_files.STREAM_BYTES, settings.large_blob_bytes)
 
 
 @dataclass(slots=True)
@@ -201,10 +201,10 @@ def raw_file(
     return _record(ctx, commit, path, ref or ctx.project.default_branch or "")
 
 
-def streams_raw(rec: FileRecord) -> bool:
-    """Whether the file's raw bytes are read from git in pieces, each in a thread as it goes
-    out, rather than read whole in place."""
-    return rec.file.size > git_files.STREAM_BYTES
+def streams_raw(size: int) -> bool:
+    """Whether the raw bytes of a file or blob of `size` are read from git in pieces, each in
+    a thread as it goes out, rather than read whole in place."""
+    return size > git_files.STREAM_BYTES
 
 
 @dataclass(slots=True)

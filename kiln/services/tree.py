@@ -106,24 +106,12 @@ def get_blob(
     return found
 
 
-def is_large(found: git_files.BlobRef, settings: Settings) -> bool:
-    """Whether the blob is read off the event loop (in pieces, past STREAM_BYTES) and
-    counted as a large download, rather than read whole in place."""
-    return found.size > min(git_files.STREAM_BYTES, settings.large_blob_bytes)
-
-
 def large_blob(found: git_files.BlobRef, settings: Settings) -> Iterator[bytes]:
     """A large blob's content in pieces; past large_blob_bytes, GitLab's rate-limited
     large-blob download."""
     if found.size > settings.large_blob_bytes:
         LARGE_DOWNLOADS.take(found.repo.path, settings, LARGE_BLOB)
     return found.pieces()
-
-
-def streams_raw(found: git_files.BlobRef) -> bool:
-    """Whether the blob's raw bytes are read from git in pieces, each in a thread as it goes
-    out, rather than read whole in place."""
-    return found.size > git_files.STREAM_BYTES
 
 
 def raw_blob(found: git_files.BlobRef) -> Content:
