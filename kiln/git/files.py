@@ -21,7 +21,7 @@ import pygit2
 from kiln.git import timed
 from kiln.git.errors import GitError
 from kiln.git.memo import Memo
-from kiln.git.refs import is_object_id
+from kiln.git.names import is_object_id
 
 EXEC_MODE = int(pygit2.enums.FileMode.BLOB_EXECUTABLE)
 _HEX = re.compile(r"[0-9a-fA-F]{4,40}")

@@ -17,7 +17,7 @@ from kiln.git import timed
 from kiln.git.diffs import changes, line_counts
 from kiln.git.errors import RefNotFound
 from kiln.git.memo import Memo
-from kiln.git.refs import is_object_id
+from kiln.git.names import is_object_id
 
 _TRAILER = re.compile(r"^([A-Za-z0-9][A-Za-z0-9-]*)[ \t]*:[ \t]*(.*)$")
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")

@@ -26,7 +26,8 @@ MAX_REF_PART_BYTES = 255
 _HFS_IGNORED = frozenset([*range(0x200C, 0x2010), *range(0x202A, 0x202F), *range(0x206A, 0x2070), 0xFEFF])
 # GitLab refuses these as the start of a branch or tag name given to the API.
 _REFUSED_PREFIXES = ("refs/heads/", "refs/remotes/", "-")
-_OBJECT_NAME = re.compile(r"\A(?:[0-9a-fA-F]{40}|[0-9a-fA-F]{64})\Z")
+# A full object id: SHA-1, or SHA-256 in a repository that uses it.
+_OBJECT_ID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 _NTFS_SHORT_DOTGIT = re.compile(r"\Agit~[0-9]+\Z", re.IGNORECASE)
 
 INVALID_PATH = "invalid path"
@@ -80,9 +81,14 @@ def valid_ref_name(name: str) -> bool:
         return False
 
 
+def is_object_id(name: str) -> bool:
+    """A full lowercase object id, as git writes one (answers keyed by one never go stale)."""
+    return bool(_OBJECT_ID.fullmatch(name))
+
+
 def object_name_like(name: str) -> bool:
     """A full SHA-1 or SHA-256 object id: as a branch or tag name it would shadow commits."""
-    return bool(_OBJECT_NAME.match(name))
+    return is_object_id(name.lower())
 
 
 def valid_new_branch(name: str) -> bool:

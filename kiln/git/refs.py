@@ -6,7 +6,6 @@ instead of losing either side."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pygit2
@@ -16,14 +15,6 @@ from kiln.git.errors import ConcurrentUpdate, InvalidRefName, RefNotFound
 from kiln.git.names import object_name_like, readable_ref
 
 ZERO = "0" * 40
-# A full object id: SHA-1, or SHA-256 in a repository that uses it.
-_OBJECT_ID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
-
-
-def is_object_id(name: str) -> bool:
-    """A full lowercase object id (names that look like one are refused as branch names,
-    and answers keyed by one never go stale)."""
-    return bool(_OBJECT_ID.fullmatch(name))
 
 
 def resolve_commit(repo: pygit2.Repository, ref: str | None) -> pygit2.Commit:

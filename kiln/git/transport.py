@@ -22,8 +22,8 @@ from time import perf_counter
 
 import pygit2
 
+from kiln.git.names import is_object_id
 from kiln.git.pre_receive import Rules
-from kiln.git.refs import is_object_id
 from kiln.metrics import observe_git
 
 log = logging.getLogger("kiln.git")

@@ -16,13 +16,12 @@ import pygit2
 
 from kiln.git import timed
 from kiln.git.errors import ActionFailed, EmptyCommit
-from kiln.git.files import last_commit_for_path
+from kiln.git.files import STREAM_BYTES, last_commit_for_path
 from kiln.git.names import path_problem
 from kiln.git.refs import branch_tip, update_ref
 
 FILE_MODE = pygit2.enums.FileMode.BLOB
 EXEC_MODE = pygit2.enums.FileMode.BLOB_EXECUTABLE
-LARGE_BLOB_WRITE = 1024 * 1024
 STALE = "You are attempting to update a file that has changed since you started editing it."
 
 _locks: dict[str, threading.Lock] = {}
@@ -110,7 +109,7 @@ class _Paths:
 def _write_blob(repo: pygit2.Repository, repo_path: Path, data: bytes) -> pygit2.Oid:
     """A large blob is compressed by `git hash-object` in a child: libgit2 would hold the
     interpreter for the whole compression (about 3 ms a MiB), and every other request with it."""
-    if len(data) <= LARGE_BLOB_WRITE:
+    if len(data) <= STREAM_BYTES:
         return repo.create_blob(data)
     written = timed.run(
         ["git", "hash-object", "-w", "--stdin"], cwd=repo_path, input=data, capture_output=True, check=True

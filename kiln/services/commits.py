@@ -30,7 +30,8 @@ from kiln.git.errors import (
     RefNotFound,
 )
 from kiln.git.history import LogQuery, Stats
-from kiln.git.refs import branch_tip, is_object_id, resolve_commit
+from kiln.git.names import is_object_id
+from kiln.git.refs import branch_tip, resolve_commit
 from kiln.git.writes import FileAction, Person, commit_actions, write_commit
 from kiln.models import CommitNote
 from kiln.pagination import TOTAL_LIMIT, Page, PageResult
