@@ -196,6 +196,18 @@ class TooManyRequests(KilnError):
         return {"Retry-After": str(self.retry_after)}
 
 
+class Throttled(TooManyRequests):
+    """429 {"message": {"error": …}} with Retry-After, as GitLab answers a rate limit that
+    names what was throttled (a large blob's downloads)."""
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(retry_after)
+        self.detail = message
+
+    def body(self) -> dict[str, Any]:
+        return {"message": {"error": self.detail}}
+
+
 class OAuthError(KilnError):
     """RFC 6749 error body for /oauth/token."""
 

@@ -14,7 +14,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import pygit2
 from sqlalchemy.orm import Session
@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 from kiln.auth.actor import Actor
 from kiln.config import Settings
 from kiln.db import transaction
-from kiln.errors import BadRequest, NotFound, ParamError, PayloadTooLarge, TooManyRequests
+from kiln.errors import BadRequest, NotFound, ParamError, PayloadTooLarge, Throttled
 from kiln.git import files as git_files
 from kiln.git import names
 from kiln.git.blame import BlameGroup, RangeOutsideFile, blame
@@ -146,17 +146,6 @@ def large_file(rec: FileRecord, settings: Settings, *, head: bool) -> LargeFile:
     return LargeFile(digest, pieces)
 
 
-class LargeBlobThrottled(TooManyRequests):
-    """429 {"message": {"error": …}} with Retry-After, as GitLab's throttled large blob."""
-
-    def __init__(self, message: str, retry_after: int) -> None:
-        super().__init__(retry_after)
-        self.detail = message
-
-    def body(self) -> dict[str, Any]:
-        return {"message": {"error": self.detail}}
-
-
 class LargeDownloads:
     """GitLab's large_blob_download rate limit: large blobs served per project (by its
     repository) in the last minute. Counted by each process (nothing here is shared between
@@ -181,7 +170,7 @@ class LargeDownloads:
             while served and served[0] <= now - self.WINDOW:
                 served.popleft()
             if len(served) >= settings.large_blob_downloads_per_minute:
-                raise LargeBlobThrottled(message.format(limit=settings.large_blob_bytes), int(self.WINDOW))
+                raise Throttled(message.format(limit=settings.large_blob_bytes), int(self.WINDOW))
             served.append(now)
 
     def _forget_idle(self, now: float) -> None:
