@@ -19,6 +19,7 @@ from kiln.auth import server_secret
 from kiln.auth.tokens import PAT_SCOPES
 from kiln.config import SERVE_PARENT_ENV, Settings, load_settings
 from kiln.runtime import Runtime
+from kiln.services import project_creation
 from kiln.services import tokens as token_service
 from kiln.services import users as user_service
 
@@ -31,6 +32,7 @@ def prepare(rt: Runtime) -> None:
         migrate.upgrade(rt.engine)
         with rt.sessions() as db:
             _root, generated = user_service.bootstrap_root(db, rt.settings)
+            project_creation.digest_runners_tokens(db, rt.settings)
     saved = rt.settings.data_dir / "initial_root_password"
     if generated:
         saved.write_text(generated + "\n")

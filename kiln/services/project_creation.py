@@ -167,23 +167,25 @@ def runners_token_columns(settings: Settings) -> dict[str, str]:
     }
 
 
-def project_by_runners_token(db: Session, settings: Settings, token: str) -> Project | None:
-    """The project a runner registration token is of, found by its digest. The digests of
-    tokens whose nonce was written without the server key are made first (once, in one
-    transaction), so those tokens are found too."""
+def project_by_runners_token(db: Session, token: str) -> Project | None:
+    """The project a runner registration token is of, found by its digest."""
     if not token:
         return None
-    wanted = digest(token)
-    found = finder.project_id_by_runners_token_digest(db, wanted)
-    if found is None:
-        missing = finder.undigested_runners_tokens(db)
-        if not missing:
-            return None
-        key = server_secret.key(settings)
-        rows: list[dict[str, Any]] = [
-            {"id": pid, "runners_token_digest": digest(runners_token(key, nonce))} for pid, nonce in missing
-        ]
-        with transaction(db):
-            db.execute(update(Project), rows)
-        found = finder.project_id_by_runners_token_digest(db, wanted)
+    found = finder.project_id_by_runners_token_digest(db, digest(token))
     return None if found is None else db.get(Project, found)
+
+
+def digest_runners_tokens(db: Session, settings: Settings) -> int:
+    """Digests for the tokens whose nonce was written without the server key (the migration
+    that stopped keeping tokens in clear has no key), made at start, in one transaction, so
+    every token a project shows is found. How many were made."""
+    missing = finder.undigested_runners_tokens(db)
+    if not missing:
+        return 0
+    key = server_secret.key(settings)
+    rows: list[dict[str, Any]] = [
+        {"id": pid, "runners_token_digest": digest(runners_token(key, nonce))} for pid, nonce in missing
+    ]
+    with transaction(db):
+        db.execute(update(Project), rows)
+    return len(rows)

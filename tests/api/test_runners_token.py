@@ -20,7 +20,7 @@ from kiln.db import transaction
 from kiln.models import Project
 from kiln.models.namespaces import DEVELOPER, MAINTAINER
 from kiln.services import instance_settings
-from kiln.services.project_creation import project_by_runners_token
+from kiln.services.project_creation import digest_runners_tokens, project_by_runners_token
 
 
 def created(api: Any, owner: Any, **fields: Any) -> dict[str, Any]:
@@ -39,7 +39,7 @@ def test_the_token_a_new_project_shows_finds_that_project(api, make, db, setting
     token = project["runners_token"]
     assert token.startswith(PREFIX_RUNNERS)
     assert len(token) == len(PREFIX_RUNNERS) + 20
-    assert project_by_runners_token(db, settings, token).id == project["id"]
+    assert project_by_runners_token(db, token).id == project["id"]
 
 
 def test_the_database_holds_the_tokens_digest_and_never_the_token(api, make, db):
@@ -63,22 +63,25 @@ def test_a_fork_gets_a_token_of_its_own(api, make, db, settings):
     forker = make.user()
     fork = api(forker).post(f"/projects/{parent['id']}/fork").json()
     assert fork["runners_token"] != parent["runners_token"]
-    assert project_by_runners_token(db, settings, fork["runners_token"]).id == fork["id"]
-    assert project_by_runners_token(db, settings, parent["runners_token"]).id == parent["id"]
+    assert project_by_runners_token(db, fork["runners_token"]).id == fork["id"]
+    assert project_by_runners_token(db, parent["runners_token"]).id == parent["id"]
 
 
 @pytest.mark.parametrize("token", ["", PREFIX_RUNNERS + "x" * 20, "x" * 10_000, "\x00"])
 def test_a_token_kiln_never_showed_finds_no_project(api, make, db, settings, token):
     created(api, make.user())
-    assert project_by_runners_token(db, settings, token) is None
+    assert project_by_runners_token(db, token) is None
 
 
-def test_a_project_whose_digest_is_missing_is_found_by_the_token_it_shows(api, make, db, settings):
+def test_a_digest_missing_at_start_is_made_then_and_finds_the_token_shown(api, make, db, settings):
     project = created(api, make.user())
     with transaction(db):
         db.execute(update(Project).where(Project.id == project["id"]).values(runners_token_digest=None))
-    assert project_by_runners_token(db, settings, project["runners_token"]).id == project["id"]
+    assert project_by_runners_token(db, project["runners_token"]) is None
+    assert digest_runners_tokens(db, settings) == 1
+    assert project_by_runners_token(db, project["runners_token"]).id == project["id"]
     assert stored(db, project["id"])["runners_token_digest"] == digest(project["runners_token"])
+    assert digest_runners_tokens(db, settings) == 0
 
 
 def test_a_developer_is_not_shown_the_token(api, make):
@@ -129,7 +132,7 @@ def test_only_who_may_administer_a_project_is_shown_its_token_whoever_read_it_fi
     shown = {name: tokens_shown(client, project.id, group.id) for name, client in callers}
 
     token = shown["owner"][0]
-    assert project_by_runners_token(db, settings, token).id == project.id
+    assert project_by_runners_token(db, token).id == project.id
     assert shown == {
         "owner": [token] * 5,
         "developer": [ABSENT] * 5,

@@ -20,7 +20,7 @@ from kiln.auth.tokens import runners_token
 from kiln.config import Settings
 from kiln.db import make_engine_unpooled
 from kiln.models import Base, Namespace, Project, User
-from kiln.services.project_creation import project_by_runners_token
+from kiln.services.project_creation import digest_runners_tokens, project_by_runners_token
 from tests.pg import PostgresServer
 
 # SQLite reflection cannot read expression indexes; the insert tests below check them instead.
@@ -199,13 +199,12 @@ def test_an_upgraded_project_is_found_by_the_token_it_shows(engine, tmp_path):
     settings = Settings(data_dir=tmp_path, database_url=engine.url.render_as_string(hide_password=False))
 
     with Session(engine) as db:
+        digest_runners_tokens(db, settings)  # what kiln does at start, with the server key
         shown = {
             project_id: runners_token(server_secret.key(settings), nonce)
             for project_id, nonce in db.execute(select(Project.id, Project.runners_token_nonce))
         }
-        found = {
-            project_id: project_by_runners_token(db, settings, token) for project_id, token in shown.items()
-        }
+        found = {project_id: project_by_runners_token(db, token) for project_id, token in shown.items()}
     assert {project_id: project.id for project_id, project in found.items() if project} == {i: i for i in ids}
 
 
