@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from time import perf_counter
 
 from kiln.git import timed
 from kiln.git.errors import GitError
@@ -40,17 +38,12 @@ def blame(
     if start is not None and end is not None:
         args += ["-L", f"{start},{end}"]
     args += [revision, "--", os.fsencode(git_path)]
-    started = perf_counter()
     # Errors go to a file: a pipe left unread could fill and stop git while its output is read.
     with tempfile.TemporaryFile() as errors:
-        child = subprocess.Popen(args, cwd=repo_path, stdout=subprocess.PIPE, stderr=errors)
-        assert child.stdout is not None
-        try:
+        with timed.reading(args, cwd=repo_path, stderr=errors) as child:
+            assert child.stdout is not None
             groups = parse_porcelain(child.stdout)
-        finally:
-            child.stdout.close()
             status = child.wait()
-            timed.observe(args, perf_counter() - started)
         if status != 0:
             errors.seek(0)
             message = errors.read(64 * 1024)

@@ -14,10 +14,8 @@ size shown."""
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from time import perf_counter
 
 import pygit2
 
@@ -323,13 +321,11 @@ def _patch_from_git(
         "--",
         *paths,
     ]
-    started = perf_counter()
-    child = subprocess.Popen(args, cwd=repo.path, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    assert child.stdout is not None
     held: list[bytes] | None = []
     size = lines = content_bytes = 0
     in_hunks = False
-    try:
+    with timed.reading(args, cwd=repo.path) as child:
+        assert child.stdout is not None
         for read in child.stdout:
             if read.startswith(b"diff --git "):
                 in_hunks = False
@@ -346,10 +342,7 @@ def _patch_from_git(
             if not line.startswith(b"@@"):
                 lines += 1
                 content_bytes += len(line)
-    finally:
-        child.stdout.close()
         status = child.wait()
-        timed.observe(args, perf_counter() - started)
     if status != 0:
         return None
     hunks = b"".join(held) if held is not None else None

@@ -10,11 +10,9 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from time import perf_counter
 
 import pygit2
 
@@ -277,20 +275,10 @@ def blob_pieces(repo: pygit2.Repository, blob_id: str, size: int) -> Iterator[by
     if size <= STREAM_BYTES:
         yield from chunks(repo[blob_id].peel(pygit2.Blob).data, PIECE_BYTES)
         return
-    args = ["git", "cat-file", "blob", blob_id]
-    started = perf_counter()
-    child = subprocess.Popen(args, cwd=repo.path, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    assert child.stdout is not None
-    try:
+    with timed.reading(["git", "cat-file", "blob", blob_id], cwd=repo.path) as child:
+        assert child.stdout is not None
         while piece := child.stdout.read(PIECE_BYTES):
             yield piece
-    finally:
-        # A reader that stops early (a client gone) must not leave git writing to nobody.
-        if child.poll() is None:
-            child.kill()
-        child.stdout.close()
-        child.wait()
-        timed.observe(args, perf_counter() - started)
 
 
 # libgit2 tells text from binary by a blob's first bytes (GIT_FILTER_BYTES_TO_CHECK_NUL).
