@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
+from itertools import islice
 from typing import Any
 
 from sqlalchemy import ColumnElement, ScalarSelect, Select, Table, bindparam, case, func, literal, select
@@ -159,3 +160,18 @@ def list_page(items: Sequence[Any], page: Page) -> PageResult:
         total=None if total > TOTAL_LIMIT else total,
         has_next=page.offset + page.per_page < total,
     )
+
+
+def stream_page(items: Iterable[Any], page: Page, count: Callable[[int], int]) -> PageResult:
+    """One offset page of a list read as it is taken (a tree may hold millions of entries):
+    read up to the page's last item and one more (whether a next page exists). The total is
+    known without counting on the last page, else `count(at_most)` counts up to TOTAL_LIMIT + 1,
+    past which it is never shown."""
+    taken = list(islice(items, page.offset, page.offset + page.per_page + 1))
+    has_next = len(taken) > page.per_page
+    taken = taken[: page.per_page]
+    if not has_next and (taken or page.page == 1):
+        total = page.offset + len(taken)
+    else:
+        total = count(TOTAL_LIMIT + 1)
+    return PageResult(items=taken, total=None if total > TOTAL_LIMIT else total, has_next=has_next)

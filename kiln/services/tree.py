@@ -15,8 +15,9 @@ from kiln.errors import BadRequest, NotFound, ParamError
 from kiln.git import files as git_files
 from kiln.git.errors import RefNotFound
 from kiln.git.refs import resolve_commit
-from kiln.pagination import TOTAL_LIMIT, Page, PageResult
+from kiln.pagination import Page, PageResult
 from kiln.queries.files import Content
+from kiln.queries.paging import stream_page
 from kiln.schemas.tree import TreeList
 from kiln.services import repositories
 from kiln.services.files import LARGE_BLOB, LARGE_DOWNLOADS
@@ -56,20 +57,7 @@ def list_tree(
         return TreeListing(PageResult(items=[], total=None, has_next=False), everything=iter(entries))
     if page.keyset:
         return TreeListing(_after_token(entries, q.page_token, page.per_page))
-    return TreeListing(_offset_page(entries, page))
-
-
-def _offset_page(entries: git_files.TreeEntries, page: Page) -> PageResult:
-    """An offset page, read up to its last entry and one more (whether a next page exists);
-    the total is counted only up to TOTAL_LIMIT + 1, past which it is never shown."""
-    items = list(islice(entries, page.offset, page.offset + page.per_page + 1))
-    has_next = len(items) > page.per_page
-    items = items[: page.per_page]
-    if not has_next and (items or page.page == 1):
-        total = page.offset + len(items)  # the last page tells the total without counting
-    else:
-        total = entries.count(TOTAL_LIMIT + 1)
-    return PageResult(items=items, total=None if total > TOTAL_LIMIT else total, has_next=has_next)
+    return TreeListing(stream_page(entries, page, entries.count))
 
 
 def _after_token(entries: git_files.TreeEntries, token: str | None, per_page: int) -> PageResult:
