@@ -3,10 +3,8 @@ and .../blobs/:sha/raw."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-import orjson
 from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
 from litestar.response import Stream
@@ -18,13 +16,13 @@ from kiln.api._params import params
 from kiln.api._render import JSON, render
 from kiln.api._routes import get
 from kiln.api.files import NO_CACHE, READ_SCOPES
-from kiln.entities.tree import blob, blob_length, blob_pieces, tree_entry
+from kiln.entities.tree import blob, blob_length, blob_pieces, tree_entry, tree_json_pieces
 from kiln.schemas.tree import BlobGet, TreeList
 from kiln.services import files as files_service
 from kiln.services import tree as service
 
 if TYPE_CHECKING:
-    from kiln.git.files import BlobRef, TreeItem
+    from kiln.git.files import BlobRef
 
 Req = Request[Any, Any, Any]
 
@@ -35,33 +33,8 @@ async def list_tree(request: Req, db: Db, viewer: Viewer) -> Response[Any]:
     page = page_of(q, keyset_allowed=True)
     listing = await in_thread(service.list_tree, db, viewer, q.id, q, page, runtime(request).settings)
     if listing.everything is not None:
-        return Stream(streamed(_json_array(listing.everything)), media_type=JSON)
+        return Stream(streamed(tree_json_pieces(listing.everything)), media_type=JSON)
     return paginated(request, [tree_entry(item) for item in listing.page.items], page, listing.page)
-
-
-# How much of a whole tree's JSON one piece holds (each piece is made in a thread).
-_PIECE_BYTES = 1 << 18
-
-
-def _json_array(items: Iterator[TreeItem]) -> Iterator[bytes]:
-    """A whole tree's entries (pagination=none) as the JSON array render makes, a piece at a
-    time as they are read: a tree may list millions, never held at once."""
-    try:
-        parts = [b"["]
-        held = 0
-        for n, item in enumerate(items):
-            entry = orjson.dumps(tree_entry(item))
-            parts.append(b"," + entry if n else entry)
-            held += len(entry)
-            if held >= _PIECE_BYTES:
-                yield b"".join(parts)
-                parts, held = [], 0
-        parts.append(b"]")
-        yield b"".join(parts)
-    finally:
-        close = getattr(items, "close", None)
-        if close is not None:
-            close()
 
 
 @get("/projects/{id:str}/repository/blobs/{sha:str}", auth="optional", params=BlobGet, scopes=READ_SCOPES)

@@ -46,7 +46,7 @@ def file_record(rec: FileRecord, *, content: bool = True, digest: str | None = N
 def file_record_pieces(rec: FileRecord, digest: str, pieces: Iterable[bytes]) -> Iterator[bytes]:
     """file_record's JSON, content included, in pieces: the content is encoded as it is read,
     so a large file never sits whole in memory, as bytes or as base64."""
-    head, tail = _around_content(file_record(rec, content=False, digest=digest))
+    head, tail = around_content(file_record(rec, content=False, digest=digest))
     yield head
     yield from base64_pieces(pieces)
     yield tail
@@ -54,17 +54,22 @@ def file_record_pieces(rec: FileRecord, digest: str, pieces: Iterable[bytes]) ->
 
 def file_record_length(rec: FileRecord, digest: str) -> int:
     """How long file_record_pieces' JSON is, told before any of it is made."""
-    head, tail = _around_content(file_record(rec, content=False, digest=digest))
-    return len(head) + 4 * ((rec.file.size + 2) // 3) + len(tail)
+    head, tail = around_content(file_record(rec, content=False, digest=digest))
+    return len(head) + base64_length(rec.file.size) + len(tail)
 
 
-def _around_content(view: dict[str, Any]) -> tuple[bytes, bytes]:
+def around_content(view: dict[str, Any]) -> tuple[bytes, bytes]:
     """The JSON before and after the content's base64, which goes just after `encoding`."""
     fields = list(view.items())
     at = [name for name, _ in fields].index("encoding") + 1
     head = orjson.dumps(dict(fields[:at]))[:-1] + b',"content":"'
     rest = orjson.dumps(dict(fields[at:]))
     return head, b'",' + rest[1:]
+
+
+def base64_length(size: int) -> int:
+    """How long the base64 of `size` bytes is (padded, as JSON carries it)."""
+    return 4 * ((size + 2) // 3)
 
 
 def base64_pieces(pieces: Iterable[bytes]) -> Iterator[bytes]:
@@ -95,7 +100,7 @@ def file_view(rec: FileRecord) -> orjson.Fragment:
 def content_length(rec: FileRecord) -> int:
     """What `content` adds to the record's JSON: its key and quotes, a comma, and the base64
     text (which JSON never escapes). HEAD tells GET's length without encoding the file."""
-    return len(',"content":""') + 4 * ((rec.file.size + 2) // 3)
+    return len(',"content":""') + base64_length(rec.file.size)
 
 
 def file_headers(rec: FileRecord, digest: str | None = None) -> dict[str, str]:
