@@ -63,6 +63,8 @@ class User(Timestamps, RowVersion, Base):
     status_message: Mapped[str | None] = mapped_column(String(100))
     status_availability: Mapped[str | None] = mapped_column(String(32))
     status_clear_at: Mapped[datetime | None]
+    # The version of the terms of service the user accepted last (application_setting_terms).
+    accepted_term_id: Mapped[int | None]
 
     identities: Mapped[list[Identity]] = relationship(
         back_populates="user",
