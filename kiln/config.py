@@ -88,14 +88,9 @@ class Settings(BaseSettings):
     read_threads: int | None = None
     # SIGTERM: open requests and running jobs get this long to finish, then the process exits.
     shutdown_timeout: float = 10.0
-    # What one request may make kiln read and render of a repository, with GitLab's defaults
-    # (GitLab keeps them in its application settings). A diff (commit diff,
-    # compare) shows at most diff_max_files files and diff_max_lines lines, and a file's
-    # patch of diff_max_patch_bytes or more is left out as `too_large`; past a tenth of those
-    # compare collapses files, past the whole a diff stops and compare says `compare_timeout`.
-    diff_max_files: int = 1000
-    diff_max_lines: int = 50_000
-    diff_max_patch_bytes: int = 200 * 1024
+    # What one request may make kiln read of a repository. (What a diff shows at most is set
+    # at run time, as in GitLab: the application settings diff_max_files, diff_max_lines and
+    # diff_max_patch_bytes, applied as kiln.git.diffs says.)
     # A blob larger than this is large (GitLab's MAX_BLOB_SIZE, 10 MiB): the files and blobs
     # JSON stream it and serve it at most large_blob_downloads_per_minute times a minute per
     # project (GitLab's large_blob_download rate limit; counted by each process), then 429;

@@ -97,7 +97,7 @@ def stream(
     served: ServedAs,
     extra: Mapping[str, str] | None = None,
 ) -> Stream:
-    """User bytes streamed unchanged with `headers`; `extra` (length, caching, X-Service-*)
+    """User bytes streamed unchanged with `headers`; `extra` (length, caching, X-Gitlab-*)
     never overrides the guards."""
     return Stream(body, media_type=served.media_type, headers={**(extra or {}), **headers(name, served)})
 

@@ -1,4 +1,4 @@
-"""Compare, contributors and archives of a project's repository (GitLab's
+"""Compare, merge bases, contributors and archives of a project's repository (GitLab's
 lib/api/repositories.rb); ROUTES is mounted under /api/v4 by kiln.api."""
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ from kiln.api._render import render
 from kiln.api._routes import get
 from kiln.auth.actor import Actor
 from kiln.config import Settings
+from kiln.entities.commits import commit_view
 from kiln.entities.compare import compare_view, contributor
 from kiln.entities.projects import project_web_url
-from kiln.schemas.compare import ArchiveParams, CompareParams, ContributorList
+from kiln.schemas.compare import ArchiveParams, CompareParams, ContributorList, MergeBaseParams
 from kiln.services import compare as service
 
 Req = Request[Any, Any, Any]
@@ -41,6 +42,14 @@ def _compared(
     result = service.compare(db, viewer, ident, q, settings)
     web = project_web_url(result.full_path, settings.external_url)
     return render(compare_view(result.comparison, web, unidiff=q.unidiff))
+
+
+@get("/projects/{id:str}/repository/merge_base", auth="optional", params=MergeBaseParams)
+async def merge_base(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Response[bytes]:
+    q: MergeBaseParams = await params(request)
+    settings = runtime(request).settings
+    found = await in_thread(service.merge_base, db, viewer, id, q, settings)
+    return render(commit_view(found.commit, project_web_url(found.full_path, settings.external_url)))
 
 
 @get("/projects/{id:str}/repository/contributors", auth="optional", params=ContributorList)
@@ -72,4 +81,4 @@ def _archive_route(suffix: str | None) -> HTTPRouteHandler:
 
 ARCHIVE_ROUTES = [_archive_route(None), *(_archive_route(fmt) for fmt in service.ARCHIVE_FORMATS)]
 
-ROUTES: list[HTTPRouteHandler] = [compare, contributors, *ARCHIVE_ROUTES]
+ROUTES: list[HTTPRouteHandler] = [compare, merge_base, contributors, *ARCHIVE_ROUTES]

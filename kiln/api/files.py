@@ -1,5 +1,6 @@
 """Repository files (spec part 1 "Repository files"): the file record, raw bytes and blame at
-a ref (HEAD on each answers with the X-Service-* metadata headers), and one-file commits."""
+a ref (HEAD on each answers with the metadata headers, X-Gitlab-* and X-Service-*), and
+one-file commits."""
 
 from __future__ import annotations
 

@@ -103,19 +103,30 @@ def content_length(rec: FileRecord) -> int:
     return len(',"content":""') + base64_length(rec.file.size)
 
 
+# The prefixes every metadata header goes out under: GitLab's own, which its clients read
+# (python-gitlab's `files.head`), and the spec's name for it.
+HEADER_PREFIXES = ("X-Gitlab-", "X-Service-")
+
+
 def file_headers(rec: FileRecord, digest: str | None = None) -> dict[str, str]:
-    """The metadata headers every file read carries (HEAD answers with these alone)."""
+    """The metadata headers every file read carries (HEAD answers with these alone), each
+    under both HEADER_PREFIXES with the same value."""
     key = (rec.key, rec.ref)
     headers = _HEADERS.get(key)
     if headers is None:
         meta = file_record(rec, content=False, digest=digest)
-        headers = {_header_name(name): _header_value(value) for name, value in sorted(meta.items())}
+        headers = {
+            prefix + _header_name(name): _header_value(value)
+            for prefix in HEADER_PREFIXES
+            for name, value in sorted(meta.items())
+        }
         _HEADERS.put(key, headers)
     return dict(headers)
 
 
 def _header_name(key: str) -> str:
-    return "X-Service-" + "-".join(part.capitalize() for part in key.split("_"))
+    """`last_commit_id` → `Last-Commit-Id`, as GitLab names its headers."""
+    return "-".join(part.capitalize() for part in key.split("_"))
 
 
 def _header_value(value: Any) -> str:

@@ -135,6 +135,15 @@ def merge_base(repo: pygit2.Repository, a: pygit2.Oid, b: pygit2.Oid) -> pygit2.
         return None
 
 
+def merge_base_of(repo: pygit2.Repository, oids: list[pygit2.Oid]) -> pygit2.Oid | None:
+    """The best common ancestor of the first commit and a merge of all the others, as
+    `git merge-base first other…` finds it; None when they share no history."""
+    try:
+        return repo.merge_base_many(oids)
+    except (KeyError, ValueError, pygit2.GitError):
+        return None
+
+
 def commits_between(repo: pygit2.Repository, base: pygit2.Oid, head: pygit2.Oid) -> list[pygit2.Commit]:
     """Commits reachable from `head` and not from `base`, parents before children."""
     sort = pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME | pygit2.enums.SortMode.REVERSE

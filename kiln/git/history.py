@@ -8,7 +8,7 @@ import math
 import re
 import subprocess
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import pygit2
@@ -81,8 +81,9 @@ def valid_revision(rev: str) -> bool:
 
 def _log_args(q: LogQuery) -> list[str]:
     args: list[str] = []
-    if q.since is not None:
-        # Whole seconds, both bounds inclusive.
+    # Whole seconds since the epoch, both bounds inclusive (see `excludes_all`). A commit is
+    # never dated before the epoch: an earlier `since` bounds nothing.
+    if q.since is not None and q.since.timestamp() > 0:
         args.append(f"--since={_git_date(math.ceil(q.since.timestamp()))}")
     if q.until is not None:
         args.append(f"--until={_git_date(math.floor(q.until.timestamp()))}")
@@ -104,7 +105,18 @@ def _log_args(q: LogQuery) -> list[str]:
 
 
 def _git_date(seconds: int) -> str:
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M:%S +0000")
+    """Git's raw date, `@<seconds> +0000`: any time from the epoch on, where a calendar date
+    after 2099 (or before 1970) is one git cannot read and quietly ignores as a bound."""
+    return f"@{seconds} +0000"
+
+
+def excludes_all(q: LogQuery) -> bool:
+    """Whether the dates bound out every commit: `until` before the epoch (git keeps no
+    earlier date), or `since` after `until`."""
+    if q.until is None:
+        return False
+    until = math.floor(q.until.timestamp())
+    return until < 0 or (q.since is not None and math.ceil(q.since.timestamp()) > until)
 
 
 def _git(repo_path: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import model_validator
+from pydantic import BeforeValidator, model_validator
 
 from kiln.schemas._types import Flag, GrapeMessage, Int, PageParams, Params, When
 
 
+def _blank_is_none(value: Any) -> Any:
+    return None if value == "" else value
+
+
+# A bound given blank is no bound (Grape reads an empty value of a typed parameter as nil).
+Bound = Annotated[When | None, BeforeValidator(_blank_is_none)]
+
+
 class CommitList(PageParams):
     ref_name: str | None = None
-    since: When | None = None
-    until: When | None = None
+    # Inclusive, to the second, over each commit's committed date.
+    since: Bound = None
+    until: Bound = None
     path: str | None = None
     author: str | None = None
     all: Flag = False

@@ -1,10 +1,11 @@
-"""Request contracts of compare, contributors and archives (GitLab's lib/api/repositories.rb)."""
+"""Request contracts of compare, merge bases, contributors and archives (GitLab's
+lib/api/repositories.rb)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import create_model
+from pydantic import BeforeValidator, create_model
 
 from kiln.schemas._types import Flag, OptionalInt, PageParams, Params
 
@@ -26,6 +27,32 @@ class CompareParams(_Refs):  # type: ignore[misc,valid-type]
     @property
     def to_ref(self) -> str:
         return str(self.to)  # type: ignore[attr-defined]
+
+
+def _ref_list(value: Any) -> Any:
+    """`refs[]=a&refs[]=b`, `refs=a,b`, or both: every value split at commas, blanks around
+    each name trimmed and empty names at the end dropped (GitLab's CommaSeparatedToArray
+    over Ruby's String#split)."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        return value
+    out: list[str] = []
+    for item in value:
+        if isinstance(item, bool) or not isinstance(item, str | int):
+            return value
+        parts = str(item).split(",")
+        while parts and not parts[-1]:
+            parts.pop()
+        out.extend(part.strip() for part in parts)
+    return out
+
+
+RefList = Annotated[list[str], BeforeValidator(_ref_list)]
+
+
+class MergeBaseParams(Params):
+    refs: RefList
 
 
 class ContributorList(PageParams):

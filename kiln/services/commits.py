@@ -157,6 +157,8 @@ def list_commits(
         first_parent=q.first_parent,
         topo=q.order == "topo",
     )
+    if history.excludes_all(query):
+        return CommitListing(where, [], PageResult(items=[], total=0, has_next=False))
     if not q.all and ".." not in ref:
         # Named by its commit id, the history's total can be remembered (history.window).
         try:
@@ -220,11 +222,13 @@ def _stats(repo: pygit2.Repository, commit: pygit2.Commit, settings: Settings) -
     return history.stats(repo, commit, big_file_bytes=settings.large_blob_bytes)
 
 
-def _file_diffs(repo: pygit2.Repository, commit: pygit2.Commit, settings: Settings) -> list[FileDiff]:
+def _file_diffs(
+    db: Session, repo: pygit2.Repository, commit: pygit2.Commit, settings: Settings
+) -> list[FileDiff]:
     """The change against the first parent, expanded and within the instance's diff limits
     (GitLab's `commit.diffs(expanded: true)`)."""
     parent = commit.parents[0] if commit.parents else None
-    return tree_diff(repo, parent, commit, repositories.diff_limits(settings, expanded=True)).files
+    return tree_diff(repo, parent, commit, repositories.diff_limits(db, settings, expanded=True)).files
 
 
 def commit_diff(
@@ -234,7 +238,7 @@ def commit_diff(
     ctx = repositories.for_read(db, viewer, ident, settings)
     commit = _commit(ctx, sha)
     assert ctx.repo is not None
-    return list_page(_file_diffs(ctx.repo, commit, settings), page)
+    return list_page(_file_diffs(db, ctx.repo, commit, settings), page)
 
 
 def list_comments(
@@ -263,7 +267,7 @@ def create_comment(
     line: int | None = None
     if p.path is not None and p.line is not None and p.line_type == "new" and is_object_id(sha.lower()):
         assert ctx.repo is not None
-        for entry in _file_diffs(ctx.repo, commit, settings):
+        for entry in _file_diffs(db, ctx.repo, commit, settings):
             if entry.new_path == p.path and p.line in history.added_lines(entry.diff):
                 path, line = p.path, p.line
                 break

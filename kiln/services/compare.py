@@ -1,5 +1,5 @@
 """Reading a repository's history as a whole: comparing two refs (also across a fork
-network), its contributors, and archives of a commit's tree."""
+network), the merge base of refs, its contributors, and archives of a commit's tree."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from kiln.pagination import Page, PageResult
 from kiln.policy import Action
 from kiln.queries import compare as compare_reads
 from kiln.queries.paging import list_page
-from kiln.schemas.compare import ArchiveParams, CompareParams, ContributorList
+from kiln.schemas.compare import ArchiveParams, CompareParams, ContributorList, MergeBaseParams
 from kiln.services import subjects
 from kiln.services.repositories import RepoContext, diff_limits, for_read
 
@@ -64,13 +64,17 @@ def compare(
         start = _commit(from_ctx.repo, q.from_ref)
     except RefNotFound:
         raise NotFound("Ref") from None
+    if start.id == head.id:
+        # Nothing to diff, so no diff limits to read.
+        same = diffs.Comparison(base_sha=str(start.id), head_sha=str(head.id), same=True)
+        return CompareResult(comparison=same, full_path=from_ctx.full_path)
     repo = _joined(other, ctx) if other is not None else ctx.repo
     assert repo is not None
     comparison = diffs.compare(
         repo,
         repo[start.id].peel(pygit2.Commit),
         repo[head.id].peel(pygit2.Commit),
-        diff_limits(settings, expanded=False),
+        diff_limits(db, settings, expanded=False),
         straight=q.straight,
     )
     return CompareResult(comparison=comparison, full_path=from_ctx.full_path)
@@ -108,6 +112,48 @@ def _joined(other: RepoContext, ctx: RepoContext) -> pygit2.Repository:
     if ctx.repo is not None:
         repo.odb.add_disk_alternate(str(Path(ctx.repo.path) / "objects"))
     return repo
+
+
+# ---------------------------------------------------------------------------- merge base
+
+
+@dataclass(slots=True)
+class MergeBase:
+    commit: pygit2.Commit
+    full_path: str
+
+
+def merge_base(
+    db: Session, actor: Actor | None, ident: str, q: MergeBaseParams, settings: Settings
+) -> MergeBase:
+    """The best common ancestor of the refs (branches, tags, commit ids; GitLab asks git for
+    `merge-base first other…`). Fewer than two refs, or any that names no commit, is 400;
+    refs without common history are 404 Merge Base Not Found."""
+    ctx = for_read(db, actor, ident, settings)
+    if len(q.refs) < 2:
+        raise BadRequest("Provide at least 2 refs", raw=True)
+    found: dict[str, pygit2.Commit | None] = {}
+    for ref in q.refs:
+        if ref not in found:
+            found[ref] = _named_commit(ctx.repo, ref)
+    unknown = [ref for ref, commit in found.items() if commit is None]
+    if unknown:
+        noun = "ref" if len(unknown) == 1 else "refs"
+        raise BadRequest(f"Could not find {noun}: {', '.join(unknown)}", raw=True)
+    assert ctx.repo is not None
+    commits = [found[ref] for ref in q.refs]
+    base = diffs.merge_base_of(ctx.repo, [c.id for c in commits if c is not None])
+    if base is None:
+        raise NotFound("Merge Base")
+    return MergeBase(commit=ctx.repo[base].peel(pygit2.Commit), full_path=ctx.full_path)
+
+
+def _named_commit(repo: pygit2.Repository | None, ref: str) -> pygit2.Commit | None:
+    """The commit a ref names; None for none (an empty name names nothing, not HEAD)."""
+    try:
+        return _commit(repo, ref)
+    except RefNotFound:
+        return None
 
 
 # ---------------------------------------------------------------------------- contributors

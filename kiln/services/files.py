@@ -203,7 +203,7 @@ class LargeRaw:
 
 
 def large_raw(rec: FileRecord, *, head: bool) -> LargeRaw:
-    """A large file's raw bytes: its digest (for its X-Service headers) and its first piece,
+    """A large file's raw bytes: its digest (for its metadata headers) and its first piece,
     which tells text from binary; the rest is read as it is sent. Not a large-blob download:
     GitLab leaves raw reads out of that rate limit."""
     digest = content_sha256(rec)

@@ -46,13 +46,15 @@ def store(settings: Settings) -> RepositoryStore:
     return store_for(settings.data_dir / "repositories")
 
 
-def diff_limits(settings: Settings, *, expanded: bool) -> DiffLimits:
-    """The instance's diff limits; `expanded` as the commit diff API shows files (compare
-    collapses them)."""
+def diff_limits(db: Session, settings: Settings, *, expanded: bool) -> DiffLimits:
+    """The instance's diff limits, its application settings diff_max_files, diff_max_lines
+    and diff_max_patch_bytes (administrators change them at run time, as in GitLab);
+    `expanded` as the commit diff API shows files (compare collapses them)."""
+    current = instance_settings.current(db)
     return DiffLimits(
-        max_files=settings.diff_max_files,
-        max_lines=settings.diff_max_lines,
-        max_patch_bytes=settings.diff_max_patch_bytes,
+        max_files=int(current["diff_max_files"]),
+        max_lines=int(current["diff_max_lines"]),
+        max_patch_bytes=int(current["diff_max_patch_bytes"]),
         big_file_bytes=settings.large_blob_bytes,
         expanded=expanded,
     )

@@ -226,10 +226,115 @@ def test_list_since_and_until_are_inclusive(api, make, owner, settings):
     assert ids(r) == [d3, d2]
 
 
-def test_list_since_that_is_not_a_date_is_400(api, make, owner):
+@pytest.fixture
+def dated(api: Any, make: Any, owner: Any, settings: Any) -> dict[str, Any]:
+    """A project whose main is d1 → d2 → d3 → d4, committed at midnight UTC of 2020-01-01
+    to 2020-01-04."""
+    p = new_project(api, make, owner, readme=False)
+    pid = p["id"]
+    d1 = raw_commit(settings, pid, parents=[], when=at(1), message="d1")
+    d2 = raw_commit(settings, pid, parents=[d1], when=at(2), message="d2")
+    d3 = raw_commit(settings, pid, parents=[d2], when=at(3), message="d3")
+    d4 = raw_commit(settings, pid, parents=[d3], when=at(4), message="d4", branch="main")
+    return {"pid": pid, "d1": d1, "d2": d2, "d3": d3, "d4": d4}
+
+
+def dated_ids(api: Any, owner: Any, dated: dict[str, Any], **bounds: str) -> list[str]:
+    """The names (d1…d4) of the commits the list shows within the bounds, newest first."""
+    names = {dated[n]: n for n in ("d1", "d2", "d3", "d4")}
+    return [names[sha] for sha in ids(api(owner).get(commits_url(dated["pid"]), params=bounds))]
+
+
+def test_list_since_includes_a_commit_dated_exactly_at_it(api, owner, dated):
+    assert dated_ids(api, owner, dated, since="2020-01-02T00:00:00Z") == ["d4", "d3", "d2"]
+    assert dated_ids(api, owner, dated, since="2020-01-02T00:00:01Z") == ["d4", "d3"]
+
+
+def test_list_until_includes_a_commit_dated_exactly_at_it(api, owner, dated):
+    assert dated_ids(api, owner, dated, until="2020-01-03T00:00:00Z") == ["d3", "d2", "d1"]
+    assert dated_ids(api, owner, dated, until="2020-01-02T23:59:59Z") == ["d2", "d1"]
+
+
+def test_list_bounds_in_fractions_of_a_second_compare_exactly(api, owner, dated):
+    """A commit's date is whole seconds: 00:00:00 is before 00:00:00.5 and after 23:59:59.5."""
+    assert dated_ids(api, owner, dated, since="2020-01-02T00:00:00.500Z") == ["d4", "d3"]
+    assert dated_ids(api, owner, dated, until="2020-01-02T23:59:59.500Z") == ["d2", "d1"]
+    assert dated_ids(api, owner, dated, until="2020-01-03T00:00:00.500Z") == ["d3", "d2", "d1"]
+
+
+def test_list_since_equal_to_until_is_the_commits_of_that_second(api, owner, dated):
+    bound = "2020-01-03T00:00:00Z"
+    assert dated_ids(api, owner, dated, since=bound, until=bound) == ["d3"]
+
+
+def test_list_since_after_until_is_empty(api, owner, dated):
+    r = api(owner).get(
+        commits_url(dated["pid"]), params={"since": "2020-01-03T00:00:00Z", "until": "2020-01-02T00:00:00Z"}
+    )
+    assert (r.status_code, r.json(), r.headers["X-Total"]) == (200, [], "0")
+
+
+@pytest.mark.parametrize("since", ["2999-01-01T00:00:00Z", "2100-01-01T00:00:00Z", "9999-12-31T23:59:59Z"])
+def test_list_since_in_the_future_is_empty(api, owner, dated, since):
+    r = api(owner).get(commits_url(dated["pid"]), params={"since": since})
+    assert (r.status_code, r.json(), r.headers["X-Total"]) == (200, [], "0")
+
+
+@pytest.mark.parametrize("until", ["1900-01-01T00:00:00Z", "1969-12-31T23:59:59Z", "0001-01-01T00:00:00Z"])
+def test_list_until_in_the_far_past_is_empty(api, owner, dated, until):
+    r = api(owner).get(commits_url(dated["pid"]), params={"until": until})
+    assert (r.status_code, r.json(), r.headers["X-Total"]) == (200, [], "0")
+
+
+def test_list_since_in_the_far_past_and_until_in_the_future_bound_nothing(api, owner, dated):
+    every = ["d4", "d3", "d2", "d1"]
+    assert dated_ids(api, owner, dated, since="1900-01-01T00:00:00Z") == every
+    assert dated_ids(api, owner, dated, until="9999-12-31T23:59:59Z") == every
+    assert dated_ids(api, owner, dated, since="1970-01-01T00:00:00Z", until="2999-01-01T00:00:00Z") == every
+
+
+@pytest.mark.parametrize(
+    "since",
+    [
+        "2020-01-02T00:00:00Z",
+        "2020-01-02T00:00:00.000Z",
+        "2020-01-02T00:00:00+00:00",
+        "2020-01-02T01:30:00+01:30",
+        "2020-01-01T19:00:00-05:00",
+        "2020-01-02T00:00:00",
+        "2020-01-02 00:00:00",
+        "2020-01-02",
+        "20200102T000000Z",
+    ],
+)
+def test_list_bounds_are_read_in_iso_8601_forms(api, owner, dated, since):
+    """With or without seconds' fractions and a UTC offset (none is UTC), or a bare date
+    (its midnight UTC): all name 2020-01-02 00:00:00 UTC here."""
+    assert dated_ids(api, owner, dated, since=since) == ["d4", "d3", "d2"]
+
+
+def test_list_bounds_are_the_committed_date_not_the_authored_one(api, make, owner, settings):
+    """As `git log --since/--until` (GitLab's Gitaly) reads them."""
+    p = new_project(api, make, owner, readme=False)
+    repo = open_repository(settings, p["id"])
+    author = pygit2.Signature("A", "a@example.com", int(at(1).timestamp()), 0)
+    committer = pygit2.Signature("C", "c@example.com", int(at(3).timestamp()), 0)
+    tree = pygit2.Index().write_tree(repo)
+    sha = str(repo.create_commit("refs/heads/main", author, committer, "late", tree, []))
+    assert ids(api(owner).get(commits_url(p["id"]), params={"since": "2020-01-02T00:00:00Z"})) == [sha]
+    assert ids(api(owner).get(commits_url(p["id"]), params={"until": "2020-01-02T00:00:00Z"})) == []
+
+
+@pytest.mark.parametrize("name", ["since", "until"])
+@pytest.mark.parametrize("value", ["yesterday-ish", "2020-13-01", "2020-01-02T25:00:00Z", "10000-01-01"])
+def test_list_bound_that_is_not_a_date_is_400(api, make, owner, name, value):
     p = new_project(api, make, owner)
-    r = api(owner).get(commits_url(p["id"]), params={"since": "yesterday-ish"})
-    assert (r.status_code, r.json()) == (400, {"error": "since is invalid"})
+    r = api(owner).get(commits_url(p["id"]), params={name: value})
+    assert (r.status_code, r.json()) == (400, {"error": f"{name} is invalid"})
+
+
+def test_list_bounds_given_blank_bound_nothing(api, owner, dated):
+    assert dated_ids(api, owner, dated, since="", until="") == ["d4", "d3", "d2", "d1"]
 
 
 def test_list_path_limits_history_to_commits_touching_it(api, make, owner, settings):

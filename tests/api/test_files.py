@@ -203,6 +203,11 @@ def test_empty_repository_has_no_commit(api, make):
 # ---------------------------------------------------------------------------- HEAD
 
 
+def metadata_headers(r, prefix: str) -> dict[str, str]:
+    """The response's metadata headers under `prefix`, named without it."""
+    return {k.removeprefix(prefix): v for k, v in r.headers.items() if k.startswith(prefix)}
+
+
 def test_head_answers_metadata_headers_and_no_body(api, make, settings):
     u = make.user()
     p = new_project(api, make, u)
@@ -210,19 +215,88 @@ def test_head_answers_metadata_headers_and_no_body(api, make, settings):
     full = api(u).get(files_url(p, "bin%2Frun.sh"), params={"ref": "main"}).json()
     r = api(u).head(files_url(p, "bin%2Frun.sh"), params={"ref": "main"})
     assert (r.status_code, r.content) == (200, b"")
-    headers = {k: v for k, v in r.headers.items() if k.startswith("x-service-")}
-    assert headers == {
-        "x-service-blob-id": full["blob_id"],
-        "x-service-commit-id": sha,
-        "x-service-content-sha256": full["content_sha256"],
-        "x-service-encoding": "base64",
-        "x-service-execute-filemode": "false",
-        "x-service-file-name": "run.sh",
-        "x-service-file-path": "bin/run.sh",
-        "x-service-last-commit-id": sha,
-        "x-service-ref": "main",
-        "x-service-size": "10",
+    assert metadata_headers(r, "x-service-") == {
+        "blob-id": full["blob_id"],
+        "commit-id": sha,
+        "content-sha256": full["content_sha256"],
+        "encoding": "base64",
+        "execute-filemode": "false",
+        "file-name": "run.sh",
+        "file-path": "bin/run.sh",
+        "last-commit-id": sha,
+        "ref": "main",
+        "size": "10",
     }
+
+
+# The spec names them X-Service-*; GitLab's clients read X-Gitlab-*: every file read sends both.
+METADATA_READS = [
+    ("get", ""),
+    ("head", ""),
+    ("get", "/raw"),
+    ("head", "/raw"),
+    ("get", "/blame"),
+    ("head", "/blame"),
+]
+
+
+@pytest.mark.parametrize(("method", "suffix"), METADATA_READS)
+def test_every_metadata_header_is_also_sent_under_its_gitlab_name(api, make, settings, method, suffix):
+    u = make.user()
+    p = new_project(api, make, u)
+    sha = commit_files(settings, p, {"bin/run.sh": b"#!/bin/sh\n"})
+    full = api(u).get(files_url(p, "bin%2Frun.sh"), params={"ref": "main"}).json()
+    r = getattr(api(u), method)(files_url(p, "bin%2Frun.sh", suffix), params={"ref": "main"})
+    assert r.status_code == 200
+    gitlab = metadata_headers(r, "x-gitlab-")
+    assert gitlab == {
+        "blob-id": full["blob_id"],
+        "commit-id": sha,
+        "content-sha256": full["content_sha256"],
+        "encoding": "base64",
+        "execute-filemode": "false",
+        "file-name": "run.sh",
+        "file-path": "bin/run.sh",
+        "last-commit-id": sha,
+        "ref": "main",
+        "size": "10",
+    }
+    assert metadata_headers(r, "x-service-") == gitlab
+
+
+@pytest.mark.parametrize(("method", "suffix"), METADATA_READS)
+def test_a_large_files_metadata_headers_go_under_both_names(api, make, settings, method, suffix):
+    """Read in pieces (over what kiln reads whole), the headers are a small file's."""
+    u = make.user()
+    p = new_project(api, make, u)
+    data = b"y" * (STREAM_BYTES + 1)
+    commit_files(settings, p, {"big.txt": data})
+    r = getattr(api(u), method)(files_url(p, "big.txt", suffix), params={"ref": "main"})
+    assert r.status_code == 200
+    gitlab = metadata_headers(r, "x-gitlab-")
+    assert (gitlab["content-sha256"], gitlab["size"]) == (hashlib.sha256(data).hexdigest(), str(len(data)))
+    assert metadata_headers(r, "x-service-") == gitlab
+
+
+def test_a_percent_encoded_header_value_is_the_same_under_both_names(api, make, settings):
+    u = make.user()
+    p = new_project(api, make, u)
+    commit_files(settings, p, {"dir/ü 100%.txt": b"x"})
+    r = api(u).head(files_url(p, "dir%2F%C3%BC%20100%25.txt"), params={"ref": "main"})
+    assert r.headers["x-gitlab-file-name"] == r.headers["x-service-file-name"] == "%C3%BC 100%25.txt"
+    assert r.headers["x-gitlab-file-path"] == r.headers["x-service-file-path"] == "dir/%C3%BC 100%25.txt"
+
+
+def test_blobs_by_id_send_no_metadata_headers(api, make, settings):
+    """As GitLab: blobs by id have no path, ref or commit to tell."""
+    u = make.user()
+    p = new_project(api, make, u)
+    commit_files(settings, p, {"a.txt": b"a\n"})
+    blob_id = api(u).get(files_url(p, "a.txt"), params={"ref": "main"}).json()["blob_id"]
+    for suffix in ("", "/raw"):
+        r = api(u).get(f"/projects/{p['id']}/repository/blobs/{blob_id}{suffix}")
+        assert r.status_code == 200
+        assert [k for k in r.headers if k.startswith(("x-gitlab-", "x-service-"))] == []
 
 
 @pytest.mark.parametrize("size", [0, 1, 2, 3, 10_000])
@@ -346,9 +420,11 @@ def test_a_raw_file_read_in_pieces_has_the_bytes_and_headers_of_a_whole_read(api
     expected = {name: value.replace("small", "large") for name, value in whole.headers.items()}
     for name in (
         "content-length",
-        "x-service-content-sha256",
-        "x-service-size",
-        "x-service-blob-id",
+        *(
+            f"{prefix}{field}"
+            for prefix in ("x-gitlab-", "x-service-")
+            for field in ("content-sha256", "size", "blob-id")
+        ),
         *PER_ANSWER,
     ):
         expected.pop(name, None)

@@ -1,5 +1,6 @@
-"""python-gitlab, as published, working a repository on a running `kiln serve`: files,
-branches, tags, protected branches, commits, tree, blobs, compare, archives."""
+"""python-gitlab, as published, working a repository on a running `kiln serve`: files (and
+their metadata headers), branches, tags, protected branches, commits, tree, blobs, compare,
+merge bases, archives."""
 
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ def test_files_round_trip(project):
     f.save(branch="main", commit_message="edit guide")
     assert project.files.raw(file_path="docs/guide.md", ref="main") == b"two\n"
     head = project.files.head("docs/guide.md", ref="main")
-    assert head["X-Service-Blob-Id"] == project.files.get(file_path="docs/guide.md", ref="main").blob_id
+    blob_id = project.files.get(file_path="docs/guide.md", ref="main").blob_id
+    assert head["X-Gitlab-Blob-Id"] == head["X-Service-Blob-Id"] == blob_id
     blame = project.files.blame(file_path="docs/guide.md", ref="main")
     assert [(b["commit"]["message"], b["lines"]) for b in blame] == [("edit guide", ["two"])]
     project.files.delete(file_path="docs/guide.md", branch="main", commit_message="drop guide")
@@ -146,6 +148,61 @@ def test_tree_blobs_compare_contributors_archive_languages(project):
     assert any(name.endswith("src/app.py") for name in names)
     assert project.repository_archive(format="zip") == archive
     assert set(project.languages()) == {"Python", "Markdown"}
+
+
+def test_files_head_tells_gitlabs_metadata_headers(project):
+    """python-gitlab's `files.head` answers the response's headers: GitLab's X-Gitlab-* ones."""
+    made = project.commits.create(
+        {
+            "branch": "main",
+            "commit_message": "add tool",
+            "actions": [
+                {"action": "create", "file_path": "bin/tool.sh", "content": "#!/bin/sh\n"},
+            ],
+        }
+    )
+    f = project.files.get(file_path="bin/tool.sh", ref="main")
+    head = project.files.head("bin/tool.sh", ref="main")
+    assert {
+        name: head[f"X-Gitlab-{name}"]
+        for name in ("Blob-Id", "Commit-Id", "Last-Commit-Id", "Content-Sha256", "File-Name", "File-Path")
+    } == {
+        "Blob-Id": f.blob_id,
+        "Commit-Id": made.id,
+        "Last-Commit-Id": made.id,
+        "Content-Sha256": f.content_sha256,
+        "File-Name": "tool.sh",
+        "File-Path": "bin/tool.sh",
+    }
+    assert (head["X-Gitlab-Ref"], head["X-Gitlab-Size"], head["X-Gitlab-Encoding"]) == (
+        "main",
+        "10",
+        "base64",
+    )
+    raw = project.manager.gitlab.http_request(
+        "get", f"/projects/{project.id}/repository/files/bin%2Ftool.sh/raw", query_data={"ref": "main"}
+    )
+    assert (raw.content, raw.headers["X-Gitlab-Blob-Id"]) == (b"#!/bin/sh\n", f.blob_id)
+
+
+def test_repository_merge_base(project):
+    base = project.commits.list(ref_name="main", get_all=True)[0]
+    project.branches.create({"branch": "side", "ref": "main"})
+    for branch in ("main", "side"):
+        project.commits.create(
+            {
+                "branch": branch,
+                "commit_message": f"on {branch}",
+                "actions": [{"action": "create", "file_path": f"{branch}.txt", "content": "x\n"}],
+            }
+        )
+    found = project.repository_merge_base(["main", "side"])
+    assert (found["id"], found["title"]) == (base.id, base.title)
+    with pytest.raises(GitlabGetError, match="Provide at least 2 refs") as err:
+        project.repository_merge_base("main")
+    assert err.value.response_code == 400
+    with pytest.raises(GitlabGetError, match="Could not find ref: nowhere"):
+        project.repository_merge_base(["main", "nowhere"])
 
 
 def test_a_missing_ref_is_a_404(project):

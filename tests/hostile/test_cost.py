@@ -16,6 +16,7 @@ import pytest
 from bench.cost import BOMB_LEVELS, craft_bomb
 from kiln.api import API_PREFIX, API_ROUTES
 from kiln.git.files import STREAM_BYTES
+from kiln.services import instance_settings
 from kiln.services.repositories import store
 from tests.contract.test_writes import _calls_in_thread
 from tests.factories.repositories import open_repository, write_commit
@@ -88,10 +89,8 @@ def file_url(project: dict[str, Any], path: str, suffix: str = "") -> str:
 # ---------------------------------------------------------------------------- diff limits
 
 
-def test_a_patch_of_diff_max_patch_bytes_or_more_is_too_large_and_left_out(
-    api, owner, project, settings, configure
-):
-    configure(diff_max_patch_bytes=1000)
+def test_a_patch_of_diff_max_patch_bytes_or_more_is_too_large_and_left_out(api, owner, project, settings, db):
+    instance_settings.update(db, {"diff_max_patch_bytes": 1000})
     sha = commit_files(settings, project, {"big.txt": lines(200), "small.txt": b"one\n"})
     by_path = {d["new_path"]: d for d in commit_diff(api, owner, project, sha)}
     assert (by_path["big.txt"]["too_large"], by_path["big.txt"]["diff"]) == (True, "")
@@ -101,22 +100,20 @@ def test_a_patch_of_diff_max_patch_bytes_or_more_is_too_large_and_left_out(
     )
 
 
-def test_a_commit_diff_shows_at_most_diff_max_files_files(api, owner, project, settings, configure):
-    configure(diff_max_files=3)
+def test_a_commit_diff_shows_at_most_diff_max_files_files(api, owner, project, settings, db):
+    instance_settings.update(db, {"diff_max_files": 3})
     sha = commit_files(settings, project, {f"f{n}.txt": b"x\n" for n in range(5)})
     assert [d["new_path"] for d in commit_diff(api, owner, project, sha)] == ["f0.txt", "f1.txt", "f2.txt"]
 
 
-def test_a_commit_diff_stops_before_the_file_that_passes_diff_max_lines(
-    api, owner, project, settings, configure
-):
-    configure(diff_max_lines=25)
+def test_a_commit_diff_stops_before_the_file_that_passes_diff_max_lines(api, owner, project, settings, db):
+    instance_settings.update(db, {"diff_max_lines": 25})
     sha = commit_files(settings, project, {"a.txt": lines(10), "b.txt": lines(10), "c.txt": lines(10)})
     assert [d["new_path"] for d in commit_diff(api, owner, project, sha)] == ["a.txt", "b.txt"]
 
 
-def test_a_too_large_patch_counts_toward_no_limit(api, owner, project, settings, configure):
-    configure(diff_max_patch_bytes=1000, diff_max_lines=100)
+def test_a_too_large_patch_counts_toward_no_limit(api, owner, project, settings, db):
+    instance_settings.update(db, {"diff_max_patch_bytes": 1000, "diff_max_lines": 100})
     sha = commit_files(settings, project, {"big.txt": lines(200), "small.txt": b"one\n"})
     by_path = {d["new_path"]: d["too_large"] for d in commit_diff(api, owner, project, sha)}
     assert by_path == {"big.txt": True, "small.txt": False}
@@ -139,16 +136,16 @@ def test_a_small_change_to_a_file_larger_than_kiln_diffs_in_place_shows_its_patc
     assert stats == {"additions": 1, "deletions": 1, "total": 2}
 
 
-def test_a_commit_diff_is_never_collapsed(api, owner, project, settings, configure):
-    configure(diff_max_files=10, diff_max_patch_bytes=1000)
+def test_a_commit_diff_is_never_collapsed(api, owner, project, settings, db):
+    instance_settings.update(db, {"diff_max_files": 10, "diff_max_patch_bytes": 1000})
     sha = commit_files(settings, project, {f"f{n}.txt": lines(5) for n in range(5)})
     assert {(d["collapsed"], d["diff"] != "") for d in commit_diff(api, owner, project, sha)} == {
         (False, True)
     }
 
 
-def test_compare_collapses_the_files_past_a_tenth_of_diff_max_files(api, owner, project, settings, configure):
-    configure(diff_max_files=20)
+def test_compare_collapses_the_files_past_a_tenth_of_diff_max_files(api, owner, project, settings, db):
+    instance_settings.update(db, {"diff_max_files": 20})
     base = commit_files(settings, project, {"seed.txt": b"seed\n"})
     head = commit_files(settings, project, {f"f{n}.txt": b"x\n" for n in range(4)})
     body = compare(api, owner, project, base, head)
@@ -161,10 +158,8 @@ def test_compare_collapses_the_files_past_a_tenth_of_diff_max_files(api, owner, 
     assert body["compare_timeout"] is False
 
 
-def test_compare_collapses_a_patch_of_a_tenth_of_diff_max_patch_bytes(
-    api, owner, project, settings, configure
-):
-    configure(diff_max_patch_bytes=10_000)
+def test_compare_collapses_a_patch_of_a_tenth_of_diff_max_patch_bytes(api, owner, project, settings, db):
+    instance_settings.update(db, {"diff_max_patch_bytes": 10_000})
     base = commit_files(settings, project, {"seed.txt": b"seed\n"})
     head = commit_files(settings, project, {"big.txt": lines(200), "small.txt": b"x\n"})
     by_path = {d["new_path"]: d for d in compare(api, owner, project, base, head)["diffs"]}
@@ -176,8 +171,8 @@ def test_compare_collapses_a_patch_of_a_tenth_of_diff_max_patch_bytes(
     assert by_path["small.txt"]["collapsed"] is False
 
 
-def test_compare_past_diff_max_files_times_out(api, owner, project, settings, configure):
-    configure(diff_max_files=3)
+def test_compare_past_diff_max_files_times_out(api, owner, project, settings, db):
+    instance_settings.update(db, {"diff_max_files": 3})
     base = commit_files(settings, project, {"seed.txt": b"seed\n"})
     head = commit_files(settings, project, {f"f{n}.txt": b"x\n" for n in range(5)})
     body = compare(api, owner, project, base, head)
