@@ -44,6 +44,7 @@ class Action(Enum):
     ADMIN_TOKENS = auto()  # create tokens for others, impersonation tokens
     ADMIN_CUSTOM_ATTRIBUTES = auto()  # custom attributes of users, groups and projects
     CREATE_GROUP = auto()  # a top-level group
+    ADMIN_FEATURES = auto()  # read and set feature flags (administrators)
 
     READ_PROJECT = auto()
     READ_CODE = auto()  # repository contents
@@ -62,6 +63,7 @@ class Action(Enum):
     ADMIN_MEMBERS = auto()  # add, change, remove members
     MANAGE_OWNERS = auto()  # grant the Owner role, change or remove an Owner
     REQUEST_ACCESS = auto()
+    ADMIN_BADGES = auto()  # add, change, remove badges (project Maintainer, group Owner)
 
     READ_GROUP = auto()
     UPDATE_GROUP = auto()  # settings and deletion (Owner)
@@ -118,6 +120,8 @@ def is_admin(actor: Actor | None) -> bool:
 
 def may(actor: Actor | None, action: Action, subject: object = None) -> bool:
     if action in (Action.ADMIN_USERS, Action.ADMIN_TOKENS, Action.ADMIN_CUSTOM_ATTRIBUTES):
+        return is_admin(actor)
+    if action is Action.ADMIN_FEATURES:
         return is_admin(actor)
     if action is Action.CREATE_GROUP:
         return actor is not None and (is_admin(actor) or actor.user.can_create_group)
@@ -215,6 +219,8 @@ def _may_project(actor: Actor | None, action: Action, s: ProjectSubject) -> bool
         return admin or level >= MAINTAINER
     if action is Action.CREATE_MERGE_REQUEST_IN:
         return admin or level >= DEVELOPER
+    if action is Action.ADMIN_BADGES:  # GitLab's admin_project
+        return admin or level >= MAINTAINER
     if action in (
         Action.UPDATE_PROJECT,
         Action.SHARE_PROJECT,
@@ -243,6 +249,8 @@ def _may_group(actor: Actor | None, action: Action, s: GroupSubject) -> bool:
         return False
     if action in (Action.UPDATE_GROUP, Action.ADMIN_MEMBERS, Action.MANAGE_OWNERS):
         # Group membership is the Owners' business (GitLab's admin_group_member).
+        return admin or level >= OWNER
+    if action is Action.ADMIN_BADGES:  # GitLab's admin_group
         return admin or level >= OWNER
     if action is Action.CREATE_SUBGROUP:
         wanted = OWNER if s.group.subgroup_creation_level == "owner" else MAINTAINER

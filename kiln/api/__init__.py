@@ -5,10 +5,12 @@ from __future__ import annotations
 from litestar.handlers import HTTPRouteHandler
 
 from kiln.api import (
+    badges,
     branches,
     commits,
     compare,
     custom_attributes,
+    features,
     files,
     git_http,
     groups,
@@ -88,6 +90,8 @@ API_ROUTES: list[HTTPRouteHandler] = [
     *tree.ROUTES,
     *commits.ROUTES,
     *compare.ROUTES,
+    *badges.ROUTES,
+    *features.ROUTES,
 ]
 
 # Mounted at the root: web sign-in, OAuth, health, public files.
