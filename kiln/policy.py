@@ -43,6 +43,7 @@ class Action(Enum):
     REVOKE_TOKEN = auto()
     ADMIN_TOKENS = auto()  # create tokens for others, impersonation tokens
     ADMIN_CUSTOM_ATTRIBUTES = auto()  # custom attributes of users, groups and projects
+    ADMIN_SETTINGS = auto()  # application settings, plan limits, statistics (administrators)
     CREATE_GROUP = auto()  # a top-level group
     ADMIN_FEATURES = auto()  # read and set feature flags (administrators)
 
@@ -122,6 +123,8 @@ def may(actor: Actor | None, action: Action, subject: object = None) -> bool:
     if action in (Action.ADMIN_USERS, Action.ADMIN_TOKENS, Action.ADMIN_CUSTOM_ATTRIBUTES):
         return is_admin(actor)
     if action is Action.ADMIN_FEATURES:
+        return is_admin(actor)
+    if action is Action.ADMIN_SETTINGS:
         return is_admin(actor)
     if action is Action.CREATE_GROUP:
         return actor is not None and (is_admin(actor) or actor.user.can_create_group)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from litestar.handlers import HTTPRouteHandler
 
 from kiln.api import (
+    application_settings,
+    application_statistics,
     badges,
     branches,
     commits,
@@ -18,6 +20,7 @@ from kiln.api import (
     meta,
     namespaces,
     oauth,
+    plan_limits,
     projects,
     protected_branches,
     sessions,
@@ -92,6 +95,9 @@ API_ROUTES: list[HTTPRouteHandler] = [
     *compare.ROUTES,
     *badges.ROUTES,
     *features.ROUTES,
+    *application_settings.ROUTES,
+    *plan_limits.ROUTES,
+    *application_statistics.ROUTES,
 ]
 
 # Mounted at the root: web sign-in, OAuth, health, public files.

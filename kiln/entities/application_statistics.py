@@ -1,0 +1,30 @@
+"""The application statistics view (GitLab's Entities::ApplicationStatistics): each count a
+string with thousands separators ("1,234"), as GitLab's number_with_delimiter writes it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kiln.queries.application_statistics import Counts
+
+
+def _n(value: int) -> str:
+    return f"{value:,}"
+
+
+def application_statistics(c: Counts) -> dict[str, Any]:
+    # Issues, merge requests, snippets and milestones are not kept by kiln: none of each.
+    return {
+        "forks": _n(c.forks),
+        "issues": _n(0),
+        "merge_requests": _n(0),
+        "notes": _n(c.notes),
+        "snippets": _n(0),
+        "ssh_keys": _n(c.ssh_keys),
+        "milestones": _n(0),
+        "users": _n(c.users),
+        "groups": _n(c.groups),
+        "projects": _n(c.projects),
+        "active_users": _n(c.active_users),
+    }

@@ -1,0 +1,102 @@
+"""Application statistics (administrators only): GitLab's counts, as strings with thousands
+separators, counted in a fixed number of statements."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import event
+
+from kiln.db import transaction
+from kiln.entities.application_statistics import application_statistics
+from kiln.models import CommitNote, SSHKey
+from kiln.queries import reads
+from kiln.queries.application_statistics import Counts
+from tests.bodies import FORBIDDEN, UNAUTHORIZED
+
+PATH = "/application/statistics"
+FIELDS = [
+    "forks",
+    "issues",
+    "merge_requests",
+    "notes",
+    "snippets",
+    "ssh_keys",
+    "milestones",
+    "users",
+    "groups",
+    "projects",
+    "active_users",
+]
+
+
+def numbers(api) -> dict[str, int]:
+    r = api("root").get(PATH)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert list(body) == FIELDS
+    assert all(isinstance(v, str) for v in body.values())
+    return {k: int(v.replace(",", "")) for k, v in body.items()}
+
+
+def test_anonymous_is_401_and_non_admin_403(api, make):
+    assert (api().get(PATH).status_code, api().get(PATH).json()) == (401, UNAUTHORIZED)
+    r = api(make.user()).get(PATH)
+    assert (r.status_code, r.json()) == (403, FORBIDDEN)
+
+
+def test_counts_what_the_instance_holds(api, make, db):
+    before = numbers(api)
+    owner = make.user()
+    make.user(state="blocked")
+    group = make.group(owners=[owner])
+    source = make.project(owner=owner)
+    make.project(namespace=group, forked_from_id=source.id)
+    with transaction(db):
+        db.add(
+            SSHKey(
+                user_id=owner.id, title="k", key="ssh-ed25519 AAAA c", fingerprint="f", fingerprint_sha256="s"
+            )
+        )
+        db.add(CommitNote(project_id=source.id, commit_sha="a" * 40, author_id=owner.id, note="Nice"))
+    after = numbers(api)
+    delta = {k: after[k] - before[k] for k in FIELDS}
+    assert delta == {
+        "forks": 1,
+        "issues": 0,
+        "merge_requests": 0,
+        "notes": 1,
+        "snippets": 0,
+        "ssh_keys": 1,
+        "milestones": 0,
+        "users": 2,
+        "groups": 1,
+        "projects": 2,
+        "active_users": 1,
+    }
+
+
+@pytest.mark.parametrize(("count", "text"), [(0, "0"), (999, "999"), (1234, "1,234"), (1234567, "1,234,567")])
+def test_counts_are_strings_with_thousands_separators(count, text):
+    view = application_statistics(Counts(count, count, count, count, count, count, count))
+    assert view["users"] == text
+    assert view["issues"] == "0"
+
+
+def test_costs_a_fixed_number_of_statements(api, make, runtime):
+    root = api("root")
+    root.get(PATH)
+    make.project()
+    reads.forget_reused()
+    seen: list[str] = []
+
+    def record(conn, cursor, statement, *args) -> None:
+        if not statement.lstrip().upper().startswith(("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")):
+            seen.append(statement)
+
+    event.listen(runtime.engine, "before_cursor_execute", record)
+    try:
+        assert root.get(PATH).status_code == 200
+    finally:
+        event.remove(runtime.engine, "before_cursor_execute", record)
+    # The token with its user, and every count.
+    assert len(seen) == 2, seen
