@@ -67,7 +67,7 @@ DEFAULTS: dict[str, Any] = {
     "allow_local_requests_from_system_hooks": True,
     "outbound_local_requests_whitelist": [],
     "dns_rebinding_protection_enabled": True,
-    # What one diff shows at most (see kiln.config for how each bound is applied).
+    # What one diff shows at most (kiln.git.diffs says how each bound is applied).
     "diff_max_patch_bytes": 200 * 1024,
     "diff_max_files": 1000,
     "diff_max_lines": 50_000,
