@@ -21,10 +21,14 @@ install-dev: $(BIN)/python
 run: install
 	KILN_EXTERNAL_URL=$${KILN_EXTERNAL_URL:-http://$(HOST):$(PORT)} $(BIN)/kiln serve --host $(HOST) --port $(PORT)
 
-# What the tests need from the system: git, and a PostgreSQL server the tests start themselves.
+# What the tests need from the system: git, gpg and gpgv (GPG keys and commit signatures),
+# ssh-keygen (SSH signatures, and the key tests), and a PostgreSQL server the tests start themselves.
 system-deps:
 	@missing=""; \
 	command -v git >/dev/null 2>&1 || missing="$$missing git"; \
+	command -v gpg >/dev/null 2>&1 || missing="$$missing gnupg"; \
+	command -v gpgv >/dev/null 2>&1 || missing="$$missing gpgv"; \
+	command -v ssh-keygen >/dev/null 2>&1 || missing="$$missing openssh-client"; \
 	{ command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; } || missing="$$missing postgresql"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \

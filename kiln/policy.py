@@ -46,6 +46,9 @@ class Action(Enum):
     ADMIN_SETTINGS = auto()  # application settings, plan limits, statistics (administrators)
     CREATE_GROUP = auto()  # a top-level group
     ADMIN_FEATURES = auto()  # read and set feature flags (administrators)
+    # Another user's SSH keys, GPG keys and e-mail addresses; any SSH key by id or fingerprint
+    # (administrators: everyone manages their own under /user).
+    ADMIN_USER_KEYS = auto()
 
     READ_PROJECT = auto()
     READ_CODE = auto()  # repository contents
@@ -120,6 +123,8 @@ def is_admin(actor: Actor | None) -> bool:
 
 
 def may(actor: Actor | None, action: Action, subject: object = None) -> bool:
+    if action is Action.ADMIN_USER_KEYS:
+        return is_admin(actor)
     if action in (Action.ADMIN_USERS, Action.ADMIN_TOKENS, Action.ADMIN_CUSTOM_ATTRIBUTES):
         return is_admin(actor)
     if action is Action.ADMIN_FEATURES:

@@ -1,0 +1,81 @@
+"""Further e-mail address reads: a user's addresses as `EmailRow` records, whether an address
+is anyone's (primary or further, whatever its case), and a user's confirmed addresses."""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from functools import cache
+from typing import Any
+
+from sqlalchemy import Select, bindparam, exists, func, or_, select
+from sqlalchemy.orm import Session
+
+from kiln.models import Email, User
+from kiln.pagination import Page, PageResult
+from kiln.queries.paging import offset_page
+from kiln.queries.reads import row_columns, run
+
+_EMAILS = Email.__table__
+
+EmailRow = namedtuple("EmailRow", [c.key for c in _EMAILS.c])  # type: ignore[misc]
+
+
+@cache
+def _of_user_statement() -> Select[Any]:
+    return (
+        select(*row_columns(_EMAILS)).where(_EMAILS.c.user_id == bindparam("user_id")).order_by(_EMAILS.c.id)
+    )
+
+
+@cache
+def _one_of_user_statement() -> Select[Any]:
+    return select(*row_columns(_EMAILS)).where(
+        _EMAILS.c.user_id == bindparam("user_id"), _EMAILS.c.id == bindparam("email_id")
+    )
+
+
+@cache
+def _confirmed_statement() -> Select[Any]:
+    return select(_EMAILS.c.email).where(
+        _EMAILS.c.user_id == bindparam("user_id"), _EMAILS.c.confirmed_at.is_not(None)
+    )
+
+
+def page_of_user(db: Session, user_id: int, page: Page) -> PageResult:
+    """One page of a user's further addresses, oldest first; items are EmailRow records."""
+    result = offset_page(db, _of_user_statement(), page, core=True, params={"user_id": user_id})
+    result.items = [EmailRow._make(row) for row in result.items]
+    return result
+
+
+def email_of_user(db: Session, user_id: int, email_id: int) -> EmailRow | None:
+    row = run(db, _one_of_user_statement(), {"user_id": user_id, "email_id": email_id}).first()
+    return None if row is None else EmailRow._make(row)
+
+
+def confirmed_of(db: Session, user_id: int) -> list[str]:
+    """The user's confirmed further addresses (the primary one is on the user's row)."""
+    return [row[0] for row in run(db, _confirmed_statement(), {"user_id": user_id})]
+
+
+def address_taken(db: Session, email: str) -> bool:
+    """Whether anyone has the address, as primary or further address, in any case."""
+    lowered = email.lower()
+    primary = select(User.id).where(func.lower(User.email) == lowered)
+    further = select(Email.id).where(func.lower(Email.email) == lowered)
+    return bool(db.execute(select(or_(exists(primary), exists(further)))).scalar_one())
+
+
+@cache
+def _owner_statement() -> Select[Any]:
+    primary = select(User.id.label("user_id")).where(func.lower(User.email) == bindparam("address"))
+    further = select(_EMAILS.c.user_id).where(
+        func.lower(_EMAILS.c.email) == bindparam("address"), _EMAILS.c.confirmed_at.is_not(None)
+    )
+    return primary.union_all(further).limit(1)
+
+
+def owner_of_address(db: Session, address: str) -> int | None:
+    """The user whose verified address (primary, or a confirmed further one) this is."""
+    row = run(db, _owner_statement(), {"address": address.lower()}).first()
+    return None if row is None else int(row[0])
