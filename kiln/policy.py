@@ -45,6 +45,7 @@ class Action(Enum):
     ADMIN_CUSTOM_ATTRIBUTES = auto()  # custom attributes of users, groups and projects
     ADMIN_SETTINGS = auto()  # application settings, plan limits, statistics (administrators)
     CREATE_GROUP = auto()  # a top-level group
+    ADMIN_PROJECTS = auto()  # any project's storage, snapshot, move to a group (administrators)
     ADMIN_FEATURES = auto()  # read and set feature flags (administrators)
     # Another user's SSH keys, GPG keys and e-mail addresses; any SSH key by id or fingerprint
     # (administrators: everyone manages their own under /user).
@@ -59,6 +60,8 @@ class Action(Enum):
     CREATE_MERGE_REQUEST_IN = auto()  # the project view's can_create_merge_request_in (Developer)
     CHANGE_VISIBILITY = auto()  # visibility, path and namespace (Owner)
     ADMIN_PROJECT = auto()  # archive, delete, restore (Owner)
+    TRANSFER_PROJECT = auto()  # move to another namespace (Owner; archived projects too)
+    MAINTAIN_REPOSITORY = auto()  # housekeeping (Maintainer)
     FORK_PROJECT = auto()
     STAR_PROJECT = auto()
     UPLOAD_FILE = auto()
@@ -74,6 +77,7 @@ class Action(Enum):
     CREATE_SUBGROUP = auto()
     CREATE_PROJECT = auto()  # in a namespace (user or group)
     READ_NAMESPACE = auto()  # a user's own namespace, or a group the actor may read
+    TRANSFER_PROJECTS_INTO = auto()  # move projects into a namespace (its Maintainers, Owner)
 
 
 @dataclass(slots=True, frozen=True)
@@ -125,7 +129,12 @@ def is_admin(actor: Actor | None) -> bool:
 def may(actor: Actor | None, action: Action, subject: object = None) -> bool:
     if action is Action.ADMIN_USER_KEYS:
         return is_admin(actor)
-    if action in (Action.ADMIN_USERS, Action.ADMIN_TOKENS, Action.ADMIN_CUSTOM_ATTRIBUTES):
+    if action in (
+        Action.ADMIN_USERS,
+        Action.ADMIN_TOKENS,
+        Action.ADMIN_CUSTOM_ATTRIBUTES,
+        Action.ADMIN_PROJECTS,
+    ):
         return is_admin(actor)
     if action is Action.ADMIN_FEATURES:
         return is_admin(actor)
@@ -234,9 +243,15 @@ def _may_project(actor: Actor | None, action: Action, s: ProjectSubject) -> bool
         Action.SHARE_PROJECT,
         Action.ADMIN_MEMBERS,
         Action.ADMIN_PROTECTED_BRANCHES,
+        Action.MAINTAIN_REPOSITORY,
     ):
         return admin or level >= MAINTAINER
-    if action in (Action.CHANGE_VISIBILITY, Action.ADMIN_PROJECT, Action.MANAGE_OWNERS):
+    if action in (
+        Action.CHANGE_VISIBILITY,
+        Action.ADMIN_PROJECT,
+        Action.MANAGE_OWNERS,
+        Action.TRANSFER_PROJECT,
+    ):
         return admin or level >= OWNER
     if action is Action.REQUEST_ACCESS:
         return (
@@ -272,6 +287,11 @@ def _may_group(actor: Actor | None, action: Action, s: GroupSubject) -> bool:
             return admin or s.group.owner_id == actor.user.id
         wanted = _CREATION_LEVEL.get(s.group.project_creation_level, DEVELOPER)
         return admin or (wanted is not None and level >= wanted)
+    if action is Action.TRANSFER_PROJECTS_INTO:
+        # GitLab's transfer_projects: who may create projects there, and in a group a Maintainer.
+        if not _may_group(actor, Action.CREATE_PROJECT, s):
+            return False
+        return admin or not s.group.is_group or level >= MAINTAINER
     if action is Action.REQUEST_ACCESS:
         return (
             s.group.request_access_enabled

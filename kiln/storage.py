@@ -88,3 +88,10 @@ def user_avatar_key(user_id: int, filename: str | None = None) -> str:
     the user's folder, or one file in it."""
     folder = f"-/system/user/avatar/{user_id}"
     return folder if filename is None else f"{folder}/{filename}"
+
+
+def avatar_key(kind: str, owner_id: int, filename: str | None = None) -> str:
+    """A project's or group's avatar (`kind` "project" or "group") in the uploads storage,
+    and the path its URL serves it at (GitLab's): the owner's folder, or one file in it."""
+    folder = f"-/system/{kind}/avatar/{owner_id}"
+    return folder if filename is None else f"{folder}/{filename}"

@@ -4,18 +4,22 @@ transfer, subgroups, descendant groups and the group's projects."""
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import unquote
 
 from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
 
+from kiln import storage
 from kiln.api._deps import Authenticated, Db, Viewer, in_thread, runtime
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
 from kiln.api._render import render
 from kiln.api._routes import delete, get, post, put
+from kiln.api.projects import avatar_download
 from kiln.entities.groups import group_detail, group_view
 from kiln.entities.projects import project_full, project_simple
+from kiln.policy import Action
 from kiln.schemas.groups import (
     GroupCreate,
     GroupDelete,
@@ -25,6 +29,7 @@ from kiln.schemas.groups import (
     GroupTransfer,
     GroupUpdate,
 )
+from kiln.services import avatars
 from kiln.services import groups as service
 
 Req = Request[Any, Any, Any]
@@ -49,7 +54,7 @@ async def list_groups(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
 @post("/groups", params=GroupCreate)
 async def create_group(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
     p: GroupCreate = await params(request)
-    rec = await in_thread(service.create_group, db, actor, p)
+    rec = await in_thread(service.create_group, db, actor, p, storage.uploads(runtime(request).settings))
     return render(group_detail(rec, _base(request)), status=201)
 
 
@@ -96,6 +101,22 @@ async def transfer_group(request: Req, db: Db, actor: Authenticated, id: FromPat
     return render(group_detail(rec, _base(request)), status=201)
 
 
+@get("/groups/{id:str}/avatar", auth="optional")
+async def group_avatar(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Response[Any]:
+    files = storage.uploads(runtime(request).settings)
+    return avatar_download(files, avatars.group_avatar_download(db, viewer, id, files))
+
+
+@post("/groups/{id:str}/projects/{project_id:str}", requires=Action.ADMIN_PROJECTS)
+async def transfer_project_to_group(
+    request: Req, db: Db, actor: Authenticated, id: FromPath[str], project_id: FromPath[str]
+) -> Response[bytes]:
+    rec = await in_thread(
+        service.transfer_project_to_group, db, actor, id, unquote(project_id), runtime(request).settings
+    )
+    return render(group_detail(rec, _base(request)), status=201)
+
+
 @get("/groups/{id:str}/subgroups", auth="optional", params=GroupList)
 async def list_subgroups(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Response[bytes]:
     q: GroupList = await params(request)
@@ -128,6 +149,8 @@ ROUTES: list[HTTPRouteHandler] = [
     delete_group,
     restore_group,
     transfer_group,
+    group_avatar,
+    transfer_project_to_group,
     list_subgroups,
     list_descendant_groups,
     list_group_projects,

@@ -1,5 +1,6 @@
 """Projects (spec part 3 "Projects"): create, read, update, list, fork, star, archive,
-delete and restore, share, uploads, languages."""
+delete and restore, share, uploads, languages; GitLab's transfer, groups, avatar,
+housekeeping, storage and snapshot routes."""
 
 from __future__ import annotations
 
@@ -16,17 +17,21 @@ from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
 from kiln.api._render import no_content, render
 from kiln.api._routes import delete, get, post, put
+from kiln.entities.groups import public_group_details
 from kiln.entities.projects import (
     project_full,
     project_in_list_json,
     project_simple,
     project_with_access_json,
+    repository_storage,
     share_link,
     starrer,
     upload_result,
 )
 from kiln.policy import Action
+from kiln.schemas.groups import ProjectGroupList
 from kiln.schemas.projects import (
+    Housekeeping,
     ProjectCreate,
     ProjectCreateForUser,
     ProjectDelete,
@@ -34,20 +39,26 @@ from kiln.schemas.projects import (
     ProjectGet,
     ProjectList,
     ProjectShare,
+    ProjectTransfer,
     ProjectUpdate,
+    SnapshotGet,
     StarrerList,
+    TransferLocations,
     UploadCreate,
 )
-from kiln.services import languages as language_service
 from kiln.services import (
+    avatars,
     project_creation,
     project_forks,
     project_lifecycle,
     project_settings,
     project_shares,
     project_stars,
+    project_transfers,
     uploads,
 )
+from kiln.services import housekeeping as housekeeping_service
+from kiln.services import languages as language_service
 from kiln.services import projects as service
 from kiln.services import users as user_service
 
@@ -272,3 +283,69 @@ def _serve_upload(
 ) -> Response[Any]:
     files = _uploads(request)
     return _user_content.stored(files, uploads.project_upload(db, viewer, ident, secret, filename, files))
+
+
+@put("/projects/{id:str}/transfer", params=ProjectTransfer)
+async def transfer_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
+    p: ProjectTransfer = await params(request)
+    rec = await in_thread(project_transfers.transfer, db, actor, id, p.namespace, runtime(request).settings)
+    return render(project_full(rec, _base(request)))
+
+
+@get("/projects/{id:str}/transfer_locations", params=TransferLocations)
+async def transfer_locations(
+    request: Req, db: Db, actor: Authenticated, id: FromPath[str]
+) -> Response[bytes]:
+    q: TransferLocations = await params(request)
+    page = page_of(q)
+    result = project_transfers.transfer_locations(db, actor, id, q.search, page)
+    base = _base(request)
+    items = [public_group_details(row, base) for row in result.items]
+    return paginated(request, items, page, result)
+
+
+@get("/projects/{id:str}/groups", auth="optional", params=ProjectGroupList)
+async def list_project_groups(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Response[bytes]:
+    q: ProjectGroupList = await params(request)
+    page = page_of(q)
+    result = service.groups_of(db, viewer, id, q, page)
+    base = _base(request)
+    items = [public_group_details(row, base) for row in result.items]
+    return paginated(request, items, page, result)
+
+
+@get("/projects/{id:str}/avatar", auth="optional")
+async def project_avatar(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> Response[Any]:
+    files = _uploads(request)
+    return avatar_download(files, avatars.project_avatar_download(db, viewer, id, files))
+
+
+@post("/projects/{id:str}/housekeeping", params=Housekeeping)
+async def housekeeping(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
+    p: Housekeeping = await params(request)
+    await in_thread(housekeeping_service.run, db, actor, id, p.task, runtime(request).settings)
+    return render(None, status=201)
+
+
+@get("/projects/{id:str}/storage", requires=Action.ADMIN_PROJECTS)
+async def project_storage(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
+    return render(repository_storage(housekeeping_service.storage_of(db, actor, id)))
+
+
+@get("/projects/{id:str}/snapshot", params=SnapshotGet, requires=Action.ADMIN_PROJECTS)
+async def project_snapshot(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[Any]:
+    q: SnapshotGet = await params(request)
+    body = housekeeping_service.snapshot(db, actor, id, wiki=q.wiki, settings=runtime(request).settings)
+    return _user_content.stream(body, SNAPSHOT_NAME, _user_content.ServedAs.download(SNAPSHOT_TYPE))
+
+
+# The name and type a snapshot goes out with (GitLab's).
+SNAPSHOT_NAME = "snapshot.tar"
+SNAPSHOT_TYPE = "application/x-tar"
+
+
+def avatar_download(files: storage.Storage, found: uploads.StoredFile) -> Response[Any]:
+    """An avatar as GET /projects/:id/avatar and /groups/:id/avatar send it: an attachment
+    named as the file, of the image's type."""
+    served = _user_content.ServedAs.download(_user_content.served_as(found.name).media_type)
+    return _user_content.stream(files.iter_bytes(found.key), found.name, served)

@@ -124,3 +124,15 @@ def namespace_view(rec: NamespaceRecord, base: str) -> dict[str, Any]:
 
 def exists_view(exists: bool, suggests: list[str]) -> dict[str, Any]:
     return {"exists": exists, "suggests": suggests}
+
+
+def public_group_details(g: Any, base: str) -> dict[str, Any]:
+    """GitLab's PublicGroupDetails: a project's groups, the groups a project may move to."""
+    return {
+        "id": g.id,
+        "web_url": group_web_url(g.full_path, base),
+        "name": g.name,
+        "avatar_url": namespace_avatar_url(g, base),
+        "full_name": g.full_name,
+        "full_path": g.full_path,
+    }

@@ -407,3 +407,13 @@ def share_link(link: ProjectGroupLink) -> dict[str, Any]:
         "group_access": link.group_access,
         "expires_at": day(link.expires_at),
     }
+
+
+def repository_storage(info: Any) -> dict[str, Any]:
+    """GitLab's ProjectRepositoryStorage (GET /projects/:id/storage)."""
+    return {
+        "project_id": info.project_id,
+        "disk_path": info.disk_path,
+        "created_at": iso(info.created_at),
+        "repository_storage": info.repository_storage,
+    }

@@ -16,6 +16,7 @@ from sqlalchemy import (
     Date,
     Select,
     bindparam,
+    case,
     false,
     func,
     null,
@@ -28,9 +29,9 @@ from sqlalchemy.orm import Session
 
 from kiln import policy
 from kiln.auth.actor import Actor
-from kiln.models import ApplicationSetting, Namespace, Project, ProjectStatistics
+from kiln.models import ApplicationSetting, Member, Namespace, Project, ProjectGroupLink, ProjectStatistics
 from kiln.models.base import is_numeric, numeric_id
-from kiln.models.namespaces import KIND_GROUP, OWNER
+from kiln.models.namespaces import DEVELOPER, KIND_GROUP, MAINTAINER, OWNER
 from kiln.models.projects import STORAGE_SIZES
 from kiln.queries import access, custom_attributes
 from kiln.queries.projects import NamespaceRow, viewer_params
@@ -300,3 +301,104 @@ def _listing(actor: Actor | None, q: GroupList, parent: bool, descendants: bool)
     column = getattr(Namespace, order)
     primary = column.desc() if (q.sort or "asc") == "desc" else column.asc()
     return stmt.order_by(primary) if order == "id" else stmt.order_by(primary, Namespace.id.asc())
+
+
+# ---------------------------------------------------------------------------- a project's groups
+
+
+def _searched(stmt: Select[Any], search: str | None) -> Select[Any]:
+    """GitLab's group search: name or path containing the term, ignoring case."""
+    if not search:
+        return stmt
+    term = contains(search)
+    return stmt.where(
+        or_(
+            func.lower(Namespace.name).like(term, escape=ESCAPE),
+            func.lower(Namespace.path).like(term, escape=ESCAPE),
+        )
+    )
+
+
+def project_groups(
+    actor: Actor | None,
+    *,
+    ancestor_ids: list[int],
+    project_id: int,
+    with_shared: bool,
+    shared_min_access_level: int | None,
+    shared_visible_only: bool,
+    skip_groups: list[int] | None,
+    search: str | None,
+) -> tuple[Select[Any], dict[str, Any]]:
+    """GET /projects/:id/groups (GitLab's Projects::GroupsFinder): the project's group and its
+    ancestors, and with `with_shared` the groups it is shared with (at `shared_min_access_level`
+    or more; with `shared_visible_only` those the caller may see: open to them, or a group they
+    belong to directly), newest first. One statement over the page, whatever the filters."""
+    chosen: list[ColumnElement[bool]] = []
+    params: dict[str, Any] = {}
+    if ancestor_ids:
+        chosen.append(Namespace.id.in_(bindparam("ancestor_ids", expanding=True)))
+        params["ancestor_ids"] = ancestor_ids
+    if with_shared:
+        links = select(ProjectGroupLink.group_id).where(
+            ProjectGroupLink.project_id == bindparam("project_id")
+        )
+        params["project_id"] = project_id
+        if shared_min_access_level is not None:
+            links = links.where(ProjectGroupLink.group_access >= bindparam("shared_min"))
+            params["shared_min"] = shared_min_access_level
+        shared = Namespace.id.in_(links)
+        if shared_visible_only:
+            seen: ColumnElement[bool] = access.opened_by(
+                Namespace.visibility, policy.open_visibilities(actor)
+            )
+            if actor is not None:
+                member = select(Member.namespace_id).where(
+                    Member.user_id == bindparam("viewer_id"),
+                    Member.namespace_id.is_not(None),
+                    access.active_membership(date.today()),
+                )
+                seen = or_(seen, Namespace.id.in_(member))
+                params["viewer_id"] = actor.user.id
+            shared = shared & seen
+        chosen.append(shared)
+    stmt = select(*row_columns(_NAMESPACES)).where(
+        Namespace.kind == KIND_GROUP, or_(*chosen) if chosen else false()
+    )
+    if skip_groups:
+        stmt = stmt.where(Namespace.id.not_in(bindparam("skip_groups", expanding=True)))
+        params["skip_groups"] = list(skip_groups)
+    return _searched(stmt, search).order_by(Namespace.id.desc()), params
+
+
+def _creation_level(column: Any) -> Any:
+    """The level a group asks of those who create projects in it (policy._CREATION_LEVEL);
+    NULL where no member may."""
+    return case(
+        (column.in_(("noone", "administrator")), null()),
+        (column == "owner", OWNER),
+        (column == "maintainer", MAINTAINER),
+        else_=DEVELOPER,
+    )
+
+
+def transfer_locations(
+    actor: Actor, exclude_id: int | None, search: str | None
+) -> tuple[Select[Any], dict[str, Any]]:
+    """The groups `actor` may move projects into (GitLab's transfer_projects: Maintainer or
+    more through a membership of the group or an ancestor, and allowed to create projects
+    there), by name; `exclude_id`: the project's own group."""
+    today = bindparam("today", type_=Date())
+    level = access.group_level_column(_NAMESPACES, bindparam("user_id"), today)
+    creation = _creation_level(_NAMESPACES.c.project_creation_level)
+    stmt = select(*row_columns(_NAMESPACES)).where(
+        _NAMESPACES.c.kind == KIND_GROUP,
+        level >= MAINTAINER,
+        creation.is_not(None),
+        level >= creation,
+    )
+    params: dict[str, Any] = {"user_id": actor.user.id, "today": date.today()}
+    if exclude_id is not None:
+        stmt = stmt.where(_NAMESPACES.c.id != bindparam("exclude_id"))
+        params["exclude_id"] = exclude_id
+    return _searched(stmt, search).order_by(_NAMESPACES.c.name.asc(), _NAMESPACES.c.id.asc()), params

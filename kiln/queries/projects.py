@@ -17,6 +17,7 @@ from sqlalchemy import (
     String,
     and_,
     bindparam,
+    case,
     cast,
     exists,
     false,
@@ -612,8 +613,11 @@ def _view_statement(shape: str, signed_in: bool, statistics: bool, versions: boo
             level: Any = levels.c.level
         else:
             level = _level_of(project_id)
+        # The holder of a personal namespace is its projects' Owner (GitLab keeps an Owner
+        # membership for them), whatever membership row there is.
+        project_access = case((_NAMESPACES.c.owner_id == bindparam("user_id"), literal(OWNER)), else_=direct)
         stmt = stmt.add_columns(
-            level.label("level"), direct.label("project_access"), group_level.label("group_access")
+            level.label("level"), project_access.label("project_access"), group_level.label("group_access")
         )
     if project_id is None:
         return stmt.where(_PROJECTS.c.id.in_(bindparam("ids", expanding=True)))

@@ -81,6 +81,8 @@ class GroupSettings(Params):
     request_access_enabled: Flag | None = None
     default_branch: str | None = None
     default_branch_protection: BranchProtection | None = None
+    # A multipart image file, or "" to remove the avatar.
+    avatar: Any = None
 
 
 class GroupCreate(GroupSettings):
@@ -118,3 +120,13 @@ class NamespaceList(PageParams):
 
 class NamespaceExists(Params):
     parent_id: OptionalInt = None
+
+
+class ProjectGroupList(PageParams):
+    """GET /projects/:id/groups (GitLab's Projects::GroupsFinder parameters)."""
+
+    search: SearchText | None = None
+    skip_groups: IntList | None = None
+    with_shared: Flag = False
+    shared_visible_only: Flag = False
+    shared_min_access_level: AccessLevel | None = None

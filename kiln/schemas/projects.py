@@ -3,7 +3,7 @@ where the spec says "not shown")."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -113,6 +113,8 @@ class ProjectSettings(Params):
     approvals_before_merge: OptionalInt = None
     external_authorization_classification_label: str | None = None
     import_url: str | None = None
+    # A multipart image file, or "" to remove the avatar.
+    avatar: Any = None
 
 
 class ProjectCreate(ProjectSettings):
@@ -209,3 +211,19 @@ class UploadCreate(Params):
 class ProjectDelete(Params):
     permanently_remove: Flag = False
     full_path: str | None = None
+
+
+class ProjectTransfer(Params):
+    namespace: str
+
+
+class TransferLocations(PageParams):
+    search: SearchText | None = None
+
+
+class Housekeeping(Params):
+    task: Literal["eager", "prune"] = "eager"
+
+
+class SnapshotGet(Params):
+    wiki: Flag = False

@@ -37,9 +37,10 @@ from kiln.queries import groups as finder
 from kiln.queries.groups import GroupRecord
 from kiln.queries.paging import offset_page
 from kiln.queries.projects import GroupScope
+from kiln.schemas._types import Upload as FilePart
 from kiln.schemas.groups import GroupCreate, GroupList, GroupProjects, GroupSettings, GroupUpdate
 from kiln.schemas.projects import ProjectList
-from kiln.services import instance_settings, project_lifecycle, subjects
+from kiln.services import avatars, instance_settings, project_lifecycle, project_transfers, subjects
 from kiln.services import namespaces as ns_service
 from kiln.services import projects as project_service
 from kiln.services.projects import ProjectListing
@@ -328,9 +329,28 @@ def _apply_settings(group: Namespace, p: GroupSettings) -> None:
 # ---------------------------------------------------------------------------- writes
 
 
-def create_group(db: Session, actor: Actor, p: GroupCreate) -> GroupRecord:
+def create_group(db: Session, actor: Actor, p: GroupCreate, files: storage.Storage) -> GroupRecord:
     """A top-level group (Action.CREATE_GROUP) or a subgroup (CREATE_SUBGROUP on the parent);
-    the creator becomes its Owner."""
+    the creator becomes its Owner. An avatar is written once the group has its id, and
+    removed again if the group is not made."""
+    avatar = avatars.requested(p)
+    made: list[avatars.Change] = []
+    try:
+        return _create_group(db, actor, p, files, avatar, made)
+    except BaseException:
+        for change in made:
+            change.undo()
+        raise
+
+
+def _create_group(
+    db: Session,
+    actor: Actor,
+    p: GroupCreate,
+    files: storage.Storage,
+    avatar: FilePart | str | None,
+    made: list[avatars.Change],
+) -> GroupRecord:
     parent: Namespace | None = None
     if p.parent_id is not None:
         parent = subjects.group(db, actor, str(p.parent_id), Action.CREATE_SUBGROUP).group
@@ -338,7 +358,7 @@ def create_group(db: Session, actor: Actor, p: GroupCreate) -> GroupRecord:
         policy.require(actor, Action.CREATE_GROUP)
     inst = instance_settings.current(db)
     with transaction(db):
-        errors: dict[str, list[str]] = {}
+        errors: dict[str, list[str]] = avatars.errors(avatar)
         _check_name_path(db, parent, p.name, p.path, errors)
         if parent is not None and len(parent.ancestor_ids) >= ns_service.MAX_DEPTH:
             errors.setdefault("parent_id", []).append("has too deep level of nesting")
@@ -378,6 +398,9 @@ def create_group(db: Session, actor: Actor, p: GroupCreate) -> GroupRecord:
                 created_by_id=actor.user.id,
             )
         )
+        if isinstance(avatar, FilePart):
+            made.append(avatars.Change(files, "group", group.id, None))
+            group.avatar_path = made[0].apply(avatar)
         db.flush()
     return records(db, actor, [group.id])[0]
 
@@ -385,10 +408,29 @@ def create_group(db: Session, actor: Actor, p: GroupCreate) -> GroupRecord:
 def update_group(db: Session, actor: Actor, ident: str, p: GroupUpdate, settings: Settings) -> GroupRecord:
     subject = subjects.group(db, actor, ident, Action.UPDATE_GROUP)
     group = subject.group
+    avatar = avatars.requested(p)
+    change = avatars.Change(storage.uploads(settings), "group", group.id, group.avatar_path)
+    try:
+        _update_group(db, actor, group, p, avatar, change)
+    except BaseException:
+        change.undo()
+        raise
+    change.finish()
+    return _detail(db, actor, group.id, settings)
+
+
+def _update_group(
+    db: Session,
+    actor: Actor,
+    group: Namespace,
+    p: GroupUpdate,
+    avatar: FilePart | str | None,
+    change: avatars.Change,
+) -> None:
     given = p.given()
     parent = db.get(Namespace, group.parent_id) if group.parent_id is not None else None
     with transaction(db):
-        errors: dict[str, list[str]] = {}
+        errors: dict[str, list[str]] = avatars.errors(avatar)
         name = p.name if "name" in given and p.name is not None else group.name
         path = p.path if "path" in given and p.path is not None else group.path
         _check_name_path(
@@ -414,13 +456,14 @@ def update_group(db: Session, actor: Actor, ident: str, p: GroupUpdate, settings
         if renamed:
             ns_service.place(db, group, parent)
             _moved(db, group, *old)
+        if avatar is not None:
+            group.avatar_path = change.apply(avatar)
         group.updated_at = datetime.now(UTC)
         try:
             with db.begin_nested():
                 db.flush()
         except IntegrityError:
             raise ValidationFailed({"path": ["has already been taken"]}) from None
-    return _detail(db, actor, group.id, settings)
 
 
 def _moved(db: Session, group: Namespace, old_full_path: str, old_full_name: str, old_traversal: str) -> None:
@@ -590,6 +633,7 @@ def _remove_files(ctx: jobs.JobContext, payload: dict[str, Any]) -> None:
         files.delete(key)
     for gid in payload.get("namespace_ids", []):
         files.delete_prefix(f"group/{int(gid)}")
+        files.delete_prefix(storage.avatar_key("group", int(gid)))
 
 
 @jobs.handler(DESTROY_ADJOURNED)
@@ -602,3 +646,15 @@ def _destroy_adjourned(ctx: jobs.JobContext, payload: dict[str, Any]) -> None:
     if group.marked_for_deletion_on.isoformat() != payload.get("marked_on"):
         return
     destroy(ctx.db, group)
+
+
+def transfer_project_to_group(
+    db: Session, actor: Actor, ident: str, project_ident: str, settings: Settings
+) -> GroupRecord:
+    """POST /groups/:id/projects/:project_id (administrators): the project moves into the
+    group as PUT /projects/:id/transfer moves it; the answer is the group."""
+    policy.require(actor, Action.ADMIN_PROJECTS)
+    group = subjects.group(db, actor, ident).group
+    project = subjects.project(db, actor, project_ident).project
+    project_transfers.move(db, actor, project, group)
+    return _detail(db, actor, group.id, settings)

@@ -10,7 +10,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from kiln import policy
+from kiln import policy, storage
 from kiln.auth import server_secret
 from kiln.auth.actor import Actor
 from kiln.auth.tokens import digest, new_runners_nonce, runners_token
@@ -23,8 +23,9 @@ from kiln.policy import Action
 from kiln.queries import namespaces as namespace_finder
 from kiln.queries import projects as finder
 from kiln.records import ProjectRecord
+from kiln.schemas._types import Upload
 from kiln.schemas.projects import ProjectCreate
-from kiln.services import instance_settings, repositories, subjects
+from kiln.services import avatars, instance_settings, repositories, subjects
 from kiln.services import namespaces as ns_service
 from kiln.services.project_settings import (
     apply_settings,
@@ -59,7 +60,9 @@ def create_project(
     if not p.name and not p.path:
         raise ParamError("name, path are missing, at least one parameter must be provided")
     inst = instance_settings.current(db)
+    avatar = avatars.requested(p)
     created: list[int] = []
+    change: avatars.Change | None = None
     try:
         with transaction(db):
             if for_user is not None:
@@ -74,7 +77,7 @@ def create_project(
             )
             # Above the group's visibility a new project is quietly lowered to it, as GitLab does.
             visibility = _default_visibility(p.visibility or inst["default_project_visibility"], ns)
-            errors: dict[str, list[str]] = {}
+            errors: dict[str, list[str]] = avatars.errors(avatar)
             check_name_path(db, ns, name, path, errors)
             check_description(p.description, errors)
             check_restricted(actor, visibility, inst, errors)
@@ -115,9 +118,15 @@ def create_project(
             # refused or failed creation leaves neither rows nor folders behind.
             created.append(project.id)
             _create_repository(db, project, settings, readme=p.initialize_with_readme, author=actor.user)
+            if isinstance(avatar, Upload):
+                change = avatars.Change(storage.uploads(settings), "project", project.id, None)
+                project.avatar_path = change.apply(avatar)
+                db.flush()
     except BaseException:
         for pid in created:
             repositories.store(settings).remove(pid)
+        if change is not None:
+            change.undo()
         raise
     return record(db, actor, project, settings=settings)
 

@@ -1,12 +1,12 @@
 """Forks: a new project in a namespace the actor may create in, starting as a copy of its
-source's settings, topics and repository."""
+source's settings, topics, avatar and repository."""
 
 from __future__ import annotations
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from kiln import policy
+from kiln import policy, storage
 from kiln.auth.actor import Actor
 from kiln.config import Settings
 from kiln.db import transaction
@@ -17,7 +17,7 @@ from kiln.queries import namespaces as namespace_finder
 from kiln.queries import projects as finder
 from kiln.records import ProjectRecord
 from kiln.schemas.projects import ProjectFork
-from kiln.services import repositories, subjects
+from kiln.services import avatars, repositories, subjects
 from kiln.services.project_creation import runners_token_columns
 from kiln.services.project_settings import PLAIN_SETTINGS, check_name_path, set_topics
 from kiln.services.projects import record
@@ -29,13 +29,33 @@ FORK_COPIES = (
     "squash_option",
     "lfs_enabled",
     "request_access_enabled",
-    "avatar_path",
 )
 
 
 def fork_project(db: Session, actor: Actor, ident: str, p: ProjectFork, settings: Settings) -> ProjectRecord:
     s = subjects.project(db, actor, ident, Action.FORK_PROJECT)
     source = s.project
+    files = storage.uploads(settings)
+    copied: list[int] = []
+    try:
+        fork = _fork(db, actor, source, p, settings, files, copied)
+    except BaseException:
+        for fork_id in copied:
+            files.delete_prefix(storage.avatar_key("project", fork_id))
+        raise
+    db.refresh(source)
+    return record(db, actor, fork, settings=settings)
+
+
+def _fork(
+    db: Session,
+    actor: Actor,
+    source: Project,
+    p: ProjectFork,
+    settings: Settings,
+    files: storage.Storage,
+    copied: list[int],
+) -> Project:
     target_ident = str(p.namespace_id) if p.namespace_id is not None else p.namespace_path or p.namespace
     with transaction(db):
         if target_ident:
@@ -77,10 +97,12 @@ def fork_project(db: Session, actor: Actor, ident: str, p: ProjectFork, settings
         db.add(ProjectStatistics(project_id=fork.id))
         set_topics(db, fork, finder.topics_of(db, [source.id])[source.id])
         db.execute(update(Project).where(Project.id == source.id).values(forks_count=Project.forks_count + 1))
+        # The fork's avatar is a copy of the source's, as GitLab's fork keeps it.
+        copied.append(fork.id)
+        fork.avatar_path = avatars.copy(files, "project", source.avatar_path, fork.id)
         db.flush()
         _copy_repository(settings, source.id, fork.id)
-    db.refresh(source)
-    return record(db, actor, fork, settings=settings)
+    return fork
 
 
 def _copy_repository(settings: Settings, source_id: int, fork_id: int) -> None:

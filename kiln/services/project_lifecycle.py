@@ -126,7 +126,9 @@ def _remove_files(ctx: jobs.JobContext, payload: dict[str, Any]) -> None:
     root = ctx.settings.data_dir / "repositories"
     for path in (repository_path(root, pid), wiki_path(root, pid)):
         shutil.rmtree(path, ignore_errors=True)
-    storage.uploads(ctx.settings).delete_prefix(f"project/{pid}")
+    files = storage.uploads(ctx.settings)
+    files.delete_prefix(f"project/{pid}")
+    files.delete_prefix(storage.avatar_key("project", pid))
 
 
 @jobs.handler(DESTROY_ADJOURNED)

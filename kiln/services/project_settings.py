@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
-from kiln import policy
+from kiln import policy, storage
 from kiln.auth.actor import Actor
 from kiln.config import Settings
 from kiln.db import transaction
@@ -18,8 +18,9 @@ from kiln.models import Namespace, Project, ProjectTopic
 from kiln.models.projects import DISABLED, ENABLED
 from kiln.policy import Action
 from kiln.records import ProjectRecord
+from kiln.schemas._types import Upload
 from kiln.schemas.projects import ProjectSettings, ProjectUpdate
-from kiln.services import instance_settings, repositories, subjects
+from kiln.services import avatars, instance_settings, repositories, subjects
 from kiln.services import namespaces as ns_service
 from kiln.services.projects import record
 
@@ -208,8 +209,31 @@ def update_project(
     project = s.project
     given = p.given()
     inst = instance_settings.current(db)
+    avatar = avatars.requested(p)
+    change = avatars.Change(storage.uploads(settings), "project", project.id, project.avatar_path)
+    try:
+        _update(db, actor, s, p, given, inst, settings, avatar, change)
+    except BaseException:
+        change.undo()
+        raise
+    change.finish()
+    return record(db, actor, project, settings=settings)
+
+
+def _update(
+    db: Session,
+    actor: Actor,
+    s: policy.ProjectSubject,
+    p: ProjectUpdate,
+    given: set[str],
+    inst: instance_settings.InstanceSettings,
+    settings: Settings,
+    avatar: Upload | str | None,
+    change: avatars.Change,
+) -> None:
+    project = s.project
     with transaction(db):
-        errors: dict[str, list[str]] = {}
+        errors: dict[str, list[str]] = avatars.errors(avatar)
         if "visibility" in given and p.visibility is not None and p.visibility != project.visibility:
             policy.require(actor, Action.CHANGE_VISIBILITY, s)
             _check_visibility(s.namespace, p.visibility, errors)
@@ -231,9 +255,10 @@ def update_project(
         topics = topics_of_params(p)
         if topics is not None:
             set_topics(db, project, topics)
+        if avatar is not None:
+            project.avatar_path = change.apply(avatar)
         project.updated_at = datetime.now(UTC)
         db.flush()
-    return record(db, actor, project, settings=settings)
 
 
 def _move_head(settings: Settings, project: Project, branch: str) -> None:

@@ -23,10 +23,12 @@ from kiln.models import Project
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action, ProjectSubject
 from kiln.queries import custom_attributes as attributes
+from kiln.queries import groups as group_finder
 from kiln.queries import projects as finder
 from kiln.queries.paging import keyset_page, offset_page
 from kiln.queries.shapes import bounds_params
 from kiln.records import ProjectRecord
+from kiln.schemas.groups import ProjectGroupList
 from kiln.schemas.projects import ProjectList
 from kiln.services import subjects
 
@@ -310,3 +312,24 @@ def list_forks(
 ) -> ProjectListing:
     s = subjects.project(db, actor, ident)
     return list_projects(db, actor, q, page, settings, forked_from=s.project.id)
+
+
+def groups_of(db: Session, actor: Actor | None, ident: str, q: ProjectGroupList, page: Page) -> PageResult:
+    """GET /projects/:id/groups: rows of the project's ancestor groups (and shared groups),
+    for whoever may read the project; one statement for the subject, one for the page (and
+    one counting, past the first page)."""
+    s = subjects.project(db, actor, ident, rows=True)
+    ns = s.namespace
+    stmt, params = group_finder.project_groups(
+        actor,
+        ancestor_ids=list(ns.ancestor_ids) if ns.is_group else [],
+        project_id=s.project.id,
+        with_shared=q.with_shared,
+        shared_min_access_level=q.shared_min_access_level,
+        shared_visible_only=q.shared_visible_only,
+        skip_groups=q.skip_groups,
+        search=q.search,
+    )
+    result = offset_page(db, stmt, page, core=True, params=params)
+    result.items = [finder.NamespaceRow._make(row) for row in result.items]
+    return result

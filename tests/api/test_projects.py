@@ -190,8 +190,9 @@ def test_get_by_id_and_by_encoded_full_path(api, make):
     by_path = api(u).get(f"/projects/{u.username}%2F{p.path}")
     assert by_id.status_code == by_path.status_code == 200
     assert by_id.json() == by_path.json()
+    # The holder of a personal namespace is its projects' Owner, as GitLab reports it.
     assert by_id.json()["permissions"] == {
-        "project_access": None,
+        "project_access": {"access_level": OWNER, "notification_level": 3},
         "group_access": None,
     }
 
@@ -1288,3 +1289,169 @@ def test_a_description_longer_than_gitlab_allows_is_refused_on_create_and_update
     r = api(u).put(f"/projects/{p['id']}", json={"description": "y" * 2001})
     assert r.status_code == 400
     assert api(u).get(f"/projects/{p['id']}").json()["description"] == "x" * 2000
+
+
+# ------------------------------------------------------------------ permissions of owners
+
+
+def test_the_creator_of_a_personal_project_holds_owner_access(api, make):
+    u = make.user()
+    created = api(u).post("/projects", json={"name": "mine"}).json()
+    perms = api(u).get(f"/projects/{created['id']}").json()["permissions"]
+    assert perms == {"project_access": {"access_level": OWNER, "notification_level": 3}, "group_access": None}
+    listed = api(u).get("/projects?owned=true").json()
+    assert [p["permissions"]["project_access"]["access_level"] for p in listed] == [OWNER]
+
+
+def test_other_callers_see_no_project_access_on_someone_elses_public_project(api, make):
+    owner, other = make.user(), make.user()
+    p = make.project(owner=owner, visibility="public")
+    assert api(other).get(f"/projects/{p.id}").json()["permissions"] == {
+        "project_access": None,
+        "group_access": None,
+    }
+
+
+def test_a_group_projects_permissions_are_the_group_owners_group_access(api, make):
+    u = make.user()
+    g = make.group(owners=[u])
+    created = api(u).post("/projects", json={"name": "in-group", "namespace_id": g.id}).json()
+    perms = api(u).get(f"/projects/{created['id']}").json()["permissions"]
+    assert perms == {"project_access": None, "group_access": {"access_level": OWNER, "notification_level": 3}}
+
+
+# ------------------------------------------------------------------ the groups of a project
+
+
+def group_ids(r) -> list[int]:
+    assert r.status_code == 200, r.text
+    return [g["id"] for g in r.json()]
+
+
+def test_a_projects_groups_are_its_group_and_ancestors_newest_first(api, make):
+    u = make.user()
+    top = make.group(path="pg-top", owners=[u])
+    sub = make.group(path="pg-sub", parent=top)
+    p = make.project(namespace=sub)
+    r = api(u).get(f"/projects/{p.id}/groups")
+    assert group_ids(r) == [sub.id, top.id]
+    assert r.json()[0] == {
+        "id": sub.id,
+        "web_url": "http://kiln.test/groups/pg-top/pg-sub",
+        "name": "pg-sub",
+        "avatar_url": None,
+        "full_name": "pg-top / pg-sub",
+        "full_path": "pg-top/pg-sub",
+    }
+
+
+def test_a_personal_project_has_no_groups_unless_shared(api, make):
+    u = make.user()
+    g = make.group(owners=[u])
+    p = make.project(owner=u)
+    assert group_ids(api(u).get(f"/projects/{p.id}/groups")) == []
+    api(u).post(f"/projects/{p.id}/share", json={"group_id": g.id, "group_access": DEVELOPER})
+    assert group_ids(api(u).get(f"/projects/{p.id}/groups")) == []
+    assert group_ids(api(u).get(f"/projects/{p.id}/groups?with_shared=true")) == [g.id]
+
+
+def test_project_groups_filters(api, make, db):
+    u = make.user()
+    top = make.group(path="flt-top", owners=[u])
+    sub = make.group(path="flt-sub", parent=top)
+    low = make.group(path="flt-low", owners=[u])
+    high = make.group(path="flt-high", owners=[u])
+    p = make.project(namespace=sub)
+    db.add(ProjectGroupLink(project_id=p.id, group_id=low.id, group_access=REPORTER))
+    db.add(ProjectGroupLink(project_id=p.id, group_id=high.id, group_access=MAINTAINER))
+    db.commit()
+    base = f"/projects/{p.id}/groups"
+    assert group_ids(api(u).get(f"{base}?with_shared=true")) == [high.id, low.id, sub.id, top.id]
+    assert group_ids(api(u).get(f"{base}?with_shared=true&shared_min_access_level=30")) == [
+        high.id,
+        sub.id,
+        top.id,
+    ]
+    assert group_ids(
+        api(u).get(f"{base}?with_shared=true&skip_groups[]={top.id}&skip_groups[]={low.id}")
+    ) == [
+        high.id,
+        sub.id,
+    ]
+    assert group_ids(api(u).get(f"{base}?with_shared=true&search=HIGH")) == [high.id]
+    assert group_ids(api(u).get(f"{base}?search=sub")) == [sub.id]
+
+
+def test_shared_visible_only_leaves_out_shared_groups_the_caller_cannot_see(api, make, db):
+    owner, dev = make.user(), make.user()
+    p = make.project(owner=owner, visibility="public", members={dev: DEVELOPER})
+    hidden = make.group(path="svo-hidden")
+    mine = make.group(path="svo-mine", members={dev: GUEST})
+    public = make.group(path="svo-public", visibility="public")
+    for g in (hidden, mine, public):
+        db.add(ProjectGroupLink(project_id=p.id, group_id=g.id, group_access=REPORTER))
+    db.commit()
+    base = f"/projects/{p.id}/groups?with_shared=true"
+    assert group_ids(api(dev).get(base)) == [public.id, mine.id, hidden.id]
+    assert group_ids(api(dev).get(f"{base}&shared_visible_only=true")) == [public.id, mine.id]
+    assert group_ids(api().get(f"{base}&shared_visible_only=true")) == [public.id]
+
+
+def test_project_groups_are_paginated(api, make):
+    u = make.user()
+    top = make.group(owners=[u])
+    mid = make.group(parent=top)
+    sub = make.group(parent=mid)
+    p = make.project(namespace=sub)
+    r = api(u).get(f"/projects/{p.id}/groups?per_page=2")
+    assert group_ids(r) == [sub.id, mid.id]
+    assert r.headers["x-total"] == "3"
+    assert r.headers["x-next-page"] == "2"
+    assert group_ids(api(u).get(f"/projects/{p.id}/groups?per_page=2&page=2")) == [top.id]
+
+
+@pytest.mark.parametrize(
+    ("caller", "visibility", "status"),
+    [
+        ("anonymous", "public", 200),
+        ("anonymous", "private", 404),
+        ("stranger", "internal", 200),
+        ("stranger", "private", 404),
+        ("guest", "private", 200),
+        ("admin", "private", 200),
+    ],
+)
+def test_project_groups_are_for_whoever_may_read_the_project(api, make, caller, visibility, status):
+    guest = make.user()
+    g = make.group(visibility="public" if visibility != "private" else "private")
+    p = make.project(namespace=g, visibility=visibility, members={guest: GUEST})
+    who = {"anonymous": None, "stranger": make.user(), "guest": guest, "admin": "root"}[caller]
+    r = api(who).get(f"/projects/{p.id}/groups")
+    assert r.status_code == status
+    if status == 404:
+        assert r.json() == {"message": "404 Project Not Found"}
+
+
+def test_project_groups_cost_the_same_whatever_their_number(api, make, db, runtime):
+    from tests.api.test_groups import statements
+
+    u = make.user()
+    parent = make.group(owners=[u])
+    p = make.project(namespace=parent)
+
+    def grow(n: int) -> None:
+        for _ in range(n):
+            g = make.group(owners=[u])
+            db.add(ProjectGroupLink(project_id=p.id, group_id=g.id, group_access=REPORTER))
+        db.commit()
+
+    def cost() -> int:
+        # The least of two runs: the instance's settings are read again now and then.
+        return min(statements(runtime, lambda: api(u).get(path)) for _ in range(2))
+
+    path = f"/projects/{p.id}/groups?with_shared=true&shared_visible_only=true&per_page=3"
+    grow(4)
+    few = cost()
+    grow(10)
+    assert cost() == few
+    assert few <= 4  # the token, the project, the page, its count

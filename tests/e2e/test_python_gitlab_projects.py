@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import io
+import subprocess
+import tarfile
+
+import httpx
 import pytest
-from gitlab.exceptions import GitlabCreateError, GitlabGetError
+from gitlab.exceptions import GitlabCreateError, GitlabGetError, GitlabTransferProjectError
 
 from tests.e2e.test_python_gitlab import client_of, create_user, token_for
 
@@ -139,3 +144,83 @@ def test_group_deletion_removes_its_projects(root, base_url, unique):
         gl.projects.get(project.id)
     with pytest.raises(GitlabGetError):
         gl.groups.get(group.id)
+
+
+# A 1x1 transparent PNG.
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c63000100000500010d0a2db40000000049454e44ae426082"
+)
+
+
+def test_transfer_a_project_and_clone_it_at_its_new_path(root, base_url, unique, tmp_path):
+    from tests.e2e.test_git_http import Git
+
+    owner = create_user(root, unique("mover"))
+    token = token_for(root, owner)
+    gl = client_of(base_url, token)
+    project = gl.projects.create({"name": unique("moving"), "initialize_with_readme": True})
+    path = unique("dest")
+    group = gl.groups.create({"name": path, "path": path})
+    project.transfer(group.full_path)
+    moved = gl.projects.get(project.id)
+    assert moved.path_with_namespace == f"{path}/{project.path}"
+    assert moved.namespace["id"] == group.id
+    assert moved.permissions["project_access"]["access_level"] == 50
+    assert [g.id for g in moved.groups.list()] == [group.id]
+    assert [p.id for p in group.projects.list()] == [project.id]
+    with pytest.raises(GitlabTransferProjectError) as refused:
+        moved.transfer(group.id)
+    assert refused.value.response_code == 400
+    url = moved.http_url_to_repo.replace("://", f"://oauth2:{token}@", 1)
+    work = tmp_path / "clone"
+    Git(tmp_path / "home").run("clone", "-q", url, str(work))
+    assert (work / "README.md").read_text().startswith("# ")
+
+
+def test_project_and_group_avatars(root, base_url, unique, tmp_path):
+    gl = client_of(base_url, token_for(root, create_user(root, unique("pic"))))
+    image = tmp_path / "logo.png"
+    image.write_bytes(PNG)
+    project = gl.projects.create({"name": unique("pictured"), "visibility": "public"})
+    with image.open("rb") as fh:
+        project.avatar = fh
+        project.save()
+    url = gl.projects.get(project.id).avatar_url
+    # python-gitlab names an image it sends after the attribute.
+    assert url == f"{base_url}/uploads/-/system/project/avatar/{project.id}/avatar.png"
+    served = httpx.get(url, timeout=30)
+    assert (served.status_code, served.content) == (200, PNG)
+    path = unique("pics")
+    with image.open("rb") as fh:
+        group = gl.groups.create({"name": path, "path": path, "visibility": "public", "avatar": fh})
+    assert group.avatar_url == f"{base_url}/uploads/-/system/group/avatar/{group.id}/avatar.png"
+    assert httpx.get(group.avatar_url, timeout=30).content == PNG
+    project.avatar = ""
+    project.save()
+    assert gl.projects.get(project.id).avatar_url is None
+    assert httpx.get(url, timeout=30).status_code == 404
+
+
+def test_housekeeping_storage_and_snapshot(root, base_url, unique, tmp_path):
+    gl = client_of(base_url, token_for(root, create_user(root, unique("keeper"))))
+    project = gl.projects.create({"name": unique("kept"), "initialize_with_readme": True})
+    project.housekeeping()
+    as_admin = root.projects.get(project.id)
+    storage = as_admin.storage.get()
+    assert storage.project_id == project.id
+    assert storage.disk_path.startswith("@hashed/")
+    assert storage.repository_storage == "default"
+    snapshot = as_admin.snapshot()
+    with tarfile.open(fileobj=io.BytesIO(snapshot)) as tar:
+        tar.extractall(tmp_path / "snap", filter="data")
+    check = subprocess.run(
+        ["git", "--git-dir", str(tmp_path / "snap"), "log", "--format=%s", "main"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert check.stdout.strip() == "Initial commit"
+    with pytest.raises(GitlabGetError) as refused:
+        gl.projects.get(project.id).storage.get()
+    assert refused.value.response_code == 403
