@@ -49,7 +49,6 @@ class Settings(BaseSettings):
     password_time_cost: int = 3
     password_memory_cost: int = 65536
     oauth_access_token_ttl: int = 7200
-    session_ttl: int = 7 * 24 * 3600
     # Highest lifetime of a personal access token, in days (GitLab's default is 365).
     max_token_lifetime_days: int = 365
     # With admin mode on, admin powers through a token need its admin_mode scope.

@@ -185,6 +185,22 @@ class Unprocessable(KilnError):
     status = 422
 
 
+class BlockedUrl(Unprocessable):
+    """An outbound request kiln refuses to make (kiln.outbound): the reason is GitLab's
+    wording, e.g. "Requests to localhost are not allowed"."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class OutboundFailed(KilnError):
+    """An allowed outbound request that did not get an answer: no connection, a timeout, a
+    TLS failure, too many redirects or too large an answer."""
+
+    status = 502
+
+
 class TooManyRequests(KilnError):
     status = 429
 

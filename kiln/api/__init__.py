@@ -126,6 +126,7 @@ ROOT_ROUTES: list[HTTPRouteHandler] = [
     oauth.token_info,
     sessions.sign_in,
     sessions.sign_out,
+    sessions.root,
     uploads.user_avatar,
     uploads.project_avatar,
     uploads.group_avatar,

@@ -1,4 +1,5 @@
-"""Web sign-in: sets the `_service_session` cookie the API accepts."""
+"""Web sign-in: sets the `_service_session` cookie the API accepts; sign-out sends the
+visitor where the instance settings say."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from litestar.datastructures import Cookie
 from kiln.api._deps import SESSION_COOKIE, Db, in_thread, runtime
 from kiln.api._params import params
 from kiln.api._render import render
-from kiln.api._routes import delete, post
+from kiln.api._routes import delete, get, post
 from kiln.errors import ParamError
 from kiln.schemas.tokens import SignIn
 from kiln.services import sessions as service
@@ -47,9 +48,21 @@ async def sign_in(request: Req, db: Db) -> Response[bytes]:
     return response
 
 
-@delete("/users/sign_out", auth="none")
+@delete("/users/sign_out", auth="none", status=302)
 async def sign_out(request: Req, db: Db) -> Response[bytes]:
-    await in_thread(service.sign_out, db, request.cookies.get(SESSION_COOKIE))
-    response = Response(content=b"", status_code=204)
+    settings = runtime(request).settings
+    location = await in_thread(service.sign_out, db, settings, request.cookies.get(SESSION_COOKIE))
+    response = redirect(location, "Signed out successfully.")
     response.delete_cookie(SESSION_COOKIE, path="/")
     return response
+
+
+@get("/", auth="none", status=302, summary="The web root: sends the visitor on")
+async def root(request: Req, db: Db) -> Response[bytes]:
+    location = service.root_location(db, runtime(request).settings, request.cookies.get(SESSION_COOKIE))
+    return redirect(location, "You are being redirected.")
+
+
+def redirect(location: str, message: str) -> Response[bytes]:
+    """A 302 as GitLab's web pages answer, with a JSON body for API clients."""
+    return render({"message": message}, status=302, headers={"Location": location})

@@ -5,6 +5,12 @@ credentials come as HTTP Basic; without them only downloads of public code go th
 everything else is challenged with 401, so git asks for credentials and retries. Errors are
 plain text because git shows such bodies to its user.
 
+Two instance settings apply (Gitlab::Auth.find_for_git_client, GitAccess#check_protocol!):
+with `password_authentication_enabled_for_git` off a password is not even checked (tokens as
+the password still work) and a caller without a valid token is denied as a wrong password
+is; with `enabled_git_access_protocol` "ssh" every clone, fetch and push over HTTP is refused
+with 403, except a CI job's own (its job token).
+
 The git processes themselves start here too (advertise, upload_pack, receive_pack): routes
 stream what these return and never run git."""
 
@@ -35,7 +41,7 @@ from kiln.git.pre_receive import Rules
 from kiln.git.transport import RECEIVE_PACK, UPLOAD_PACK, GitProcess, PushRequest, ReceiveHook, RefCommand
 from kiln.models import Project
 from kiln.policy import Action, ProjectSubject
-from kiln.services import branches, repositories, subjects, tags
+from kiln.services import branches, instance_settings, languages, repositories, subjects, tags
 from kiln.services.sessions import check_password
 
 # What routes and the ASGI front door need to know of git's smart HTTP protocol.
@@ -55,6 +61,7 @@ ACCESS_DENIED = (
     "incorrect or you're required to use a token instead of a password. If a token was provided, it "
     "was either incorrect, expired, or improperly scoped."
 )
+HTTP_NOT_ALLOWED = "Git access over HTTP is not allowed"
 PROJECT_NOT_FOUND = (
     "The project you were looking for could not be found or you don't have permission to view it."
 )
@@ -142,11 +149,15 @@ def open_repository(
     """The caller and repository for `service`; Unauthorized (challenge), Forbidden or
     NotFound with git's plain-text messages otherwise."""
     credentials = basic_credentials(authorization)
+    values = instance_settings.current(db)
     actor = None
     if credentials is not None:
-        actor = _authenticate(db, settings, *credentials, job_token_resolver)
+        passwords = bool(values["password_authentication_enabled_for_git"])
+        actor = _authenticate(db, settings, *credentials, job_token_resolver, passwords=passwords)
     if actor is None:
-        return _anonymous(db, settings, project_path, service)
+        return _anonymous(db, settings, project_path, service, values)
+    if actor.via != "job_token":
+        _check_protocol(values)
     _check_abilities(actor, service)
     if service not in transport.SERVICES:
         raise Forbidden(message=COMMAND_NOT_ALLOWED)
@@ -171,10 +182,16 @@ def basic_credentials(authorization: str | None) -> tuple[str, str] | None:
 
 
 def _authenticate(
-    db: Session, settings: Settings, login: str, password: str, job_token_resolver: JobTokenResolver | None
+    db: Session,
+    settings: Settings,
+    login: str,
+    password: str,
+    job_token_resolver: JobTokenResolver | None,
+    *,
+    passwords: bool = True,
 ) -> Actor:
     """GitLab's order: CI job token, OAuth token, personal access token (any login), then the
-    user's password."""
+    user's password, unless `passwords` (password_authentication_enabled_for_git) is off."""
     if login == JOB_TOKEN_USER:
         actor = job_token_resolver(db, password) if job_token_resolver else None
         if actor is None:
@@ -190,10 +207,18 @@ def _authenticate(
         raise Forbidden(message=str(refused).removeprefix("403 Forbidden - ")) from None
     if actor is not None:
         return actor
+    if not passwords:
+        raise Unauthorized(ACCESS_DENIED)
     user = check_password(db, login, password, settings)
     if user is None:
         raise Unauthorized(ACCESS_DENIED)
     return Actor(user=user, via="session", scopes=None, admin_mode=settings.admin_mode)
+
+
+def _check_protocol(values: instance_settings.InstanceSettings) -> None:
+    """`enabled_git_access_protocol`: "ssh" only refuses HTTP; "http" or none allows it."""
+    if values["enabled_git_access_protocol"] == "ssh":
+        raise Forbidden(message=HTTP_NOT_ALLOWED)
 
 
 def _check_abilities(actor: Actor, service: str | None) -> None:
@@ -208,7 +233,13 @@ def _check_abilities(actor: Actor, service: str | None) -> None:
         raise Forbidden(message=UPLOAD_REFUSED_TOKEN)
 
 
-def _anonymous(db: Session, settings: Settings, project_path: str, service: str | None) -> GitAccess:
+def _anonymous(
+    db: Session,
+    settings: Settings,
+    project_path: str,
+    service: str | None,
+    values: instance_settings.InstanceSettings,
+) -> GitAccess:
     """Without credentials only public code can be downloaded; anything else is challenged
     (also for projects that don't exist, so nothing leaks before authentication)."""
     if service != UPLOAD_PACK:
@@ -219,6 +250,7 @@ def _anonymous(db: Session, settings: Settings, project_path: str, service: str 
         raise Unauthorized(ACCESS_DENIED) from None
     if not policy.may(None, Action.READ_CODE, s):
         raise Unauthorized(ACCESS_DENIED)
+    _check_protocol(values)
     return _cleared(settings, None, s, service)
 
 
@@ -320,8 +352,9 @@ def _force_refused(db: Session, access: GitAccess, command: RefCommand) -> bool:
 
 def record_push(db: Session, access: GitAccess, check: PushCheck, options: list[str]) -> list[str]:
     """The bookkeeping of what the push changed (refs compared before and after git ran):
-    one transaction with a push event per moved branch or tag, and on a first push the
-    project's default branch (HEAD follows it). Returns the refs that moved."""
+    one transaction with a push event per moved branch or tag, on a first push the
+    project's default branch (HEAD follows it), and the languages' job when the default
+    branch moved. Returns the refs that moved."""
     after = transport.read_refs(access.repo_path, list(check.before))
     moved = [ref for ref, old in check.before.items() if after.get(ref) != old]
     if not moved:
@@ -338,6 +371,7 @@ def record_push(db: Session, access: GitAccess, check: PushCheck, options: list[
                 repositories.record_push(
                     db, project, access.actor, ref, check.before[ref], after[ref], repo, options
                 )
+                languages.after_push(db, project, ref, after[ref])
     return moved
 
 

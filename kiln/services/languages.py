@@ -1,22 +1,42 @@
 """A project's languages: computed from its default branch once per commit and kept on the
-project row with the primary language, which the `with_programming_language` filter reads."""
+project row with the primary language, which the `with_programming_language` filter reads.
+
+A push that moves the default branch enqueues their computation (a job in the push's
+transaction, as GitLab's post-receive enqueues DetectRepositoryLanguagesWorker), so the
+filter finds a project without anyone having asked for its languages first."""
 
 from __future__ import annotations
 
-from sqlalchemy import update
+from typing import Any, Protocol
+
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from kiln import policy
+from kiln import jobs, policy
 from kiln.auth.actor import Actor
 from kiln.config import Settings
 from kiln.db import transaction
 from kiln.git.errors import RefNotFound
 from kiln.git.languages import language_bytes, shares
-from kiln.git.refs import resolve_commit
+from kiln.git.refs import ZERO, resolve_commit
 from kiln.models import Project
 from kiln.policy import Action, ProjectSubject
-from kiln.services import subjects
-from kiln.services.repositories import store
+from kiln.services import repositories, subjects
+
+DETECT = "languages.detect"
+
+
+class _Cached(Protocol):
+    """What the computation reads of a project (a row record or the model)."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def default_branch(self) -> str | None: ...
+    @property
+    def languages(self) -> Any: ...
+    @property
+    def languages_sha(self) -> str | None: ...
 
 
 def of_project(db: Session, actor: Actor | None, ident: str, settings: Settings) -> dict[str, float]:
@@ -31,8 +51,31 @@ def for_project(db: Session, s: ProjectSubject, settings: Settings) -> dict[str,
     """The caller has checked that the actor may read the code. `{}` for an empty repository.
     Past settings.max_tree_entries entries, the shares of the files counted until then.
     The subject is row records: the cache is written by one UPDATE, not through a model."""
-    project = s.project
-    st = store(settings)
+    return _computed(db, s.project, settings)
+
+
+def after_push(db: Session, project: Any, ref: str, after: str | None) -> None:
+    """Inside the push's transaction: when `ref` is the project's default branch and now
+    names a commit, compute the languages in the background."""
+    if after and after != ZERO and project.default_branch and ref == f"refs/heads/{project.default_branch}":
+        jobs.enqueue(db, DETECT, {"project_id": project.id})
+
+
+@jobs.handler(DETECT)
+def _detect(ctx: jobs.JobContext, payload: dict[str, Any]) -> None:
+    """Idempotent: a project already computed for its branch's commit is left as it is, and
+    a removed project is skipped."""
+    row = ctx.db.execute(
+        select(Project.id, Project.default_branch, Project.languages, Project.languages_sha).where(
+            Project.id == int(payload["project_id"])
+        )
+    ).first()
+    if row is not None:
+        _computed(ctx.db, row, ctx.settings)
+
+
+def _computed(db: Session, project: _Cached, settings: Settings) -> dict[str, float]:
+    st = repositories.store(settings)
     repo = st.find(project.id)
     if repo is None or repo.head_is_unborn:
         return {}

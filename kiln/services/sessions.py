@@ -1,23 +1,37 @@
-"""Web sign-in: password check, the session behind the `_service_session` cookie, sign-out."""
+"""Web sign-in: password check, the session behind the `_service_session` cookie, sign-out,
+and where the web root and sign-out send a visitor.
+
+The instance settings decide (GitLab's application settings): `password_authentication_enabled_for_web`
+(off: sign-in with a password is refused with 403, as GitLab's SessionsController does),
+`session_expire_delay` (minutes a new session lasts: the one source of its lifetime),
+`after_sign_out_path` and `home_page_url`."""
 
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from sqlalchemy import delete
 from sqlalchemy.orm import Session
 
+from kiln.auth.credentials import Credentials, authenticate
 from kiln.auth.passwords import MIN_PASSWORD_LENGTH, hash_password, verify_password
 from kiln.auth.tokens import PREFIX_SESSION, digest, new_secret
 from kiln.config import Settings
 from kiln.db import transaction
-from kiln.errors import Forbidden, Unauthorized, ValidationFailed
+from kiln.errors import Forbidden, KilnError, Unauthorized, ValidationFailed
 from kiln.models import User, WebSession
 from kiln.queries import sessions as session_reads
 from kiln.queries.users import UserRow
 from kiln.schemas.tokens import SignInFields
+from kiln.services import instance_settings
+
+SIGN_IN_PATH = "/users/sign_in"
+# Where the web root sends a signed-in user: kiln's counterpart of GitLab's projects dashboard.
+DASHBOARD_PATH = "/api/v4/projects?membership=true"
 
 INVALID_LOGIN = "Invalid login or password."
 PASSWORD_EXPIRED = "Your password expired. Sign in again with `new_password` to set a new one."
@@ -54,6 +68,11 @@ def _verified(user: UserRow | User | None, password: str, settings: Settings) ->
 
 
 def sign_in(db: Session, settings: Settings, fields: SignInFields, ip: str | None) -> SignedIn:
+    values = instance_settings.current(db)
+    if not values["password_authentication_enabled_for_web"]:
+        # GitLab refuses before looking at the login: nobody learns whether it exists.
+        raise Forbidden()
+    lifetime = session_lifetime(values)
     # The model: signing in writes the user's sign-in times (and a changed password).
     user = session_reads.user_by_login(db, fields.login, orm=True)
     if not _verified(user, fields.password, settings) or user is None:
@@ -91,14 +110,48 @@ def sign_in(db: Session, settings: Settings, fields: SignInFields, ip: str | Non
                 digest=digest(cookie),
                 csrf_token=csrf,
                 ip_address=ip,
-                expires_at=now + timedelta(seconds=settings.session_ttl),
+                expires_at=now + timedelta(seconds=lifetime),
             )
         )
-    return SignedIn(user=user, cookie=cookie, csrf_token=csrf, max_age=settings.session_ttl)
+    return SignedIn(user=user, cookie=cookie, csrf_token=csrf, max_age=lifetime)
 
 
-def sign_out(db: Session, cookie: str | None) -> None:
-    if not cookie:
-        return
-    with transaction(db):
-        db.execute(delete(WebSession).where(WebSession.digest == digest(cookie)))
+def session_lifetime(values: Mapping[str, Any]) -> int:
+    """Seconds a new web session lasts: `session_expire_delay` minutes (at least one)."""
+    return max(int(values["session_expire_delay"]), 1) * 60
+
+
+def sign_out(db: Session, settings: Settings, cookie: str | None) -> str:
+    """Ends the session; returns where the visitor goes next: `after_sign_out_path` when
+    set, else the sign-in page (GitLab's after_sign_out_path_for)."""
+    if cookie:
+        with transaction(db):
+            db.execute(delete(WebSession).where(WebSession.digest == digest(cookie)))
+    target = instance_settings.current(db)["after_sign_out_path"]
+    return _absolute(settings, target) if target else _absolute(settings, SIGN_IN_PATH)
+
+
+def root_location(db: Session, settings: Settings, cookie: str | None) -> str:
+    """Where `GET /` sends a visitor (GitLab's RootController): a signed-in user to their
+    projects; anyone else to `home_page_url` when it is set and is not the root itself (no
+    redirect loop), else to the sign-in page."""
+    if cookie and _signed_in(db, settings, cookie):
+        return _absolute(settings, DASHBOARD_PATH)
+    home = instance_settings.current(db)["home_page_url"]
+    if home:
+        target = _absolute(settings, home)
+        if target.rstrip("/") != settings.external_url.rstrip("/"):
+            return target
+    return _absolute(settings, SIGN_IN_PATH)
+
+
+def _signed_in(db: Session, settings: Settings, cookie: str) -> bool:
+    try:
+        return authenticate(db, settings, Credentials(session=cookie, safe_method=True)) is not None
+    except KilnError:
+        return False
+
+
+def _absolute(settings: Settings, target: str) -> str:
+    """A path is on this instance; a URL is taken as it is."""
+    return f"{settings.external_url}{target}" if target.startswith("/") else target

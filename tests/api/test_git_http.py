@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import base64
 import gzip
+import hashlib
 import os
+import struct
 from datetime import date, timedelta
 
 import pytest
@@ -14,8 +16,10 @@ from sqlalchemy import select
 
 from kiln.db import transaction
 from kiln.git.refs import update_ref
-from kiln.models import Event, ProtectedBranch
+from kiln.git.writes import FileAction, Person, commit_actions
+from kiln.models import Event, Job, Project, ProtectedBranch
 from kiln.models.namespaces import DEVELOPER, GUEST, MAINTAINER, REPORTER
+from kiln.services import instance_settings, languages
 from kiln.services.repositories import store
 from tests.conftest import ROOT_PASSWORD
 
@@ -26,6 +30,7 @@ ACCESS_DENIED = (
     "incorrect or you're required to use a token instead of a password. If a token was provided, it "
     "was either incorrect, expired, or improperly scoped.\n"
 )
+HTTP_NOT_ALLOWED = "Git access over HTTP is not allowed\n"
 NOT_FOUND = "The project you were looking for could not be found or you don't have permission to view it.\n"
 NO_CACHE = {
     "expires": "Fri, 01 Jan 1980 00:00:00 GMT",
@@ -641,3 +646,137 @@ def test_blocked_user_is_refused(api, client, make, db):
     assert (r.status_code, r.text) == (403, "Your account has been blocked.\n")
     r = client.get(refs_url(project, "git-upload-pack"), headers=basic(owner.username, owner.password))
     assert (r.status_code, r.headers["www-authenticate"], r.text) == (401, CHALLENGE, ACCESS_DENIED)
+
+
+# ---------------------------------------------------------------------------- instance settings
+
+
+def test_password_for_git_disabled_refuses_username_and_password(api, client, make, db):
+    owner = make.user()
+    project = new_project(api, owner)
+    instance_settings.update(db, {"password_authentication_enabled_for_git": False})
+    r = client.get(refs_url(project, "git-upload-pack"), headers=basic(owner.username, owner.password))
+    assert (r.status_code, r.headers["www-authenticate"], r.text) == (401, CHALLENGE, ACCESS_DENIED)
+
+
+def test_password_for_git_disabled_still_takes_tokens_as_the_password(api, client, make, db):
+    owner = make.user()
+    project = new_project(api, owner)
+    instance_settings.update(db, {"password_authentication_enabled_for_git": False})
+    r = client.get(refs_url(project, "git-receive-pack"), headers=basic(owner.username, owner.token))
+    assert r.status_code == 200, r.text
+
+
+def test_password_for_web_disabled_leaves_git_passwords_alone(api, client, make, db):
+    owner = make.user()
+    project = new_project(api, owner)
+    instance_settings.update(db, {"password_authentication_enabled_for_web": False})
+    r = client.get(refs_url(project, "git-upload-pack"), headers=basic(owner.username, owner.password))
+    assert r.status_code == 200, r.text
+
+
+@pytest.mark.parametrize("service", ["git-upload-pack", "git-receive-pack"])
+def test_ssh_only_refuses_git_over_http(api, client, make, db, service):
+    owner = make.user()
+    project = new_project(api, owner)
+    instance_settings.update(db, {"enabled_git_access_protocol": "ssh"})
+    r = client.get(refs_url(project, service), headers=basic("x", owner.token))
+    assert (r.status_code, r.text) == (403, HTTP_NOT_ALLOWED)
+    assert "www-authenticate" not in r.headers
+    post = client.post(
+        rpc_url(project, service),
+        content=b"0000",
+        headers={"Content-Type": f"application/x-{service}-request", **basic("x", owner.token)},
+    )
+    assert (post.status_code, post.text) == (403, HTTP_NOT_ALLOWED)
+
+
+def test_ssh_only_refuses_anonymous_clones_of_public_projects(api, client, make, db):
+    project = new_project(api, make.user(), visibility="public")
+    instance_settings.update(db, {"enabled_git_access_protocol": "ssh"})
+    r = client.get(refs_url(project, "git-upload-pack"))
+    assert (r.status_code, r.text) == (403, HTTP_NOT_ALLOWED)
+
+
+def test_ssh_only_still_challenges_callers_without_credentials_first(api, client, make, db):
+    project = new_project(api, make.user())
+    instance_settings.update(db, {"enabled_git_access_protocol": "ssh"})
+    r = client.get(refs_url(project, "git-upload-pack"))
+    assert (r.status_code, r.headers["www-authenticate"]) == (401, CHALLENGE)
+
+
+@pytest.mark.parametrize("protocol", ["http", None])
+def test_http_or_both_protocols_allow_git_over_http(api, client, make, db, protocol):
+    owner = make.user()
+    project = new_project(api, owner)
+    instance_settings.update(db, {"enabled_git_access_protocol": protocol})
+    r = client.get(refs_url(project, "git-upload-pack"), headers=basic("x", owner.token))
+    assert r.status_code == 200, r.text
+
+
+# ---------------------------------------------------------------------------- languages
+
+
+def empty_pack() -> bytes:
+    """A pack of no objects: what a push sends when the server has every object already."""
+    header = b"PACK" + struct.pack(">II", 2, 0)
+    return header + hashlib.sha1(header).digest()
+
+
+def python_commit(settings, project, branch: str) -> str:
+    """A commit adding a Python file on `branch` (written into the repository directly: the
+    push under test is what moves the default branch to it)."""
+    add_branch(settings, project, branch)
+    commit, _ = commit_actions(
+        store(settings).open(project["id"]),
+        branch=branch,
+        actions=[FileAction("create", "app.py", b"print('hello')\n" * 50)],
+        message="Add app",
+        author=Person("A", "a@example.com"),
+        committer=Person("A", "a@example.com"),
+    )
+    return str(commit.id)
+
+
+def push_ref(client, owner, project, old: str, new: str, ref: str):
+    body = push_request((old, new, ref), caps="report-status") + empty_pack()
+    r = client.post(
+        rpc_url(project, "git-receive-pack"),
+        content=body,
+        headers={**RECEIVE_REQUEST, **basic("x", owner.token)},
+    )
+    assert pkt_lines(r.content)[:2] == [b"unpack ok\n", f"ok {ref}\n".encode()], r.content
+    return r
+
+
+def python_projects(api, owner) -> list[int]:
+    r = api(owner).get("/projects", params={"with_programming_language": "Python", "owned": "true"})
+    return [p["id"] for p in r.json()]
+
+
+def test_a_push_to_the_default_branch_computes_languages_in_the_background(
+    api, client, make, settings, db, drain
+):
+    owner = make.user()
+    project = new_project(api, owner)
+    new = python_commit(settings, project, "side")
+    push_ref(client, owner, project, head_of(settings, project), new, "refs/heads/main")
+    queued = db.scalars(select(Job.payload).where(Job.kind == languages.DETECT)).all()
+    assert queued == [{"project_id": project["id"]}]
+    assert python_projects(api, owner) == []
+    drain()
+    assert python_projects(api, owner) == [project["id"]]
+    row = db.execute(
+        select(Project.primary_language, Project.languages_sha).where(Project.id == project["id"])
+    ).one()
+    assert tuple(row) == ("Python", new)
+
+
+def test_a_push_to_another_branch_computes_nothing(api, client, make, settings, db, drain):
+    owner = make.user()
+    project = new_project(api, owner)
+    new = python_commit(settings, project, "side")
+    push_ref(client, owner, project, ZERO, new, "refs/heads/topic")
+    assert db.scalars(select(Job).where(Job.kind == languages.DETECT)).all() == []
+    drain()
+    assert python_projects(api, owner) == []

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import pygit2
-from sqlalchemy import update
+from sqlalchemy import select, update
 
+from kiln import jobs
+from kiln.db import transaction
 from kiln.git.writes import FileAction, Person, commit_actions
-from kiln.models import Project
+from kiln.models import Job, Project
+from kiln.services import languages as language_service
 from kiln.services.repositories import store
 
 ALICE = Person("Alice", "alice@example.com")
@@ -206,3 +209,72 @@ def test_past_max_tree_entries_the_shares_are_those_of_the_files_counted(api, ma
     write(settings, p["id"], {"a.py": b"p" * md, "b.rb": b"r" * md})
     configure(max_tree_entries=2)  # README.md, then a.py, in git's order
     assert languages(api, u, p["id"]).json() == {"Markdown": 50.0, "Python": 50.0}
+
+
+# ---------------------------------------------------------------------------- after a push
+
+
+def push_bookkeeping(db, project_id: int, ref: str, after: str) -> None:
+    """What a push's transaction does for languages (kiln.services.git_http.record_push)."""
+    with transaction(db):
+        language_service.after_push(db, db.get(Project, project_id), ref, after)
+
+
+def detection_jobs(db) -> list[Job]:
+    return list(db.scalars(select(Job).where(Job.kind == language_service.DETECT)))
+
+
+def test_the_job_computes_languages_without_anyone_asking(api, make, db, settings, drain):
+    u = make.user()
+    p = new_project(api, u)
+    sha = write(settings, p["id"], {"app.py": b"x" * 1000})
+    push_bookkeeping(db, p["id"], "refs/heads/main", sha)
+    drain()
+    r = api(u).get("/projects", params={"with_programming_language": "Python", "owned": "true"})
+    assert [x["id"] for x in r.json()] == [p["id"]]
+    db.expire_all()
+    assert [j.state for j in detection_jobs(db)] == ["done"]
+    assert db.get(Project, p["id"]).languages_sha == sha
+
+
+def test_the_job_is_enqueued_with_the_push_or_not_at_all(api, make, db, settings):
+    u = make.user()
+    p = new_project(api, u)
+    sha = write(settings, p["id"], {"app.py": b"x"})
+    try:
+        with transaction(db):
+            language_service.after_push(db, db.get(Project, p["id"]), "refs/heads/main", sha)
+            raise RuntimeError("the push's bookkeeping failed")
+    except RuntimeError:
+        pass
+    assert detection_jobs(db) == []
+
+
+def test_only_the_default_branch_moving_to_a_commit_enqueues(api, make, db, settings):
+    u = make.user()
+    p = new_project(api, u)
+    sha = write(settings, p["id"], {"app.py": b"x"})
+    push_bookkeeping(db, p["id"], "refs/heads/topic", sha)
+    push_bookkeeping(db, p["id"], "refs/tags/main", sha)
+    push_bookkeeping(db, p["id"], "refs/heads/main", "0" * 40)
+    assert detection_jobs(db) == []
+
+
+def test_the_job_runs_again_harmlessly(api, make, db, settings, drain):
+    u = make.user()
+    p = new_project(api, u)
+    sha = write(settings, p["id"], {"app.py": b"x" * 1000})
+    push_bookkeeping(db, p["id"], "refs/heads/main", sha)
+    push_bookkeeping(db, p["id"], "refs/heads/main", sha)
+    drain()
+    db.expire_all()
+    assert [j.state for j in detection_jobs(db)] == ["done", "done"]
+    assert languages(api, u, p["id"]).json()["Python"] > 90
+
+
+def test_the_job_of_a_project_removed_meanwhile_does_nothing(db, drain):
+    with transaction(db):
+        jobs.enqueue(db, language_service.DETECT, {"project_id": 987654})
+    drain()
+    db.expire_all()
+    assert [(j.state, j.last_error) for j in detection_jobs(db)] == [("done", None)]

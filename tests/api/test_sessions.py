@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import text, update
+from sqlalchemy import select, text, update
 
 from kiln.db import transaction
 from kiln.models import WebSession
+from kiln.services import instance_settings
 from tests.conftest import ROOT_PASSWORD
 
 COOKIE = "_service_session"
@@ -123,8 +124,8 @@ def test_sign_out_ends_the_session(client, db):
     sign_in(client)
     cookie = client.cookies.get(COOKIE)
     assert client.get("/api/v4/user").status_code == 200
-    r = client.delete("/users/sign_out")
-    assert r.status_code == 204
+    r = client.delete("/users/sign_out", follow_redirects=False)
+    assert (r.status_code, r.headers["location"]) == (302, "http://kiln.test/users/sign_in")
     assert client.get("/api/v4/user").status_code == 401
     # The server forgot the session too: replaying the old cookie is anonymous.
     client.cookies.set(COOKIE, cookie)
@@ -133,8 +134,9 @@ def test_sign_out_ends_the_session(client, db):
     assert db.execute(text("SELECT count(*) FROM web_sessions")).scalar() == 0
 
 
-def test_sign_out_without_session_is_204(client):
-    assert client.delete("/users/sign_out").status_code == 204
+def test_sign_out_without_session_redirects_to_sign_in(client):
+    r = client.delete("/users/sign_out", follow_redirects=False)
+    assert (r.status_code, r.headers["location"]) == (302, "http://kiln.test/users/sign_in")
 
 
 def test_unknown_session_cookie_is_anonymous(client, make):
@@ -246,3 +248,111 @@ def test_expired_password_new_one_too_short_is_400(client, make):
         400,
         {"message": {"new_password": ["is too short (minimum is 8 characters)"]}},
     )
+
+
+# ---------------------------------------------------------------------------- instance settings
+
+
+def test_password_sign_in_refused_when_disabled_for_web(client, db, make):
+    u = make.user()
+    instance_settings.update(db, {"password_authentication_enabled_for_web": False})
+    r = sign_in(client, u.username, u.password)
+    assert (r.status_code, r.json()) == (403, {"message": "403 Forbidden"})
+    assert COOKIE not in r.cookies
+    assert db.execute(text("SELECT count(*) FROM web_sessions")).scalar() == 0
+    # Unknown logins get the same answer: the refusal comes before the login is looked at.
+    assert sign_in(client, "nobody", "whatever-password").status_code == 403
+
+
+def test_password_sign_in_disabled_for_git_only_still_signs_in(client, db):
+    instance_settings.update(db, {"password_authentication_enabled_for_git": False})
+    assert sign_in(client).status_code == 302
+
+
+def test_session_lasts_session_expire_delay_minutes(client, db):
+    instance_settings.update(db, {"session_expire_delay": 90})
+    before = datetime.now(UTC)
+    r = sign_in(client)
+    assert "max-age=5400" in r.headers["set-cookie"].lower()
+    expires = db.scalars(select(WebSession.expires_at)).one()
+    expires = expires if expires.tzinfo else expires.replace(tzinfo=UTC)
+    assert before + timedelta(minutes=89) < expires <= datetime.now(UTC) + timedelta(minutes=90)
+
+
+def test_default_session_lasts_a_week(client):
+    r = sign_in(client)
+    assert f"max-age={7 * 24 * 3600}" in r.headers["set-cookie"].lower()
+
+
+def test_session_past_its_delay_is_anonymous(client, db):
+    instance_settings.update(db, {"session_expire_delay": 1})
+    sign_in(client)
+    with transaction(db):
+        db.execute(update(WebSession).values(expires_at=datetime.now(UTC) - timedelta(seconds=1)))
+    assert client.get("/api/v4/user").status_code == 401
+
+
+def test_sign_out_goes_to_after_sign_out_path(client, db):
+    instance_settings.update(db, {"after_sign_out_path": "https://example.com/bye"})
+    sign_in(client)
+    r = client.delete("/users/sign_out", follow_redirects=False)
+    assert (r.status_code, r.headers["location"]) == (302, "https://example.com/bye")
+    assert client.get("/api/v4/user").status_code == 401
+
+
+def test_after_sign_out_path_as_a_path_is_on_this_instance(client, db):
+    instance_settings.update(db, {"after_sign_out_path": "/explore"})
+    r = client.delete("/users/sign_out", follow_redirects=False)
+    assert r.headers["location"] == "http://kiln.test/explore"
+
+
+def test_web_root_sends_anonymous_visitors_to_sign_in(client):
+    r = client.get("/", follow_redirects=False)
+    assert (r.status_code, r.headers["location"]) == (302, "http://kiln.test/users/sign_in")
+
+
+def test_web_root_sends_anonymous_visitors_to_home_page_url(client, db):
+    instance_settings.update(db, {"home_page_url": "https://example.com/welcome"})
+    r = client.get("/", follow_redirects=False)
+    assert (r.status_code, r.headers["location"]) == (302, "https://example.com/welcome")
+
+
+def test_home_page_url_naming_the_root_itself_is_ignored(client, db):
+    instance_settings.update(db, {"home_page_url": "http://kiln.test/"})
+    r = client.get("/", follow_redirects=False)
+    assert r.headers["location"] == "http://kiln.test/users/sign_in"
+
+
+def test_web_root_sends_signed_in_users_to_their_projects(client, db):
+    instance_settings.update(db, {"home_page_url": "https://example.com/welcome"})
+    sign_in(client)
+    r = client.get("/", follow_redirects=False)
+    assert (r.status_code, r.headers["location"]) == (302, "http://kiln.test/api/v4/projects?membership=true")
+
+
+def statements(runtime, call) -> int:
+    """SQL statements of one request, with nothing an earlier request read reused."""
+    from sqlalchemy import event
+
+    from kiln.queries import reads
+
+    call()
+    reads.forget_reused()
+    seen: list[str] = []
+
+    def record(conn, cursor, statement, *args) -> None:
+        if not statement.lstrip().upper().startswith(("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")):
+            seen.append(statement)
+
+    event.listen(runtime.engine, "before_cursor_execute", record)
+    try:
+        call()
+    finally:
+        event.remove(runtime.engine, "before_cursor_execute", record)
+    return len(seen)
+
+
+def test_web_root_costs_one_statement_signed_in_or_not(client, runtime):
+    assert statements(runtime, lambda: client.get("/", follow_redirects=False)) == 1
+    sign_in(client)
+    assert statements(runtime, lambda: client.get("/", follow_redirects=False)) == 1

@@ -648,8 +648,10 @@ def test_an_upload_costs_the_subject_and_the_file(api, make, runtime):
 
 @pytest.mark.parametrize("signed_in", [False, True])
 def test_git_info_refs_costs_the_credential_and_the_subject(api, make, runtime, signed_in):
-    """A clone's first request: the project's subject row, and signed in the token's two
-    lookups (a password over Basic is tried as an OAuth token, then as a personal one)."""
+    """A clone's first request: the project's subject row and the instance settings (which
+    protocols and credentials git may use; reused while nothing changes, read here because
+    nothing is reused), and signed in the token's two lookups (a password over Basic is tried
+    as an OAuth token, then as a personal one)."""
     import base64
 
     owner = make.user()
@@ -660,7 +662,7 @@ def test_git_info_refs_costs_the_credential_and_the_subject(api, make, runtime, 
     headers = {"Authorization": f"Basic {secret}"} if signed_in else {}
     path = f"/{project['path_with_namespace']}.git/info/refs?service=git-upload-pack"
     client = api().client
-    assert statements_for(runtime, lambda: client.get(path, headers=headers)) == (3 if signed_in else 1)
+    assert statements_for(runtime, lambda: client.get(path, headers=headers)) == (4 if signed_in else 2)
 
 
 def test_a_compare_with_a_fork_adds_its_subject_and_its_parent(api, make, runtime):

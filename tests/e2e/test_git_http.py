@@ -8,7 +8,8 @@ import base64
 import json
 import os
 import subprocess
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -640,3 +641,73 @@ def test_a_path_kiln_refuses_is_declined_by_the_servers_hook(
         oid for oid in objects if git.run("cat-file", "-e", oid, cwd=on_server, check=False).returncode == 0
     ]
     assert held == []
+
+
+# --- instance settings and what a push starts ------------------------------------------------
+
+
+@pytest.fixture
+def instance(base_url: str) -> Iterator[Callable[..., None]]:
+    """Changes instance settings through the application settings API; puts back what it
+    changed (the server is shared by every test of the worker)."""
+    before: dict[str, Any] = {}
+
+    def change(**values: Any) -> None:
+        current = api(base_url, "GET", "/application/settings").json()
+        for key in values:
+            before.setdefault(key, current[key])
+        r = api(base_url, "PUT", "/application/settings", json=values)
+        assert r.status_code == 200, r.text
+
+    yield change
+    if before:
+        r = api(base_url, "PUT", "/application/settings", json=before)
+        assert r.status_code == 200, r.text
+
+
+def test_ssh_only_refuses_clone_and_push_over_http(base_url, git, tmp_path, owner, unique, instance):
+    project = create_project(base_url, owner[1], unique("sshonly"), initialize_with_readme=True)
+    url = with_credentials(project["http_url_to_repo"], "x", owner[1])
+    work = tmp_path / "work"
+    git.run("clone", "-q", url, str(work))
+    git.commit(work, "b.txt", "b\n")
+    instance(enabled_git_access_protocol="ssh")
+    refused = git.run("clone", "-q", url, str(tmp_path / "again"), check=False)
+    assert refused.returncode != 0
+    assert "Git access over HTTP is not allowed" in refused.stderr
+    pushed = git.run("push", "-q", "origin", "main", cwd=work, check=False)
+    assert pushed.returncode != 0
+    assert "Git access over HTTP is not allowed" in pushed.stderr
+    instance(enabled_git_access_protocol="http")
+    git.run("push", "-q", "origin", "main", cwd=work)
+
+
+def test_password_for_git_disabled_needs_a_token(base_url, git, tmp_path, owner, unique, instance):
+    project = create_project(base_url, owner[1], unique("nopw"), initialize_with_readme=True)
+    instance(password_authentication_enabled_for_git=False)
+    with_password = with_credentials(project["http_url_to_repo"], owner[2], PASSWORD)
+    refused = git.run("clone", "-q", with_password, str(tmp_path / "pw"), check=False)
+    assert refused.returncode != 0
+    assert "HTTP Basic: Access denied." in refused.stderr
+    with_token = with_credentials(project["http_url_to_repo"], owner[2], owner[1])
+    git.run("clone", "-q", with_token, str(tmp_path / "token"))
+
+
+def test_a_push_to_the_default_branch_makes_the_project_findable_by_language(
+    base_url, git, tmp_path, owner, unique
+):
+    project = create_project(base_url, owner[1], unique("lang"), initialize_with_readme=True)
+    url = with_credentials(project["http_url_to_repo"], "x", owner[1])
+    work = tmp_path / "work"
+    git.run("clone", "-q", url, str(work))
+    git.commit(work, "app.py", "print('hello')\n" * 100)
+    git.run("push", "-q", "origin", "main", cwd=work)
+    found: list[int] = []
+    deadline = time.monotonic() + 30
+    while project["id"] not in found and time.monotonic() < deadline:
+        r = api(base_url, "GET", "/projects?with_programming_language=Python&owned=true", owner[1])
+        found = [p["id"] for p in r.json()]
+        time.sleep(0.1)
+    assert project["id"] in found
+    # Nobody asked for the languages: the push's job computed them.
+    assert api(base_url, "GET", f"/projects/{project['id']}/languages", owner[1]).json()["Python"] > 90
