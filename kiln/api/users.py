@@ -1,4 +1,5 @@
-"""Users (spec part 3 "Users"): /users, /user, status, identities, block/unblock."""
+"""Users (spec part 3 "Users"): /users, /user, status, identities, the user states (block,
+ban, deactivate, approve and their reverses) and memberships."""
 
 from __future__ import annotations
 
@@ -14,9 +15,19 @@ from kiln.api._params import params
 from kiln.api._render import no_content, render
 from kiln.api._routes import delete, get, post, put
 from kiln.auth.tokens import API, READ_API, READ_USER
-from kiln.entities.users import user_detail, user_detail_json, user_status
+from kiln.entities.memberships import membership
+from kiln.entities.users import moderated, user_detail, user_detail_json, user_status
 from kiln.preconditions import parse_http_date
-from kiln.schemas.users import StatusUpdate, UserCreate, UserDelete, UserGet, UserList, UserUpdate
+from kiln.schemas.users import (
+    MembershipList,
+    StatusUpdate,
+    UserCreate,
+    UserDelete,
+    UserGet,
+    UserList,
+    UserUpdate,
+)
+from kiln.services import memberships
 from kiln.services import users as service
 
 if TYPE_CHECKING:
@@ -102,6 +113,46 @@ async def unblock_user(request: Req, db: Db, actor: Authenticated, id: FromPath[
     return render(await in_thread(service.unblock, db, actor, int_id(id)), status=201)
 
 
+@post("/users/{id:str}/ban")
+async def ban_user(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
+    return render(await in_thread(service.ban, db, actor, int_id(id)), status=201)
+
+
+@post("/users/{id:str}/unban")
+async def unban_user(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
+    return render(await in_thread(service.unban, db, actor, int_id(id)), status=201)
+
+
+@post("/users/{id:str}/activate")
+async def activate_user(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
+    return render(await in_thread(service.activate, db, actor, int_id(id)), status=201)
+
+
+@post("/users/{id:str}/deactivate")
+async def deactivate_user(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
+    return render(await in_thread(service.deactivate, db, actor, int_id(id)), status=201)
+
+
+@post("/users/{id:str}/approve")
+async def approve_user(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
+    await in_thread(service.approve, db, actor, int_id(id))
+    return render(moderated(), status=201)
+
+
+@post("/users/{id:str}/reject", status=200)
+async def reject_user(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
+    await in_thread(service.reject, db, actor, int_id(id), _storage(request))
+    return render(moderated(), status=200)
+
+
+@get("/users/{id:str}/memberships", params=MembershipList, scopes=READ)
+async def list_memberships(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
+    q: MembershipList = await params(request)
+    page = page_of(q)
+    result = memberships.of_user(db, actor, int_id(id), q, page)
+    return paginated(request, [membership(row) for row in result.items], page, result)
+
+
 @get("/user", scopes=READ)
 async def current_user(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
     return render(_detail(request, db, actor, actor.user))
@@ -141,3 +192,15 @@ def _view(d: service.UserDetail, base: str) -> dict[str, Any]:
     return user_detail(
         d.user, d.view, base, d.identities or (), d.custom_attributes, can_create_project=d.can_create_project
     )
+
+
+# The user states and memberships (the other routes are listed one by one in kiln.api).
+ROUTES = [
+    ban_user,
+    unban_user,
+    activate_user,
+    deactivate_user,
+    approve_user,
+    reject_user,
+    list_memberships,
+]

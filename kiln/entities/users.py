@@ -181,3 +181,8 @@ def _work_information(user: User) -> str | None:
     if user.job_title and user.organization:
         return f"{user.job_title} at {user.organization}"
     return user.job_title or user.organization or None
+
+
+def moderated() -> dict[str, Any]:
+    """What approving or rejecting a user answers (GitLab's service result)."""
+    return {"message": "Success"}

@@ -15,11 +15,11 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Session, aliased
 from sqlalchemy.sql.functions import FunctionElement
 
-from kiln.models import Identity, Member, Namespace, User
+from kiln.models import Identity, Member, Namespace, Project, User
 from kiln.models.base import is_numeric, numeric_id
 from kiln.models.namespaces import KIND_GROUP, OWNER
 from kiln.models.users import USER_TYPE_GHOST, USER_TYPE_HUMAN
-from kiln.queries import custom_attributes
+from kiln.queries import access, custom_attributes
 from kiln.queries.reads import row_columns, run
 from kiln.queries.shapes import Shapes, bound, parameters_key
 from kiln.queries.text import ESCAPE, contains
@@ -233,7 +233,9 @@ def _listing(q: UserList, admin: bool) -> Select[Any]:
         # GitLab's `active` scope leaves internal users (the ghost) out.
         stmt = stmt.where(User.state == "active", User.user_type == USER_TYPE_HUMAN)
     if q.blocked:
-        stmt = stmt.where(User.state == "blocked")
+        # GitLab's `blocked` scope: blocked by an administrator or by LDAP, not banned,
+        # pending approval or deactivated.
+        stmt = stmt.where(User.state.in_(("blocked", "ldap_blocked")))
     if q.external:
         stmt = stmt.where(User.external.is_(True))
     if q.exclude_external:
@@ -265,6 +267,8 @@ def _listing(q: UserList, admin: bool) -> Select[Any]:
             stmt = stmt.where(User.two_factor_enabled.is_(False))
         if q.admins:
             stmt = stmt.where(User.admin.is_(True))
+        if q.without_projects:
+            stmt = stmt.where(~reaches_a_project(bindparam(TODAY)))
         stmt = stmt.where(*custom_attributes.matching("users", User.id, q.custom_attributes or {}))
     if q.id_after is not None:
         stmt = stmt.where(User.id > bound("id_after"))
@@ -275,6 +279,33 @@ def _listing(q: UserList, admin: bool) -> Select[Any]:
     primary = order_col.asc() if direction == "asc" else order_col.desc()
     tiebreak = User.id.asc() if direction == "asc" else User.id.desc()
     return stmt.order_by(primary, tiebreak) if order_col is not User.id else stmt.order_by(primary)
+
+
+# The bind parameter of the day memberships are judged on (expired ones grant nothing).
+TODAY = "users_today"
+_GROUP_NS = aliased(Namespace, name="member_group")
+_INNER_NS = aliased(Namespace, name="member_inner")
+
+
+def reaches_a_project(today: Any) -> ColumnElement[bool]:
+    """The user of the row reaches some project (GitLab's project authorizations): a project
+    membership, a membership of a group holding a project at any depth or of a group a
+    project is shared with, or a personal project of their own."""
+    direct = select(Member.id).where(
+        Member.user_id == User.id, Member.project_id.is_not(None), access.active_membership(today)
+    )
+    inherited = (
+        select(Member.id)
+        .join(_GROUP_NS, _GROUP_NS.id == Member.namespace_id)
+        .join(_INNER_NS, access.within(_INNER_NS, _GROUP_NS))
+        .join(Project, Project.namespace_id == _INNER_NS.id)
+        .where(Member.user_id == User.id, access.active_membership(today))
+    )
+    shared = access.through_shares(select(Member.id), _GROUP_NS, _INNER_NS).where(
+        Member.user_id == User.id, access.active_membership(today), access.share_active(today)
+    )
+    personal = access.personal_projects(Project.id).where(Namespace.owner_id == User.id)
+    return or_(exists(direct), exists(inherited), exists(shared), exists(personal))
 
 
 def solely_owned_group_ids(db: Session, user_id: int) -> list[int]:

@@ -130,3 +130,7 @@ class StatusUpdate(Params):
     clear_status_after: (
         Literal["30_minutes", "3_hours", "8_hours", "1_day", "3_days", "7_days", "30_days"] | None
     ) = None
+
+
+class MembershipList(PageParams):
+    type: Literal["Project", "Namespace"] | None = None

@@ -49,46 +49,6 @@ REMOVE_FILES = "groups.remove_files"
 DESTROY_ADJOURNED = "groups.destroy_adjourned"
 # GroupDetail shows at most this many projects (GitLab's GroupProjectsFinder limit).
 DETAIL_PROJECTS_LIMIT = 100
-# Top-level paths the web interface and the API route themselves (GitLab's reserved names).
-RESERVED_TOP_LEVEL = frozenset(
-    {
-        "-",
-        ".well-known",
-        "404.html",
-        "422.html",
-        "500.html",
-        "502.html",
-        "503.html",
-        "admin",
-        "api",
-        "apple-touch-icon.png",
-        "assets",
-        "dashboard",
-        "explore",
-        "favicon.ico",
-        "favicon.png",
-        "files",
-        "groups",
-        "health_check",
-        "help",
-        "import",
-        "jwt",
-        "login",
-        "oauth",
-        "profile",
-        "projects",
-        "public",
-        "robots.txt",
-        "s",
-        "search",
-        "sitemap",
-        "sitemap.xml",
-        "snippets",
-        "uploads",
-        "users",
-        "v2",
-    }
-)
 # The instance's default_project_creation setting and the level name it stands for.
 _PROJECT_CREATION = {0: "noone", 1: "maintainer", 2: "developer", 4: "owner"}
 
@@ -256,8 +216,8 @@ def _check_name_path(
                 errors.setdefault("name", []).append("has already been taken")
     if check_path:
         problem = ns_service.path_error(path)
-        if problem is None and parent is None and path.lower() in RESERVED_TOP_LEVEL:
-            problem = f"{path} is a reserved name"
+        if problem is None and parent is None and ns_service.reserved_top_level(path):
+            problem = ns_service.reserved_message(path)
         if problem:
             errors.setdefault("path", []).append(problem)
         elif ns_service.path_taken(db, parent.id if parent else None, path, except_ns=except_ns):

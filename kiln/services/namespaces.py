@@ -32,6 +32,61 @@ NAME_MESSAGE = (
     "It must start with a letter, digit, emoji, or '_'."
 )
 MAX_DEPTH = 20
+# GitLab's top-level routes (Gitlab::PathRegex::TOP_LEVEL_ROUTES): no username and no
+# top-level group may take one of these paths, in any letter case, or the route would hide it.
+RESERVED_TOP_LEVEL_ROUTES = frozenset(
+    {
+        "-",
+        ".well-known",
+        "404.html",
+        "422.html",
+        "500.html",
+        "502.html",
+        "503.html",
+        "admin",
+        "api",
+        "apple-touch-icon.png",
+        "assets",
+        "dashboard",
+        "deploy.html",
+        "explore",
+        "favicon.ico",
+        "favicon.png",
+        "files",
+        "groups",
+        "health_check",
+        "help",
+        "import",
+        "jwt",
+        "login",
+        "oauth",
+        "profile",
+        "projects",
+        "public",
+        "robots.txt",
+        "s",
+        "search",
+        "sitemap",
+        "sitemap.xml",
+        "sitemap.xml.gz",
+        "slash-command-logo.png",
+        "snippets",
+        "unsubscribes",
+        "uploads",
+        "users",
+        "v2",
+    }
+)
+
+
+def reserved_top_level(path: str) -> bool:
+    """A path a user or a top-level group may not take (RESERVED_TOP_LEVEL_ROUTES)."""
+    return path.lower() in RESERVED_TOP_LEVEL_ROUTES
+
+
+def reserved_message(path: str) -> str:
+    """GitLab's words for a reserved path, on `username` or `path`."""
+    return f"{path} is a reserved name"
 
 
 def path_error(path: str) -> str | None:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import PurePosixPath
 from typing import Any, Literal
 
@@ -33,37 +33,13 @@ from kiln.queries.shapes import bounds_params
 from kiln.queries.users import IdentityRow, UserRow
 from kiln.schemas._types import Upload
 from kiln.schemas.users import StatusUpdate, UserCreate, UserList, UserUpdate
-from kiln.services import project_lifecycle, project_stars, uploads
+from kiln.services import instance_settings, project_lifecycle, project_stars, uploads
 from kiln.services import tokens as token_service
-from kiln.services.namespaces import place
+from kiln.services.namespaces import place, reserved_message, reserved_top_level
 from kiln.storage import Storage, user_avatar_key
 
 _USERNAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
-# Paths that collide with kiln's own top-level routes.
-RESERVED_USERNAMES = frozenset(
-    {
-        "-",
-        "api",
-        "admin",
-        "assets",
-        "dashboard",
-        "explore",
-        "groups",
-        "help",
-        "oauth",
-        "projects",
-        "public",
-        "search",
-        "uploads",
-        "users",
-        "user",
-        "health_check",
-        "s",
-        "snippets",
-        "v2",
-    }
-)
 THEME_IDS = range(1, 12)
 COLOR_SCHEME_IDS = range(1, 7)
 AVATAR_FORMATS = ("png", "jpg", "jpeg", "gif", "bmp", "tiff", "ico", "webp")
@@ -102,6 +78,8 @@ def list_users(db: Session, viewer: Actor | None, q: UserList, page: Page) -> Us
         raise Forbidden("Not authorized to access /api/v4/users")
     stmt = finder.listing(q, admin=admin)
     bounds = bounds_params(q)
+    if admin and q.without_projects:
+        bounds[finder.TODAY] = date.today()
     if page.keyset:
         result = keyset_page(db, stmt, page, User.id, q.id_after, q.id_before, core=True, params=bounds)
     else:
@@ -220,6 +198,7 @@ def _create(db: Session, p: UserCreate, settings: Settings, storage: Storage) ->
             confirmed_at=now,
         )
         _apply_profile(user, p, admin_fields=True)
+        _apply_defaults(user, p, instance_settings.current(db))
         if p.admin is not None:
             user.admin = p.admin
         db.add(user)
@@ -230,6 +209,87 @@ def _create(db: Session, p: UserCreate, settings: Settings, storage: Storage) ->
         if avatar_key is not None:
             user.avatar_path = _store_avatar(storage, user.id, p.avatar)
         db.flush()
+    return user
+
+
+def _apply_defaults(user: User, p: UserCreate, inst: Mapping[str, Any]) -> None:
+    """A new user's projects limit and group creation: as given, else the instance's
+    defaults; an external user gets neither (GitLab's ensure_user_rights_and_limits)."""
+    if p.projects_limit is None:
+        user.projects_limit = int(inst["default_projects_limit"])
+    if p.can_create_group is None:
+        user.can_create_group = bool(inst["can_create_group"])
+    if user.external:
+        user.projects_limit = 0
+        user.can_create_group = False
+
+
+def email_domain_error(inst: Mapping[str, Any], email: str) -> str | None:
+    """The instance's sign-up domain rules (GitLab's signup_domain_valid?): a denied domain,
+    or one outside a non-empty allowlist. `*` in a listed domain stands for any characters."""
+    domain = email.rpartition("@")[2]
+    error = None
+    if inst["domain_blacklist_enabled"] and _domain_matches(inst["domain_blacklist"] or [], domain):
+        error = "is not from an allowed domain."
+    allowed = inst["domain_whitelist"] or []
+    if allowed:
+        error = None if _domain_matches(allowed, domain) else "domain is not authorized for sign-up"
+    return error
+
+
+def _domain_matches(patterns: Iterable[str] | str, domain: str) -> bool:
+    if isinstance(patterns, str):
+        patterns = re.split(r"[\s,;]+", patterns)
+    for pattern in filter(None, patterns):
+        regex = "^" + re.escape(pattern).replace(r"\*", ".*?") + "$"
+        if re.match(regex, domain, re.IGNORECASE):
+            return True
+    return False
+
+
+def register(db: Session, p: UserCreate, settings: Settings) -> User:
+    """A user who signs up: the instance's sign-up rules, then the same validation as an
+    administrator's creation, every problem in one answer; nothing is written on refusal.
+    With admin approval required the user waits, blocked, until approved."""
+    password_hash = _hash(p.password, settings)
+    try:
+        with transaction(db):
+            inst = instance_settings.current(db)
+            errors = _field_errors(p, password=p.password)
+            if not p.password:
+                errors["password"] = ["can't be blank"]
+            if "email" not in errors and (problem := email_domain_error(inst, p.email)):
+                errors["email"] = [problem]
+            if finder.email_taken(db, p.email):
+                errors.setdefault("email", []).append("has already been taken")
+            if p.username and finder.username_taken(db, p.username):
+                errors.setdefault("username", []).append("has already been taken")
+            if errors:
+                raise ValidationFailed(errors)
+            assert password_hash is not None
+            pending = bool(inst["require_admin_approval_after_user_signup"])
+            user = User(
+                username=p.username,
+                email=p.email,
+                name=p.name,
+                password_hash=password_hash,
+                state=PENDING_APPROVAL if pending else ACTIVE,
+                confirmed_at=datetime.now(UTC),
+            )
+            _apply_defaults(user, p, inst)
+            db.add(user)
+            db.flush()
+            user_namespace(db, user)
+    except IntegrityError:
+        # A concurrent sign-up took the e-mail or username between check and insert.
+        taken: dict[str, list[str]] = {}
+        if finder.email_taken(db, p.email):
+            taken["email"] = ["has already been taken"]
+        if finder.username_taken(db, p.username):
+            taken["username"] = ["has already been taken"]
+        if not taken:
+            raise
+        raise ValidationFailed(taken) from None
     return user
 
 
@@ -380,32 +440,143 @@ def ghost_user(db: Session) -> User:
     return ghost
 
 
+# User states (GitLab's user state machine). Every state but `active` keeps the user out of
+# the API and git (auth.credentials); the blocked ones are those `block` leaves alone.
+ACTIVE = "active"
+BLOCKED = "blocked"
+LDAP_BLOCKED = "ldap_blocked"
+BANNED = "banned"
+DEACTIVATED = "deactivated"
+PENDING_APPROVAL = "blocked_pending_approval"
+BLOCKED_STATES = frozenset({BLOCKED, LDAP_BLOCKED, BANNED, PENDING_APPROVAL})
+
+
 def block(db: Session, actor: Actor, user_id: int) -> bool | None:
-    """True when blocked now, None when the user already was (GitLab's answers)."""
+    """True when blocked now, None when the user already was blocked in any way (banned and
+    pending approval included): GitLab's answers."""
     policy.require(actor, Action.ADMIN_USERS)
     user = _find(db, user_id)
-    if user.is_ghost:
-        raise Forbidden(message="An internal user cannot be blocked")
+    if user.state == LDAP_BLOCKED:
+        raise Forbidden("LDAP blocked users cannot be modified by the API")
     if user.id == actor.user.id:
         raise Forbidden("The API initiating user cannot be blocked by the API")
-    if user.state == "blocked":
+    if user.state in BLOCKED_STATES:
         return None
+    if user.is_ghost:
+        raise Forbidden(message="An internal user cannot be blocked")
     with transaction(db):
-        user.state = "blocked"
+        user.state = BLOCKED
     return True
 
 
 def unblock(db: Session, actor: Actor, user_id: int) -> bool:
-    """True when unblocked now, False when the user was not blocked."""
+    """True when active now (from blocked, banned or pending approval), False when the user
+    was active already; a deactivated user is refused."""
     policy.require(actor, Action.ADMIN_USERS)
     user = _find(db, user_id)
+    if user.state == LDAP_BLOCKED:
+        raise Forbidden("LDAP blocked users cannot be unblocked by the API")
+    if user.state == DEACTIVATED:
+        raise Forbidden("Deactivated users cannot be unblocked by the API")
     if user.is_ghost:
         raise Forbidden(message="An internal user cannot be unblocked")
-    if user.state != "blocked":
+    if user.state not in BLOCKED_STATES:
         return False
     with transaction(db):
-        user.state = "active"
+        user.state = ACTIVE
     return True
+
+
+def ban(db: Session, actor: Actor, user_id: int) -> bool:
+    """Only an active user can be banned."""
+    policy.require(actor, Action.ADMIN_USERS)
+    user = _find(db, user_id)
+    if user.state != ACTIVE:
+        raise Forbidden(message=f"You cannot ban {user.state} users.")
+    with transaction(db):
+        user.state = BANNED
+    return True
+
+
+def unban(db: Session, actor: Actor, user_id: int) -> bool:
+    policy.require(actor, Action.ADMIN_USERS)
+    user = _find(db, user_id)
+    if user.state != BANNED:
+        raise Forbidden(message=f"You cannot unban {user.state} users.")
+    with transaction(db):
+        user.state = ACTIVE
+    return True
+
+
+def activate(db: Session, actor: Actor, user_id: int) -> bool:
+    """A deactivated user becomes active; an active one stays so (still true); a blocked one
+    must be unblocked instead."""
+    policy.require(actor, Action.ADMIN_USERS)
+    user = _find(db, user_id)
+    if user.state in BLOCKED_STATES:
+        raise Forbidden(message="Error occurred. A blocked user must be unblocked to be activated")
+    if user.state != ACTIVE:
+        with transaction(db):
+            user.state = ACTIVE
+    return True
+
+
+def deactivate(db: Session, actor: Actor, user_id: int) -> bool | None:
+    """True when deactivated now, None when the user already was. Only a user without
+    activity for the instance's deactivate_dormant_users_period (days) may be deactivated."""
+    policy.require(actor, Action.ADMIN_USERS)
+    user = _find(db, user_id)
+    if user.state == DEACTIVATED:
+        return None
+    if user.state in BLOCKED_STATES:
+        raise Forbidden(message="Error occurred. A blocked user cannot be deactivated")
+    if user.is_ghost:
+        raise Forbidden(message="Internal users cannot be deactivated")
+    days = int(instance_settings.current(db)["deactivate_dormant_users_period"])
+    if _recently_active(user, days):
+        raise Forbidden(
+            message=f"The user you are trying to deactivate has been active in the past {days} "
+            "days and cannot be deactivated"
+        )
+    with transaction(db):
+        user.state = DEACTIVATED
+    return True
+
+
+def _recently_active(user: User, days: int) -> bool:
+    """Activity (a day with activity or a sign-in) within the last `days`."""
+    since = datetime.now(UTC) - timedelta(days=days)
+    moments = []
+    if user.last_activity_on is not None:
+        moments.append(datetime.combine(user.last_activity_on, datetime.min.time(), UTC))
+    if user.current_sign_in_at is not None:
+        signed_in = user.current_sign_in_at
+        moments.append(signed_in if signed_in.tzinfo else signed_in.replace(tzinfo=UTC))
+    return bool(moments) and max(moments) > since
+
+
+def approve(db: Session, actor: Actor, user_id: int) -> None:
+    """A user pending approval becomes active. GitLab hides the user from whoever may not
+    see them, then refuses non-administrators with its own words."""
+    user = _find(db, user_id)
+    if not policy.may(actor, Action.READ_USER, user):
+        raise NotFound("User")
+    if not policy.may(actor, Action.ADMIN_USERS):
+        raise Forbidden(message="You are not allowed to approve a user")
+    if user.state != PENDING_APPROVAL:
+        raise Conflict("The user you are trying to approve is not pending approval")
+    with transaction(db):
+        user.state = ACTIVE
+
+
+def reject(db: Session, actor: Actor, user_id: int, storage: Storage) -> None:
+    """A user pending approval is deleted with everything they made."""
+    user = _find(db, user_id)
+    if not policy.may(actor, Action.ADMIN_USERS):
+        raise Forbidden(message="You are not allowed to reject a user")
+    if user.state != PENDING_APPROVAL:
+        raise Conflict("User does not have a pending request")
+    delete_user(db, actor, user.id, hard_delete=True, storage=storage)
 
 
 def status_of(db: Session, viewer: Actor | None, ident: str) -> UserRow:
@@ -554,8 +725,8 @@ def _field_errors(p: UserCreate | UserUpdate, *, password: str | None) -> dict[s
                 "can contain only letters, digits, '_', '-' and '.'. "
                 "Cannot start with '-' or end in '.', '.git' or '.atom'."
             )
-        elif username.lower() in RESERVED_USERNAMES:
-            problems.append(f"{username} is a reserved name")
+        elif reserved_top_level(username):
+            problems.append(reserved_message(username))
         if problems:
             errors["username"] = problems
     for name, limit in _LENGTH_LIMITS.items():

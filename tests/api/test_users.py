@@ -1259,3 +1259,103 @@ def test_can_create_project_needs_a_projects_limit_and_an_internal_user(api, mak
     assert api(limited).get("/user").json()["can_create_project"] is False
     listed = {u["id"]: u["can_create_project"] for u in api("root").get("/users?per_page=100").json()}
     assert (listed[plain.id], listed[external.id], listed[limited.id]) == (True, False, False)
+
+
+# ---------------------------------------------------------------- without_projects
+
+
+def without_projects(api, *users):
+    """Which of `users` the administrator's `without_projects=true` list shows."""
+    r = api("root").get("/users", params={"without_projects": "true", "per_page": 100})
+    assert r.status_code == 200
+    listed = set(ids(r))
+    return {u.id for u in users if u.id in listed}
+
+
+def test_without_projects_lists_users_who_reach_no_project(api, make):
+    lonely = make.user()
+    assert without_projects(api, lonely) == {lonely.id}
+
+
+def test_without_projects_leaves_out_owners_of_personal_projects(api, make):
+    owner = make.user()
+    make.project(owner=owner)
+    assert without_projects(api, owner) == set()
+
+
+def test_without_projects_leaves_out_project_members(api, make):
+    member = make.user()
+    make.project(members={member: 10})
+    assert without_projects(api, member) == set()
+
+
+def test_without_projects_leaves_out_members_of_groups_holding_projects(api, make):
+    member, idle = make.user(), make.user()
+    parent = make.group(members={member: 30})
+    child = make.group(parent=parent)
+    make.project(namespace=child)
+    make.group(members={idle: 30})  # a group without projects gives access to none
+    assert without_projects(api, member, idle) == {idle.id}
+
+
+def test_without_projects_leaves_out_members_of_groups_a_project_is_shared_with(api, make, db):
+    from kiln.models import ProjectGroupLink
+
+    member = make.user()
+    group = make.group(members={member: 30})
+    project = make.project()
+    with transaction(db):
+        db.add(ProjectGroupLink(project_id=project.id, group_id=group.id, group_access=30))
+    assert without_projects(api, member) == set()
+
+
+def test_without_projects_ignores_access_requests_and_expired_memberships(api, make):
+    from datetime import date
+
+    requester, expired = make.user(), make.user()
+    project = make.project()
+    make.member(project, requester, 30, requested_at=datetime.now(UTC))
+    make.member(project, expired, 30, expires_at=date(2000, 1, 1))
+    assert without_projects(api, requester, expired) == {requester.id, expired.id}
+
+
+def test_without_projects_is_ignored_for_non_administrators(api, make):
+    owner, caller = make.user(), make.user()
+    make.project(owner=owner)
+    r = api(caller).get("/users", params={"without_projects": "true", "per_page": 100})
+    assert owner.id in ids(r)
+
+
+# ---------------------------------------------------------------- defaults of a new user
+
+
+def test_new_user_takes_the_instance_defaults(api, db):
+    from kiln.services import instance_settings
+
+    instance_settings.update(db, {"default_projects_limit": 7, "can_create_group": False})
+    r = api("root").post("/users", data=new_user(n="defaults", password="secret-123"))
+    assert r.status_code == 201, r.text
+    assert (r.json()["projects_limit"], r.json()["can_create_group"]) == (7, False)
+
+
+def test_given_limits_win_over_the_instance_defaults(api, db):
+    from kiln.services import instance_settings
+
+    instance_settings.update(db, {"default_projects_limit": 7, "can_create_group": False})
+    data = new_user(n="given", password="secret-123", projects_limit=3, can_create_group="true")
+    r = api("root").post("/users", data=data)
+    assert (r.json()["projects_limit"], r.json()["can_create_group"]) == (3, True)
+
+
+def test_new_external_user_can_create_nothing(api):
+    data = new_user(n="ext", password="secret-123", external="true", projects_limit=5)
+    r = api("root").post("/users", data=data)
+    assert (r.json()["projects_limit"], r.json()["can_create_group"]) == (0, False)
+
+
+def test_administrators_create_users_outside_the_sign_up_domains(api, db):
+    from kiln.services import instance_settings
+
+    instance_settings.update(db, {"domain_whitelist": ["allowed.test"]})
+    r = api("root").post("/users", data=new_user(n="outside", password="secret-123"))
+    assert r.status_code == 201, r.text

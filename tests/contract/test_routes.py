@@ -77,12 +77,15 @@ def test_every_route_is_in_openapi_with_its_parameters(app, api):
 
 
 def test_every_api_route_is_under_the_prefix_or_declared_root(app):
+    # "/" is the web root, "/users" sign-up (GitLab's web registration), "/-/users/" the terms;
     # "/{full:path}" is git over HTTP (<namespace>/<project>.git/...): project paths have slashes.
-    roots = {"/", "/-/health", "/-/liveness", "/-/readiness", "/-/metrics", "/{full:path}"}
+    roots = {"/", "/users", "/-/health", "/-/liveness", "/-/readiness", "/-/metrics", "/{full:path}"}
     for _, path, _ in handlers(app):
         assert (
             path.startswith(API_PREFIX + "/")
-            or path.startswith(("/oauth/", "/users/", "/uploads/", "/-/project/", "/-/project-uploads/"))
+            or path.startswith(
+                ("/oauth/", "/users/", "/-/users/", "/uploads/", "/-/project/", "/-/project-uploads/")
+            )
             or path in roots
         )
 
