@@ -50,7 +50,7 @@ DESTROY_ADJOURNED = "groups.destroy_adjourned"
 # GroupDetail shows at most this many projects (GitLab's GroupProjectsFinder limit).
 DETAIL_PROJECTS_LIMIT = 100
 # The instance's default_project_creation setting and the level name it stands for.
-_PROJECT_CREATION = {0: "noone", 1: "maintainer", 2: "developer", 4: "owner"}
+_PROJECT_CREATION = {0: "noone", 1: "maintainer", 2: "developer", 3: "administrator", 4: "owner"}
 
 
 @dataclass(slots=True)

@@ -511,6 +511,16 @@ def test_create_uses_the_instance_default_visibility(api, make, db):
     assert (r.status_code, r.json()["visibility"]) == (201, "internal")
 
 
+@pytest.mark.parametrize(
+    ("setting", "level"),
+    [(0, "noone"), (1, "maintainer"), (2, "developer"), (3, "administrator"), (4, "owner")],
+)
+def test_create_takes_the_instance_default_project_creation(api, make, db, setting, level):
+    instance_settings.update(db, {"default_project_creation": setting})
+    r = api(make.user()).post("/groups", json={"name": "Made", "path": "made"})
+    assert (r.status_code, r.json()["project_creation_level"]) == (201, level)
+
+
 def test_create_restricted_visibility_is_400_for_non_admins(api, make, db):
     instance_settings.update(db, {"restricted_visibility_levels": ["public"]})
     body = {"name": "Pub", "path": "pub", "visibility": "public"}
