@@ -31,7 +31,7 @@ from sqlalchemy.orm import Session
 
 from kiln import policy
 from kiln.auth.actor import Actor
-from kiln.auth.credentials import Credentials, JobTokenResolver, authenticate
+from kiln.auth.credentials import Credentials, JobTokenResolver, authenticate, require_usable_for_git
 from kiln.auth.tokens import API, READ_API, READ_REPOSITORY, WRITE_REPOSITORY
 from kiln.config import Settings
 from kiln.db import transaction
@@ -41,7 +41,7 @@ from kiln.git.pre_receive import Rules
 from kiln.git.transport import RECEIVE_PACK, UPLOAD_PACK, GitProcess, PushRequest, ReceiveHook, RefCommand
 from kiln.models import Project
 from kiln.policy import Action, ProjectSubject
-from kiln.services import branches, instance_settings, languages, repositories, subjects, tags
+from kiln.services import branches, instance_settings, repositories, subjects, tags
 from kiln.services.sessions import check_password
 
 # What routes and the ASGI front door need to know of git's smart HTTP protocol.
@@ -212,6 +212,7 @@ def _authenticate(
     user = check_password(db, login, password, settings)
     if user is None:
         raise Unauthorized(ACCESS_DENIED)
+    require_usable_for_git(db, settings, user)
     return Actor(user=user, via="session", scopes=None, admin_mode=settings.admin_mode)
 
 
@@ -353,8 +354,7 @@ def _force_refused(db: Session, access: GitAccess, command: RefCommand) -> bool:
 def record_push(db: Session, access: GitAccess, check: PushCheck, options: list[str]) -> list[str]:
     """The bookkeeping of what the push changed (refs compared before and after git ran):
     one transaction with a push event per moved branch or tag, on a first push the
-    project's default branch (HEAD follows it), and the languages' job when the default
-    branch moved. Returns the refs that moved."""
+    project's default branch (HEAD follows it). Returns the refs that moved."""
     after = transport.read_refs(access.repo_path, list(check.before))
     moved = [ref for ref, old in check.before.items() if after.get(ref) != old]
     if not moved:
@@ -371,7 +371,6 @@ def record_push(db: Session, access: GitAccess, check: PushCheck, options: list[
                 repositories.record_push(
                     db, project, access.actor, ref, check.before[ref], after[ref], repo, options
                 )
-                languages.after_push(db, project, ref, after[ref])
     return moved
 
 

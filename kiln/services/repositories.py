@@ -28,7 +28,7 @@ from kiln.git.store import RepositoryStore, store_for
 from kiln.models import Event, Project, ProjectStatistics, ProtectedBranch
 from kiln.models.repository import DEVELOPER_ACCESS, MAINTAINER_ACCESS
 from kiln.policy import Action, ProjectSubject
-from kiln.services import instance_settings, subjects
+from kiln.services import instance_settings, languages, subjects
 from kiln.services import protected_branches as protection
 
 PUSH_REFUSED = "You are not allowed to push into this branch"
@@ -179,7 +179,8 @@ def record_push(
 ) -> Event:
     """The bookkeeping of one ref update, inside the caller's transaction: a push event for
     hooks and CI (with the `git push -o` options, for CI and merge requests to act on), the
-    project's activity time, and its repository statistics."""
+    project's activity time, its repository statistics, and its languages when the default
+    branch moved (by git push or by a commit through the API alike)."""
     before = before or ZERO
     after = after or ZERO
     ref_type = "tag" if ref.startswith("refs/tags/") else "branch"
@@ -221,6 +222,7 @@ def record_push(
         },
     )
     jobs.enqueue(db, MAINTAIN, {"project_id": project.id})
+    languages.after_push(db, project, ref, after)
     project = model_of(db, project)
     project.last_activity_at = datetime.now(UTC)
     project.readme_path = git_files.readme_name(repo)

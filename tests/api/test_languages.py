@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pygit2
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from kiln import jobs
 from kiln.db import transaction
@@ -220,26 +220,33 @@ def push_bookkeeping(db, project_id: int, ref: str, after: str) -> None:
         language_service.after_push(db, db.get(Project, project_id), ref, after)
 
 
-def detection_jobs(db) -> list[Job]:
-    return list(db.scalars(select(Job).where(Job.kind == language_service.DETECT)))
+def detection_jobs(db, since: int = 0) -> list[Job]:
+    """The languages' jobs enqueued after job `since` (a project's first commit enqueues one)."""
+    return list(db.scalars(select(Job).where(Job.kind == language_service.DETECT, Job.id > since)))
+
+
+def last_job(db) -> int:
+    return db.scalar(select(func.max(Job.id))) or 0
 
 
 def test_the_job_computes_languages_without_anyone_asking(api, make, db, settings, drain):
     u = make.user()
     p = new_project(api, u)
+    since = last_job(db)
     sha = write(settings, p["id"], {"app.py": b"x" * 1000})
     push_bookkeeping(db, p["id"], "refs/heads/main", sha)
     drain()
     r = api(u).get("/projects", params={"with_programming_language": "Python", "owned": "true"})
     assert [x["id"] for x in r.json()] == [p["id"]]
     db.expire_all()
-    assert [j.state for j in detection_jobs(db)] == ["done"]
+    assert [j.state for j in detection_jobs(db, since)] == ["done"]
     assert db.get(Project, p["id"]).languages_sha == sha
 
 
 def test_the_job_is_enqueued_with_the_push_or_not_at_all(api, make, db, settings):
     u = make.user()
     p = new_project(api, u)
+    since = last_job(db)
     sha = write(settings, p["id"], {"app.py": b"x"})
     try:
         with transaction(db):
@@ -247,28 +254,30 @@ def test_the_job_is_enqueued_with_the_push_or_not_at_all(api, make, db, settings
             raise RuntimeError("the push's bookkeeping failed")
     except RuntimeError:
         pass
-    assert detection_jobs(db) == []
+    assert detection_jobs(db, since) == []
 
 
 def test_only_the_default_branch_moving_to_a_commit_enqueues(api, make, db, settings):
     u = make.user()
     p = new_project(api, u)
+    since = last_job(db)
     sha = write(settings, p["id"], {"app.py": b"x"})
     push_bookkeeping(db, p["id"], "refs/heads/topic", sha)
     push_bookkeeping(db, p["id"], "refs/tags/main", sha)
     push_bookkeeping(db, p["id"], "refs/heads/main", "0" * 40)
-    assert detection_jobs(db) == []
+    assert detection_jobs(db, since) == []
 
 
 def test_the_job_runs_again_harmlessly(api, make, db, settings, drain):
     u = make.user()
     p = new_project(api, u)
+    since = last_job(db)
     sha = write(settings, p["id"], {"app.py": b"x" * 1000})
     push_bookkeeping(db, p["id"], "refs/heads/main", sha)
     push_bookkeeping(db, p["id"], "refs/heads/main", sha)
     drain()
     db.expire_all()
-    assert [j.state for j in detection_jobs(db)] == ["done", "done"]
+    assert [j.state for j in detection_jobs(db, since)] == ["done", "done"]
     assert languages(api, u, p["id"]).json()["Python"] > 90
 
 
@@ -278,3 +287,22 @@ def test_the_job_of_a_project_removed_meanwhile_does_nothing(db, drain):
     drain()
     db.expire_all()
     assert [(j.state, j.last_error) for j in detection_jobs(db)] == [("done", None)]
+
+
+def test_a_commit_through_the_api_computes_languages_without_anyone_asking(api, make, db, drain):
+    u = make.user()
+    p = new_project(api, u)
+    r = api(u).post(
+        f"/projects/{p['id']}/repository/commits",
+        json={
+            "branch": "main",
+            "commit_message": "add code",
+            "actions": [{"action": "create", "file_path": "app.py", "content": "x = 1\n" * 200}],
+        },
+    )
+    assert r.status_code == 201, r.text
+    drain()
+    found = api(u).get("/projects", params={"with_programming_language": "Python", "owned": "true"})
+    assert [x["id"] for x in found.json()] == [p["id"]]
+    db.expire_all()
+    assert db.get(Project, p["id"]).languages_sha == r.json()["id"]

@@ -221,3 +221,19 @@ def test_the_latest_terms_tell_a_signed_in_user_whether_they_accepted(client, ma
 def test_no_terms_is_404(client):
     r = client.get("/-/users/terms")
     assert (r.status_code, r.json()) == (404, {"message": "404 Term Not Found"})
+
+
+def test_git_over_http_with_a_password_is_refused_until_accepted(api, client, make, db, url):
+    owner = make.user()
+    r = api(owner).post("/projects", json={"name": "terms-git-password", "initialize_with_readme": True})
+    assert r.status_code == 201, r.text
+    path = r.json()["path_with_namespace"]
+    enforce(db)
+    auth = {
+        "Authorization": "Basic " + base64.b64encode(f"{owner.username}:{owner.password}".encode()).decode()
+    }
+    refused = client.get(f"/{path}.git/info/refs?service=git-upload-pack", headers=auth)
+    assert (refused.status_code, refused.text) == (403, terms_refusal(owner.username, url) + "\n")
+    accepted(db, owner, db.query(Term.id).order_by(Term.id.desc()).first()[0])
+    allowed = client.get(f"/{path}.git/info/refs?service=git-upload-pack", headers=auth)
+    assert allowed.status_code == 200
