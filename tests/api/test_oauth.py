@@ -11,6 +11,7 @@ from sqlalchemy import text, update
 from kiln.auth.tokens import digest
 from kiln.db import transaction
 from kiln.models import OAuthAccessToken
+from kiln.services import instance_settings
 from tests.bodies import EXPIRED, HIGHER_PRIVILEGES, REVOKED
 from tests.conftest import ROOT_PASSWORD
 
@@ -113,6 +114,15 @@ def test_password_grant_blocked_user_is_400_invalid_grant(client, make):
     u = make.user(state="blocked")
     r = password_grant(client, u.username, u.password)
     assert (r.status_code, r.json()) == (400, INVALID_GRANT)
+
+
+def test_password_grant_is_refused_with_passwords_off_for_git(client, make, db):
+    u = make.user()
+    instance_settings.update(db, {"password_authentication_enabled_for_git": False})
+    r = password_grant(client, u.username, u.password)
+    assert (r.status_code, r.json()) == (400, INVALID_GRANT)
+    instance_settings.update(db, {"password_authentication_enabled_for_git": True})
+    assert password_grant(client, u.username, u.password).status_code == 200
 
 
 def test_password_grant_bad_scope_is_400_invalid_scope(client):
