@@ -45,6 +45,11 @@ class SignedIn:
     max_age: int
 
 
+DEACTIVATED = "deactivated"
+# Who may sign in on the web with a password.
+_WEB_STATES = ("active", DEACTIVATED)
+
+
 def check_password(db: Session, login: str, password: str, settings: Settings) -> UserRow | None:
     """The active user with that username or e-mail and password, else None: a row record,
     for callers that only read the user (git over HTTP, OAuth's password grant). `settings`
@@ -53,10 +58,13 @@ def check_password(db: Session, login: str, password: str, settings: Settings) -
     return user if _verified(user, password, settings) else None
 
 
-def _verified(user: UserRow | User | None, password: str, settings: Settings) -> bool:
+def _verified(
+    user: UserRow | User | None, password: str, settings: Settings, states: tuple[str, ...] = ("active",)
+) -> bool:
     """Whether the user may sign in with that password. One password verification whatever
     the answer: an unknown login, a user without a password, a blocked or internal one take
-    as long as a wrong password does, so timing tells nobody which logins exist."""
+    as long as a wrong password does, so timing tells nobody which logins exist. `states`: the
+    user states that may (the web also lets a deactivated user in, and reactivates them)."""
     password_hash = user.password_hash if user is not None else None
     matches = verify_password(
         password_hash,
@@ -64,7 +72,7 @@ def _verified(user: UserRow | User | None, password: str, settings: Settings) ->
         time_cost=settings.password_time_cost,
         memory_cost=settings.password_memory_cost,
     )
-    return matches and user is not None and user.is_active and not user.is_ghost
+    return matches and user is not None and user.state in states and not user.is_ghost
 
 
 def sign_in(db: Session, settings: Settings, fields: SignInFields, ip: str | None) -> SignedIn:
@@ -75,7 +83,7 @@ def sign_in(db: Session, settings: Settings, fields: SignInFields, ip: str | Non
     lifetime = session_lifetime(values)
     # The model: signing in writes the user's sign-in times (and a changed password).
     user = session_reads.user_by_login(db, fields.login, orm=True)
-    if not _verified(user, fields.password, settings) or user is None:
+    if not _verified(user, fields.password, settings, _WEB_STATES) or user is None:
         raise Unauthorized(INVALID_LOGIN)
     now = datetime.now(UTC)
     if user.password_expires_at is not None and user.password_expires_at <= now:
@@ -97,6 +105,9 @@ def sign_in(db: Session, settings: Settings, fields: SignInFields, ip: str | Non
         if new_hash is not None:
             user.password_hash = new_hash
             user.password_expires_at = None
+        if user.state == DEACTIVATED:
+            # GitLab: signing in on the web is how a deactivated user comes back.
+            user.state = "active"
         user.last_sign_in_at = user.current_sign_in_at
         user.last_sign_in_ip = user.current_sign_in_ip
         user.current_sign_in_at = now

@@ -155,6 +155,12 @@ def test_expired_session_is_anonymous(client, db):
     assert (r.status_code, r.json()) == (401, UNAUTHORIZED)
 
 
+def test_sign_in_of_a_banned_user_is_401_and_changes_nothing(client, make, api):
+    u = make.user(state="banned")
+    assert sign_in(client, u.username, u.password).status_code == 401
+    assert api("root").get(f"/users/{u.id}").json()["state"] == "banned"
+
+
 def test_session_of_blocked_user_is_anonymous(client, make, api):
     u = make.user()
     sign_in(client, u.username, u.password)

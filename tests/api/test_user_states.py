@@ -288,11 +288,18 @@ def test_deactivated_users_token_is_told_to_sign_in_from_a_browser(api, make, db
     }
 
 
-@pytest.mark.parametrize("state", ["blocked", "banned", "blocked_pending_approval", "deactivated"])
+@pytest.mark.parametrize("state", ["blocked", "banned", "blocked_pending_approval"])
 def test_password_of_a_user_not_active_signs_nobody_in(client, make, db, state):
     u = make.user()
     set_state(db, u, state)
     assert sign_in(client, u).status_code == 401
+
+
+def test_password_of_a_deactivated_user_signs_them_in_and_reactivates_them(api, client, make, db):
+    u = make.user()
+    set_state(db, u, "deactivated")
+    assert sign_in(client, u).status_code == 302
+    assert state_of(api, u) == "active"
 
 
 @pytest.mark.parametrize("state", ["blocked", "banned", "blocked_pending_approval", "deactivated"])
