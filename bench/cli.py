@@ -34,6 +34,7 @@ import httpx
 from bench import bare as bench_bare
 from bench import cost as bench_cost
 from bench import dataset
+from bench import rate_limits as bench_rate_limits
 from bench.load import TIMEOUT_S, LoadGenerator, Measurement, OpenLoop, Target, choose, measure
 from bench.processes import (
     REPO,
@@ -64,6 +65,7 @@ REFERENCE = {
     "kiln_projects": "bare",
     "kiln_projects_keyset": "bare",
     "kiln_version": "bare_blob",
+    **bench_rate_limits.REFERENCE,
 }
 AIMS = {
     "kiln_user": 0.6,
@@ -287,10 +289,11 @@ def run_backend(
         stack.callback(bare.stop)
 
         targets = bench_targets(kiln_port, bare_port, user_id, project_id, args.extra)
+        targets += bench_rate_limits.targets(targets)
         kiln.wait_ready(targets[1].url, targets[1].headers)
         bare.wait_ready(targets[0].url, {})
         check_answers(targets, user_id, project_id, projects, content)
-        statements = count_statements(targets, kiln)
+        statements = count_statements(targets, kiln, url)
 
         servers = {t.key: kiln if t.key in REFERENCE else bare for t in targets}
         result = BackendResult(
@@ -302,6 +305,7 @@ def run_backend(
                 step(
                     f"[{backend}] {target.label}{round_note}: {args.warmup:g}s warm-up, {args.duration:g}s measured"
                 )
+                bench_rate_limits.switch(url, target)
                 if args.warmup > 0:
                     generator.run(target, args.warmup)
                 result.rounds[target.key].append(
@@ -311,6 +315,7 @@ def run_backend(
             open_loop = OpenLoop(args.rate, generator.cpu)
             for target in targets:
                 step(f"[{backend}] {target.label}: open loop, {args.rate:g}/s for {args.open_duration:g}s")
+                bench_rate_limits.switch(url, target)
                 result.open_loop[target.key] = measure(
                     open_loop, target, servers[target.key], (kiln, bare), args.open_duration
                 )
@@ -370,12 +375,13 @@ def bench_targets(kiln_port: int, bare_port: int, user_id: int, project_id: int,
     return targets
 
 
-def count_statements(targets: list[Target], kiln: Managed) -> dict[str, int | None]:
+def count_statements(targets: list[Target], kiln: Managed, database_url: str) -> dict[str, int | None]:
     """Each kiln route's SQL statements per request, from kiln's access log: the third of
     three requests (the first ones may fill caches), found by its X-Request-Id."""
     for target in targets:
         if target.key not in REFERENCE:
             continue
+        bench_rate_limits.switch(database_url, target)
         for n in range(3):
             headers = {**target.headers, "X-Request-Id": f"{COUNT_ID.format(key=target.key)}-{n}"}
             url = f"{target.url}&fresh=count-{n}" if target.fresh else target.url
@@ -440,6 +446,7 @@ def answer_ok(
     body = response.json()
     headers = response.headers
     link = headers.get("Link", "")
+    key = bench_rate_limits.base_key(key)
     if key == "bare":
         return isinstance(body, dict) and body.get("id") == user_id
     if key in ("bare_blob", "kiln_file", "kiln_file_fresh"):

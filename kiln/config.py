@@ -109,6 +109,12 @@ class Settings(BaseSettings):
     # Past it a listing is its first max_tree_entries entries and languages are the shares
     # of the files counted.
     max_tree_entries: int = 5_000_000
+    # Rate limits (the throttle_* instance settings): user ids never throttled, comma-separated
+    # (GitLab's GITLAB_THROTTLE_USER_ALLOWLIST); and a header that, set to 1, lets a request
+    # past every throttle (GITLAB_THROTTLE_BYPASS_HEADER; only for a proxy that strips it from
+    # its clients' requests). Empty: none.
+    throttle_user_allowlist: str = ""
+    throttle_bypass_header: str = ""
 
     @field_validator("external_url")
     @classmethod

@@ -11,6 +11,8 @@
   request ever waits for a connection on the event loop, which would stop every other
   request and the release of the connections it waits for. Probes that need no database
   (health, liveness, an anonymous version) are always answered.
+- count each request against the rate limits that are switched on (kiln.rate_limits), and
+  answer 429 past a limit before any route or kept answer.
 """
 
 from __future__ import annotations
@@ -20,19 +22,29 @@ import logging
 import re
 import time
 from collections import deque
+from functools import partial
 from typing import Any
 
 import orjson
 
-from kiln import changes
+from kiln import changes, rate_limits
 from kiln.api import _answers
-from kiln.api._deps import CREDENTIAL_HEADERS, CREDENTIAL_PARAMS, DATABASE_WHILE_STREAMING, SESSION_SCOPE_KEY
+from kiln.api._deps import (
+    CREDENTIAL_HEADERS,
+    CREDENTIAL_PARAMS,
+    DATABASE_WHILE_STREAMING,
+    SESSION_COOKIE,
+    SESSION_SCOPE_KEY,
+    requester,
+)
 from kiln.api._errors import UNAVAILABLE
 from kiln.api._observe import answered_as
 from kiln.api._params import NUL_REFUSED
 from kiln.api._read_loops import ReadLoops
+from kiln.auth.actor import Actor
 from kiln.errors import BadRequest, PayloadTooLarge
 from kiln.services import git_http as transport
+from kiln.services import instance_settings
 
 Scope = dict[str, Any]
 log = logging.getLogger("kiln.api")
@@ -190,6 +202,10 @@ def _expire(slot: asyncio.Future[bool]) -> None:
         slot.set_result(False)
 
 
+# A caller not looked up yet (None is the anonymous one).
+_UNKNOWN = object()
+
+
 class KilnASGI:
     def __init__(
         self, app: Any, max_body: int, admission: Admission | None = None, read_loops: ReadLoops | None = None
@@ -198,6 +214,8 @@ class KilnASGI:
         self.max_body = max_body
         self.admission = admission
         self.read_loops = read_loops
+        self._limiter: rate_limits.Limiter | None = None
+        self._allowlist: tuple[str, frozenset[int]] = ("", frozenset())
 
     def body_limit(self, headers: Any = ()) -> int:
         """Read per request from the runtime's settings, so a reconfigured limit applies at once;
@@ -267,6 +285,16 @@ class KilnASGI:
         clock = changes.clock_of(runtime.engine)
         found = _answers.kept(scope, runtime.settings, clock)
         if found is not None:
+            # Counted as the request it repeats, by the caller it was made for; when the
+            # settings must be read first, the request is answered in full instead.
+            try:
+                refusal = self._throttled(scope, runtime, database=False, actor=found.actor)
+            except _Unread:
+                refusal, found = None, None
+            if refusal is not None:
+                await _refuse(send, refusal)
+                return
+        if found is not None:
             answered_as(scope, found.route, found.actor)
             await send(found.start)
             await send({"type": "http.response.body", "body": found.body})
@@ -286,6 +314,8 @@ class KilnASGI:
         if admission is not None and not await admission.enter():
             await _reply(send, 503, UNAVAILABLE, [(b"retry-after", str(admission.retry_after).encode())])
             return
+        runtime = getattr(getattr(self.app, "state", None), "kiln", None)
+        app = self.app if runtime is None else partial(self._limited, runtime, admission is not None)
         done = False
 
         def done_with_database() -> None:
@@ -315,9 +345,9 @@ class KilnASGI:
         try:
             loops = self.read_loops
             if loops is not None and loops.running and _is_api_read(scope):
-                await loops.run(self.app, scope, receive, answering)
+                await loops.run(app, scope, receive, answering)
             else:
-                await self.app(scope, receive, answering)
+                await app(scope, receive, answering)
         except asyncio.CancelledError:
             # Only the server cancels a request: at shutdown, once its deadline has passed. The
             # request ends here, with a line in the log rather than a traceback.
@@ -327,6 +357,122 @@ class KilnASGI:
                 task.uncancel()
         finally:
             done_with_database()
+
+    async def _limited(self, runtime: Any, database: bool, scope: Scope, receive: Any, send: Any) -> None:
+        """The app behind the rate limits: on the loop that answers the request (a read loop
+        for API reads on PostgreSQL), since counting waits on the store."""
+        try:
+            refusal = self._throttled(scope, runtime, database=database)
+        except _Unread:
+            refusal = None
+        if refusal is not None:
+            await _refuse(send, refusal)
+            return
+        await self.app(scope, receive, send)
+
+    def limiter(self, runtime: Any) -> rate_limits.Limiter:
+        """This process's throttles, on the store beside the runtime's database."""
+        settings = runtime.settings
+        limiter = self._limiter
+        if limiter is None:
+            limiter = rate_limits.Limiter(rate_limits.store_for(settings.sqlalchemy_url, settings.data_dir))
+            self._limiter = limiter
+        limiter.watch(runtime.engine)
+        listed = settings.throttle_user_allowlist
+        if listed != self._allowlist[0]:
+            self._allowlist = (listed, rate_limits.allowlist(listed))
+        limiter.allowlist = self._allowlist[1]
+        return limiter
+
+    def _throttled(
+        self, scope: Scope, runtime: Any, *, database: bool, actor: Actor | object | None = _UNKNOWN
+    ) -> rate_limits.Refusal | None:
+        """The refusal for a request past a rate limit, else None (counted where a throttle
+        applies). The settings are read again only once the database has changed; where that
+        is needed and `database` is false, _Unread. `actor`: the caller, when already known.
+        Nothing here ever fails the request: trouble is logged and the request goes through."""
+        db = None
+        try:
+            bypass = runtime.settings.throttle_bypass_header
+            if bypass and _header(scope, bypass.lower().encode("utf-8")) == b"1":
+                return None
+            limiter = self.limiter(runtime)
+            version = limiter.version(changes.clock_of(runtime.engine))
+            rules = limiter.fresh(version)
+            if rules is None:
+                if not database:
+                    raise _Unread()
+                db = runtime.sessions()
+                rules = limiter.rules(instance_settings.current(db), version)
+            if not rules.rules:
+                return None
+            client = scope.get("client")
+            request = rate_limits.Request(
+                method=scope["method"],
+                path=scope["path"],
+                query=scope.get("query_string", b""),
+                ip=str(client[0]) if client else "",
+            )
+            candidates = rules.candidates(request)
+            maybe_frontend = request.api and _frontend_credentials(scope)
+            if not candidates and not maybe_frontend:
+                return None
+            if actor is _UNKNOWN:
+                if db is None:
+                    db = runtime.sessions()
+                actor = requester(db, runtime, scope)
+            if isinstance(actor, Actor):
+                request.user_id = actor.id
+                if maybe_frontend and actor.via == "session":
+                    request.frontend = True
+                    candidates = rules.candidates(request)
+            refusal = limiter.count(candidates, request, rules.body)
+            if db is not None and refusal is None and database:
+                # The request's own session from here (provide_db), closed when it is done.
+                scope[SESSION_SCOPE_KEY], db = db, None
+            return refusal
+        except _Unread:
+            raise
+        except Exception:
+            log.exception("rate limits: not applied to %s %s", scope["method"], scope["path"])
+            return None
+        finally:
+            if db is not None:
+                db.close()
+
+
+class _Unread(Exception):
+    """The settings must be read again, and this request may not use the database."""
+
+
+def _header(scope: Scope, wanted: bytes) -> bytes | None:
+    for name, value in scope.get("headers", ()):
+        if name == wanted:
+            return value  # type: ignore[no-any-return]
+    return None
+
+
+_SESSION_COOKIE = SESSION_COOKIE.encode()
+
+
+def _frontend_credentials(scope: Scope) -> bool:
+    """A browser's request: its session cookie and its CSRF header (GitLab counts such API
+    requests as web traffic)."""
+    cookie = _header(scope, b"cookie")
+    return cookie is not None and _SESSION_COOKIE in cookie and _header(scope, b"x-csrf-token") is not None
+
+
+async def _refuse(send: Any, refusal: rate_limits.Refusal) -> None:
+    body = refusal.body.encode()
+    headers = [(name.lower().encode(), value.encode("latin-1")) for name, value in refusal.headers()]
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 429,
+            "headers": [*headers, (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 def _is_api_read(scope: Scope) -> bool:

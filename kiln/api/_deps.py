@@ -20,9 +20,10 @@ from kiln.auth.actor import Actor
 from kiln.auth.credentials import Credentials, authenticate
 from kiln.auth.sudo import apply_sudo
 from kiln.entities.projects import project_web_url
-from kiln.errors import RouteNotFound, Unauthorized
+from kiln.errors import KilnError, RouteNotFound, Unauthorized
 from kiln.models.base import numeric_id
 from kiln.runtime import Runtime
+from kiln.services import git_http
 
 SESSION_COOKIE = "_service_session"
 # Where a request keeps its database session for KilnASGI to close.
@@ -101,10 +102,13 @@ def project_web(request: Request[Any, Any, Any], full_path: str) -> str:
 
 def provide_db(request: Request[Any, Any, Any]) -> Session:
     """The request's session. KilnASGI closes it once the response is sent: a generator
-    dependency's cleanup machinery measured as a tenth of a cheap request."""
-    db = runtime(request).sessions()
-    request.scope[SESSION_SCOPE_KEY] = db  # type: ignore[literal-required]
-    return db
+    dependency's cleanup machinery measured as a tenth of a cheap request. The rate limits
+    may have opened it already (to look up the caller)."""
+    db = request.scope.get(SESSION_SCOPE_KEY)  # type: ignore[typeddict-item]
+    if db is None:
+        db = runtime(request).sessions()
+        request.scope[SESSION_SCOPE_KEY] = db  # type: ignore[literal-required]
+    return db  # type: ignore[no-any-return]
 
 
 # Where credentials_of finds the caller: the headers (the session's cookie among all cookies),
@@ -142,6 +146,62 @@ def credentials_of(request: Request[Any, Any, Any]) -> tuple[Credentials, str | 
         csrf_token=headers.get("x-csrf-token"),
     )
     return creds, (sudo or None)
+
+
+def requester(db: Session, rt: Runtime, scope: dict[str, Any]) -> Actor | None:
+    """Who the request's credentials name, for the rate limits (before any route): a token in
+    a header or the query, a browser session (with its CSRF token for unsafe methods), git's
+    Basic credentials with a token or CI job token as password. None when there are none or
+    they are not good (an unknown, expired or revoked token): such a caller counts by address."""
+    headers: dict[bytes, str] = {}
+    for name, value in scope.get("headers", ()):
+        if name in _REQUESTER_HEADERS and name not in headers:
+            headers[name] = value.decode("latin-1")
+    query: dict[str, str] = {}
+    raw_query = scope.get("query_string", b"")
+    if raw_query and any(param in raw_query for param in CREDENTIAL_PARAMS):
+        try:
+            query = dict(parse_qsl(raw_query.decode("utf-8"), keep_blank_values=True))
+        except UnicodeError:
+            query = {}
+    authorization = headers.get(b"authorization", "")
+    try:
+        if authorization[:6].lower() == "basic ":
+            found = git_http.basic_credentials(authorization)
+            if found is None:
+                return None
+            login, password = found
+            if login == git_http.JOB_TOKEN_USER:
+                resolver = rt.job_token_resolver
+                return resolver(db, password) if resolver is not None else None
+            creds = Credentials(bearer=password)
+        else:
+            bearer = authorization[7:].strip() if authorization[:7].lower() == "bearer " else None
+            creds = Credentials(
+                private_token=headers.get(b"private-token") or query.get("private_token") or None,
+                bearer=bearer or query.get("access_token") or None,
+                job_token=headers.get(b"job-token") or query.get("job_token") or None,
+                session=session_cookie(headers.get(b"cookie", "")),
+                safe_method=scope["method"] in _SAFE_METHODS,
+                csrf_token=headers.get(b"x-csrf-token"),
+            )
+        return authenticate(db, rt.settings, creds, job_token_resolver=rt.job_token_resolver)
+    except KilnError:
+        return None
+
+
+_REQUESTER_HEADERS = frozenset({b"private-token", b"authorization", b"job-token", b"cookie", b"x-csrf-token"})
+
+
+def session_cookie(header: str) -> str | None:
+    """The session's cookie among a Cookie header's."""
+    if SESSION_COOKIE not in header:
+        return None
+    for part in header.split(";"):
+        name, _, value = part.strip().partition("=")
+        if name == SESSION_COOKIE:
+            return value.strip('"') or None
+    return None
 
 
 def provide_viewer(request: Request[Any, Any, Any], db: NamedDependency[Session]) -> Actor | None:
