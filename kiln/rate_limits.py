@@ -546,8 +546,13 @@ class Limiter:
                 self._settings_writes = next(self._bumps)
 
         def ended(conn: Any, *args: Any) -> None:
+            # A connection the server dropped has no info to read (SQLAlchemy refuses until
+            # the rollback ends), and whatever it wrote is gone: read the settings again.
+            if conn.invalidated:
+                self._settings_writes = next(self._bumps)
+                return
             conn.info.pop(_SETTINGS_SAVEPOINTS, None)
-            if conn.invalidated or conn.info.pop(_SETTINGS_WRITTEN, 0):
+            if conn.info.pop(_SETTINGS_WRITTEN, 0):
                 self._settings_writes = next(self._bumps)
 
         # A savepoint rolled back undoes the settings' writes made since it began, if any.
@@ -560,7 +565,10 @@ class Limiter:
                 conn.info[_SETTINGS_SAVEPOINTS].pop()
 
         def rolled_back(conn: Any, *args: Any) -> None:
-            stack = None if conn.invalidated else conn.info.get(_SETTINGS_SAVEPOINTS)
+            if conn.invalidated:
+                self._settings_writes = next(self._bumps)
+                return
+            stack = conn.info.get(_SETTINGS_SAVEPOINTS)
             began = stack.pop() if stack else None
             if began != conn.info.get(_SETTINGS_WRITTEN, 0):
                 self._settings_writes = next(self._bumps)

@@ -20,8 +20,8 @@ from kiln import changes, migrate, rate_limits
 from kiln.models import ApplicationSetting
 from kiln.services import instance_settings
 from tests.conftest import EXTERNAL_URL, ROOT_TOKEN
-from tests.contract.test_query_budget import counting
 from tests.repositories import new_project
+from tests.statements import count, statements
 
 # A moment in the middle of a window of every period used here.
 NOW = 1_800_000_030
@@ -103,12 +103,7 @@ def statuses(call: Callable[[], Any], n: int) -> list[int]:
 
 def test_with_every_throttle_off_nothing_is_counted(api, limiter, runtime):
     root = api("root")
-    for _ in range(3):
-        assert root.get("/user").status_code == 200
-    with counting(runtime.engine) as statements:
-        again = root.get("/user")
-    assert again.status_code == 200
-    assert statements == []
+    assert statements(runtime, lambda: root.get("/user"), fresh=False, warm_up=3) == []
     assert limiter.store.size() == 0
 
 
@@ -400,12 +395,7 @@ def test_a_store_that_fails_lets_requests_through(
 def test_counting_costs_no_statement_of_kilns_database(api, throttle, clock, runtime):
     throttle("throttle_authenticated_api", limit=100)
     root = api("root")
-    for _ in range(3):
-        assert root.get("/user").status_code == 200
-    with counting(runtime.engine) as statements:
-        again = root.get("/user")
-    assert again.status_code == 200
-    assert statements == []
+    assert statements(runtime, lambda: root.get("/user"), fresh=False, warm_up=3) == []
 
 
 def test_the_root_token_is_a_user_like_any(api, throttle, clock):
@@ -468,10 +458,32 @@ def test_counting_adds_no_statement_after_a_write(api, make, throttle, clock, ru
     def after_a_write() -> int:
         assert root.get("/user").status_code == 200
         make.user()
-        with counting(runtime.engine) as statements:
-            assert root.get("/user").status_code == 200
-        return len(statements)
+        return count(runtime, lambda: root.get("/user"), fresh=False, warm_up=0)
 
     off = after_a_write()
     throttle("throttle_authenticated_api", limit=100)
     assert after_a_write() == off
+
+
+def test_a_connection_the_server_dropped_ends_and_the_settings_are_read_again(limiter, runtime):
+    """The limiter watches the engine's transactions; a connection whose server process went
+    away ends its transaction without an error of the limiter's, and what it wrote is gone."""
+    from sqlalchemy.exc import OperationalError
+
+    from tests.test_db import terminate_backend
+
+    if runtime.engine.dialect.name != "postgresql":
+        pytest.skip("a server process ended under a connection is PostgreSQL's")
+    conn = runtime.engine.connect()
+    try:
+        pid = conn.exec_driver_sql("SELECT pg_backend_pid()").scalar_one()
+        before = limiter._settings_writes
+        terminate_backend(runtime.engine, pid)
+        with pytest.raises(OperationalError) as lost:
+            conn.exec_driver_sql("SELECT 1")
+        assert lost.value.connection_invalidated
+        conn.close()  # the transaction's end: no error of the limiter's
+        assert limiter._settings_writes != before
+    finally:
+        conn.close()
+        runtime.engine.dispose()
