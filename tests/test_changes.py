@@ -222,7 +222,10 @@ def test_postgresql_an_outage_is_logged_once_not_at_every_retry(caplog):
             time.sleep(0.5)
     finally:
         clock.close()
-    said = [r.getMessage() for r in caplog.records if r.name == "kiln.changes"]
+    # Only this clock's words: the suite's own clock in this process may speak meanwhile.
+    said = [
+        r.getMessage() for r in caplog.records if r.name == "kiln.changes" and "port 1 " in r.getMessage()
+    ]
     assert len(said) == 1
     assert said[0].startswith("kiln: not listening for database changes")
 
