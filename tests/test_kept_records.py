@@ -23,7 +23,7 @@ from kiln.policy import Action, ProjectSubject
 from kiln.queries.users import row_by_id
 from kiln.services import projects as project_service
 from kiln.services import users as user_service
-from tests.contract.test_query_budget import statements_for
+from tests.statements import count
 
 
 def version(db: Any, model: Any, row_id: int) -> int:
@@ -191,7 +191,7 @@ def test_the_second_list_reuses_the_kept_records(api, make, runtime):
     for _ in range(25):
         make.project(owner=owner)
     project_service.KEPT.clear()
-    assert statements_for(runtime, lambda: api(owner).get("/projects?per_page=20")) == 4
+    assert count(runtime, lambda: api(owner).get("/projects?per_page=20")) == 4
 
 
 def test_a_list_shows_a_change_written_by_any_statement(db, seen):
@@ -284,7 +284,7 @@ def test_a_shared_project_is_kept_too(api, make, runtime, db):
     group = make.group(owners=[owner])
     project = make.project(owner=owner)
     written(db, insert(ProjectGroupLink).values(project_id=project.id, group_id=group.id, group_access=30))
-    assert statements_for(runtime, lambda: api(owner).get("/projects?per_page=20")) == 3  # one page: no count
+    assert count(runtime, lambda: api(owner).get("/projects?per_page=20")) == 3  # one page: no count
 
 
 @pytest.fixture
@@ -301,7 +301,7 @@ def test_a_fork_is_kept_with_its_parent(api, runtime, fork):
     """The token, the page's ids, its versions and its parents' versions: no views."""
     owner, _, _ = fork
     project_service.KEPT.clear()
-    assert statements_for(runtime, lambda: api(owner).get("/projects?per_page=20")) == 4  # one page: no count
+    assert count(runtime, lambda: api(owner).get("/projects?per_page=20")) == 4  # one page: no count
 
 
 def test_a_fork_stops_showing_a_parent_made_private(api, make, db, fork):
@@ -395,7 +395,7 @@ def user_listed(client: Any, user_id: int) -> dict[str, Any]:
 def test_the_second_user_list_reuses_the_kept_rows(api, runtime):
     """The token, the page's ids with their versions, the count: no rows statement."""
     user_service.KEPT.clear()
-    assert statements_for(runtime, lambda: api("root").get("/users?per_page=20")) == 2  # one page: no count
+    assert count(runtime, lambda: api("root").get("/users?per_page=20")) == 2  # one page: no count
 
 
 def test_a_user_list_shows_a_change_written_by_any_statement(api, make, db):

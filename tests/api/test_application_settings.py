@@ -6,12 +6,12 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 import pytest
-from sqlalchemy import event, func, select
+from sqlalchemy import func, select
 
 from kiln.models import ApplicationSetting, Term
-from kiln.queries import reads
 from kiln.services import instance_settings
 from tests.bodies import FORBIDDEN, UNAUTHORIZED
+from tests.statements import recording, statements
 
 PATH = "/application/settings"
 
@@ -575,16 +575,8 @@ def test_every_setting_default_is_kept_for_its_readers(db):
 
 def test_current_reuses_its_view_while_the_database_is_unchanged(db, runtime):
     first = instance_settings.current(db)
-    seen: list[str] = []
-
-    def record(conn, cursor, statement, *args) -> None:
-        seen.append(statement)
-
-    event.listen(runtime.engine, "before_cursor_execute", record)
-    try:
+    with recording(runtime.engine) as seen:
         again = instance_settings.current(db)
-    finally:
-        event.remove(runtime.engine, "before_cursor_execute", record)
     assert again is first
     assert [s for s in seen if s.lstrip().upper().startswith("SELECT")] == []
     instance_settings.update(db, {"max_attachment_size": 12})
@@ -594,20 +586,7 @@ def test_current_reuses_its_view_while_the_database_is_unchanged(db, runtime):
 
 
 def test_get_costs_a_fixed_number_of_statements(api, runtime):
-    root = api("root")
-    root.get(PATH)
-    reads.forget_reused()
-    seen: list[str] = []
-
-    def record(conn, cursor, statement, *args) -> None:
-        if not statement.lstrip().upper().startswith(("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")):
-            seen.append(statement)
-
-    event.listen(runtime.engine, "before_cursor_execute", record)
-    try:
-        assert root.get(PATH).status_code == 200
-    finally:
-        event.remove(runtime.engine, "before_cursor_execute", record)
+    seen = statements(runtime, lambda: api("root").get(PATH))
     # The token with its user, and the settings with the latest terms.
     assert len(seen) == 2, seen
 

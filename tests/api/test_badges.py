@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from kiln.models.namespaces import MAINTAINER, OWNER
 from tests.api.test_project_badges import BODY, IMAGE, LINK, add, badges_url
-from tests.contract.test_query_budget import statements_for
+from tests.statements import count
 
 
 def test_list_holds_the_projects_and_its_groups_badges_with_their_kind(api, make):
@@ -83,7 +83,7 @@ def test_list_is_constant_in_badges_and_ancestor_groups(api, make, runtime):
     make.commit(p, {"y.txt": "y"}, branch=p.default_branch)
     add(api, owner, badges_url(p), link_url=LINK, image_url=IMAGE)
     add(api, owner, f"/groups/{top.id}/badges", link_url=LINK)
-    few = statements_for(runtime, lambda: api(owner).get(badges_url(p)))
+    few = count(runtime, lambda: api(owner).get(badges_url(p)))
 
     parent = top
     for _ in range(4):
@@ -92,6 +92,6 @@ def test_list_is_constant_in_badges_and_ancestor_groups(api, make, runtime):
     deep = make.project_with_repository(namespace=parent, owner=owner)
     for _ in range(10):
         add(api, owner, badges_url(deep), link_url=LINK, image_url=IMAGE)
-    many = statements_for(runtime, lambda: api(owner).get(badges_url(deep)))
+    many = count(runtime, lambda: api(owner).get(badges_url(deep)))
     assert len(api(owner).get(badges_url(deep), params={"per_page": 100}).json()) == 15
     assert few == many

@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 
 from kiln.models import Badge
 from kiln.models.namespaces import DEVELOPER, GUEST, MAINTAINER
-from tests.contract.test_query_budget import statements_for
+from tests.statements import count
 
 LINK = "https://example.com/%{project_path}"
 IMAGE = "https://shields.example/%{project_id}/%{default_branch}/%{commit_sha}.svg"
@@ -385,8 +385,8 @@ def test_list_costs_the_same_for_few_and_many_badges(api, make, db, runtime):
     make.commit(p, {"c.txt": "c"}, branch=p.default_branch)
     for _ in range(2):
         add(api, owner, g, link_url=LINK, image_url=IMAGE)
-    few = statements_for(runtime, lambda: api(owner).get(badges_url(g)))
+    few = count(runtime, lambda: api(owner).get(badges_url(g)))
     for _ in range(15):
         add(api, owner, g, link_url=LINK, image_url=IMAGE)
-    many = statements_for(runtime, lambda: api(owner).get(badges_url(g)))
+    many = count(runtime, lambda: api(owner).get(badges_url(g)))
     assert few == many

@@ -25,6 +25,7 @@ from kiln.queries import projects as project_queries
 from kiln.queries.users import row_by_id
 from kiln.services import groups, instance_settings
 from tests.bodies import FORBIDDEN, UNAUTHORIZED
+from tests.statements import count
 
 GROUP_NOT_FOUND = {"message": "404 Group Not Found"}
 GROUP_KEYS = [
@@ -1196,29 +1197,6 @@ def test_odd_identifiers_are_404(api, path):
 # ---------------------------------------------------------------------------- query budget
 
 
-def statements(runtime, call) -> int:
-    """SQL statements of one request (the token's first use is recorded beforehand), with
-    nothing an earlier request read reused."""
-    from sqlalchemy import event
-
-    from kiln.queries import reads
-
-    call()
-    reads.forget_reused()
-    seen: list[str] = []
-
-    def record(conn, cursor, statement, *args) -> None:
-        if not statement.lstrip().upper().startswith(("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")):
-            seen.append(statement)
-
-    event.listen(runtime.engine, "before_cursor_execute", record)
-    try:
-        assert call().status_code == 200
-    finally:
-        event.remove(runtime.engine, "before_cursor_execute", record)
-    return len(seen)
-
-
 @pytest.mark.parametrize(
     "path",
     [
@@ -1242,9 +1220,9 @@ def test_lists_cost_the_same_whatever_their_length(api, make, db, runtime, path)
         db.commit()
 
     grow(4)
-    few = statements(runtime, lambda: api(u).get(path))
+    few = count(runtime, lambda: api(u).get(path))
     grow(10)
-    assert statements(runtime, lambda: api(u).get(path)) == few
+    assert count(runtime, lambda: api(u).get(path)) == few
 
 
 def test_a_deleted_groups_id_is_never_handed_out_again(api, make):

@@ -16,9 +16,9 @@ from kiln.api import _answers
 from kiln.models import PersonalAccessToken
 from kiln.queries import reads
 from kiln.services import repositories
-from tests.contract.test_query_budget import counting
 from tests.factories.repositories import write_commit
 from tests.repositories import new_project
+from tests.statements import recording
 
 README = "/repository/files/README.md?ref=main"
 
@@ -27,7 +27,7 @@ def read(api: Any, runtime: Any, caller: Any, path: str) -> tuple[Any, int]:
     """The answer, and the statements it cost: none if it was kept, some if it was made again
     (the rows a request reads are otherwise reused too: kiln.queries.reads)."""
     reads.forget_reused()
-    with counting(runtime.engine) as statements:
+    with recording(runtime.engine) as statements:
         r = api(caller).get(path)
     return r, len(statements)
 
@@ -118,7 +118,7 @@ def test_only_a_whole_successful_get_is_kept(api, make, runtime):
     for _ in range(2):
         assert api(owner).head(path).status_code == 200
     reads.forget_reused()
-    with counting(runtime.engine) as statements:
+    with recording(runtime.engine) as statements:
         assert api(owner).head(path).status_code == 200
     assert statements
 

@@ -12,6 +12,7 @@ import pytest
 from kiln.models import Member, ProjectGroupLink
 from kiln.models.namespaces import DEVELOPER, GUEST, MAINTAINER, OWNER, REPORTER
 from kiln.queries import members as member_queries
+from tests.statements import count
 
 BASE = "http://kiln.test"
 
@@ -726,8 +727,6 @@ def test_skip_subresources_keeps_memberships_inside(api, make, db):
 
 
 def test_member_lists_cost_the_same_for_few_and_many_members(api, make, db, runtime):
-    from tests.contract.test_query_budget import statements_for
-
     o = make.user()
     g = make.group(owners=[o])
     p = make.project(namespace=make.group(parent=g))
@@ -744,9 +743,9 @@ def test_member_lists_cost_the_same_for_few_and_many_members(api, make, db, runt
 
     def cost() -> tuple[int, int, int]:
         return (
-            statements_for(runtime, lambda: api(o).get(f"/projects/{p.id}/members/all?per_page=2")),
-            statements_for(runtime, lambda: api(o).get(f"/groups/{g.id}/members?per_page=2")),
-            statements_for(runtime, lambda: api(o).get(f"/projects/{p.id}/access_requests?per_page=1")),
+            count(runtime, lambda: api(o).get(f"/projects/{p.id}/members/all?per_page=2")),
+            count(runtime, lambda: api(o).get(f"/groups/{g.id}/members?per_page=2")),
+            count(runtime, lambda: api(o).get(f"/projects/{p.id}/access_requests?per_page=1")),
         )
 
     add(2)

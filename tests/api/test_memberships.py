@@ -5,27 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import event
-
-from kiln.queries import reads
-
-
-def statements(runtime, call) -> int:
-    """SQL statements of one request, after a first that records the token's use."""
-    call()
-    reads.forget_reused()
-    seen: list[str] = []
-
-    def record(conn, cursor, statement, *args) -> None:
-        if not statement.lstrip().upper().startswith(("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")):
-            seen.append(statement)
-
-    event.listen(runtime.engine, "before_cursor_execute", record)
-    try:
-        assert call().status_code == 200
-    finally:
-        event.remove(runtime.engine, "before_cursor_execute", record)
-    return len(seen)
+from tests.statements import count
 
 
 def test_memberships_of_groups_and_projects(api, make):
@@ -100,8 +80,8 @@ def test_memberships_cost_the_same_for_few_and_many(api, make, runtime):
     make.project(members={u: 30})
     # A page with more after it: its count is one of the statements either way.
     path = f"/users/{u.id}/memberships?per_page=1"
-    few = statements(runtime, lambda: api("root").get(path))
+    few = count(runtime, lambda: api("root").get(path))
     for _ in range(10):
         make.group(members={u: 30})
         make.project(members={u: 30})
-    assert statements(runtime, lambda: api("root").get(path)) == few <= 4
+    assert count(runtime, lambda: api("root").get(path)) == few <= 4

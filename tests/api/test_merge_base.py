@@ -11,9 +11,9 @@ import pytest
 
 from kiln.models import Project
 from tests.bodies import COMMIT_KEYS
-from tests.contract.test_query_budget import statements_for
 from tests.factories.repositories import open_repository, write_commit
 from tests.repositories import new_project
+from tests.statements import count
 
 
 def merge_base(api: Any, who: Any, pid: int, *refs: str, **params: Any) -> Any:
@@ -141,4 +141,4 @@ def test_a_private_project_is_404_to_outsiders_and_403_to_guests(api, make, db, 
 
 def test_the_merge_base_costs_the_token_and_the_subject(api, owner, forked, runtime):
     path = f"/projects/{forked['pid']}/repository/merge_base?refs[]=a&refs[]=b&refs[]=c"
-    assert statements_for(runtime, lambda: api(owner).get(path)) == 2
+    assert count(runtime, lambda: api(owner).get(path)) == 2

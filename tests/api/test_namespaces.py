@@ -7,6 +7,7 @@ import pytest
 from kiln.models import ProjectStatistics
 from kiln.models.namespaces import DEVELOPER, GUEST, MAINTAINER
 from tests.bodies import UNAUTHORIZED
+from tests.statements import count
 
 NAMESPACE_NOT_FOUND = {"message": "404 Namespace Not Found"}
 BASIC_KEYS = ["id", "name", "path", "kind", "full_path", "parent_id", "avatar_url", "web_url"]
@@ -220,10 +221,6 @@ def test_exists_with_non_numeric_parent_id_is_400(api, make):
 
 
 def test_namespace_list_costs_the_same_whatever_its_length(api, make, db, runtime):
-    from sqlalchemy import event
-
-    from kiln.queries import reads
-
     u = make.user()
 
     def grow(n: int) -> None:
@@ -231,25 +228,10 @@ def test_namespace_list_costs_the_same_whatever_its_length(api, make, db, runtim
             g = make.group(owners=[u])
             make.project(namespace=g, members={make.user(): GUEST})
 
-    def count() -> int:
-        api(u).get("/namespaces")
-        reads.forget_reused()
-        seen: list[str] = []
-
-        def record(conn, cursor, statement, *args) -> None:
-            seen.append(statement)
-
-        event.listen(runtime.engine, "before_cursor_execute", record)
-        try:
-            assert api(u).get("/namespaces").status_code == 200
-        finally:
-            event.remove(runtime.engine, "before_cursor_execute", record)
-        return len(seen)
-
     grow(2)
-    few = count()
+    few = count(runtime, lambda: api(u).get("/namespaces"))
     grow(8)
-    assert count() == few
+    assert count(runtime, lambda: api(u).get("/namespaces")) == few
 
 
 # A namespace named by an id too large for the database's integers names nothing: the write

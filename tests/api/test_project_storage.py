@@ -12,6 +12,7 @@ import pytest
 from kiln.models.namespaces import OWNER
 from kiln.services import repositories
 from tests.repositories import fsck_errors, git, new_project
+from tests.statements import count
 
 
 def test_storage_tells_the_hashed_path_of_the_repository(api, make, settings):
@@ -111,9 +112,5 @@ def test_a_snapshot_of_a_missing_project_is_404(api):
 
 
 def test_storage_costs_the_token_and_the_project(api, make, runtime):
-    from tests.api.test_groups import statements
-
     p = make.project()
-    assert (
-        min(statements(runtime, lambda: api("root").get(f"/projects/{p.id}/storage")) for _ in range(2)) <= 2
-    )
+    assert min(count(runtime, lambda: api("root").get(f"/projects/{p.id}/storage")) for _ in range(2)) <= 2

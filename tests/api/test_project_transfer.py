@@ -10,6 +10,7 @@ from kiln.models import Member, Project
 from kiln.models.namespaces import DEVELOPER, GUEST, MAINTAINER, OWNER, REPORTER
 from tests.api.test_git_http import basic, refs_url
 from tests.repositories import new_project
+from tests.statements import count
 
 
 def failed(reason: str) -> dict[str, str]:
@@ -302,8 +303,6 @@ def test_transfer_locations_take_the_projects_owner(api, make, caller, status):
 
 
 def test_transfer_locations_cost_the_same_whatever_their_number(api, make, runtime):
-    from tests.api.test_groups import statements
-
     u = make.user()
     p = make.project(owner=u)
 
@@ -314,7 +313,7 @@ def test_transfer_locations_cost_the_same_whatever_their_number(api, make, runti
 
     def cost() -> int:
         # The least of two runs: the instance's settings are read again now and then.
-        return min(statements(runtime, lambda: api(u).get(path)) for _ in range(2))
+        return min(count(runtime, lambda: api(u).get(path)) for _ in range(2))
 
     path = f"/projects/{p.id}/transfer_locations?per_page=3"
     grow(3)

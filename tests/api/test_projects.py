@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
-from sqlalchemy import event, func, select, update
+from sqlalchemy import func, select, update
 
 from kiln.auth.actor import Actor
 from kiln.git.layout import repository_path
@@ -18,6 +18,7 @@ from kiln.services import instance_settings, project_lifecycle
 from kiln.services.project_lifecycle import DESTROY_ADJOURNED, REMOVE_FILES
 from tests.api.test_files import files_url, write_body
 from tests.repositories import new_project
+from tests.statements import count, recording
 
 # ------------------------------------------------------------------ create
 
@@ -952,18 +953,10 @@ def test_an_unfiltered_total_is_the_kept_count(api, make, db, runtime):
         make.project(owner=make.user(), visibility=visibility)
     make.project(owner=u, visibility="private")
     assert counted(db) == {k: v for k, v in kept_counts(db).items() if v}
-    totals, statements = [], []
-
-    def record(conn, cursor, statement, *args):
-        statements.append(statement)
-
+    totals = []
     for caller in (None, u, "root"):
-        statements.clear()
-        event.listen(runtime.engine, "before_cursor_execute", record)
-        try:
+        with recording(runtime.engine) as statements:
             r = api(caller).get("/projects?per_page=1")
-        finally:
-            event.remove(runtime.engine, "before_cursor_execute", record)
         totals.append(r.headers["x-total"])
         assert any("project_visibility_counts" in sql for sql in statements), caller
     assert totals == ["2", "4", "5"]
@@ -1433,8 +1426,6 @@ def test_project_groups_are_for_whoever_may_read_the_project(api, make, caller, 
 
 
 def test_project_groups_cost_the_same_whatever_their_number(api, make, db, runtime):
-    from tests.api.test_groups import statements
-
     u = make.user()
     parent = make.group(owners=[u])
     p = make.project(namespace=parent)
@@ -1447,7 +1438,7 @@ def test_project_groups_cost_the_same_whatever_their_number(api, make, db, runti
 
     def cost() -> int:
         # The least of two runs: the instance's settings are read again now and then.
-        return min(statements(runtime, lambda: api(u).get(path)) for _ in range(2))
+        return min(count(runtime, lambda: api(u).get(path)) for _ in range(2))
 
     path = f"/projects/{p.id}/groups?with_shared=true&shared_visible_only=true&per_page=3"
     grow(4)

@@ -11,6 +11,7 @@ from kiln.db import transaction
 from kiln.models import WebSession
 from kiln.services import instance_settings
 from tests.conftest import ROOT_PASSWORD
+from tests.statements import count
 
 COOKIE = "_service_session"
 UNAUTHORIZED = {"message": "401 Unauthorized"}
@@ -336,29 +337,7 @@ def test_web_root_sends_signed_in_users_to_their_projects(client, db):
     assert (r.status_code, r.headers["location"]) == (302, "http://kiln.test/api/v4/projects?membership=true")
 
 
-def statements(runtime, call) -> int:
-    """SQL statements of one request, with nothing an earlier request read reused."""
-    from sqlalchemy import event
-
-    from kiln.queries import reads
-
-    call()
-    reads.forget_reused()
-    seen: list[str] = []
-
-    def record(conn, cursor, statement, *args) -> None:
-        if not statement.lstrip().upper().startswith(("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")):
-            seen.append(statement)
-
-    event.listen(runtime.engine, "before_cursor_execute", record)
-    try:
-        call()
-    finally:
-        event.remove(runtime.engine, "before_cursor_execute", record)
-    return len(seen)
-
-
 def test_web_root_costs_one_statement_signed_in_or_not(client, runtime):
-    assert statements(runtime, lambda: client.get("/", follow_redirects=False)) == 1
+    assert count(runtime, lambda: client.get("/", follow_redirects=False), status=302) == 1
     sign_in(client)
-    assert statements(runtime, lambda: client.get("/", follow_redirects=False)) == 1
+    assert count(runtime, lambda: client.get("/", follow_redirects=False), status=302) == 1

@@ -4,13 +4,12 @@ single-object routes cost the statements written here: each new statement on the
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from sqlalchemy import event, func, insert, select
+from sqlalchemy import func, insert, select
 
 from kiln.api import _answers
 from kiln.models import (
@@ -25,28 +24,12 @@ from kiln.models import (
     User,
     UserCustomAttribute,
 )
-from kiln.queries import reads
 from tests.repositories import new_project
+from tests.statements import count, recording
 
 # The token with its user, the page's ids with their rows' versions, the count: the rows
 # themselves are kept by version (services.users), read once.
 BUDGET = 3
-_TRANSACTION = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")
-
-
-@contextmanager
-def counting(engine: Any) -> Iterator[list[str]]:
-    statements: list[str] = []
-
-    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        if not statement.lstrip().upper().startswith(_TRANSACTION):
-            statements.append(statement)
-
-    event.listen(engine, "before_cursor_execute", record)
-    try:
-        yield statements
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
 
 
 def add_users(db: Any, start: int, n: int) -> None:
@@ -60,38 +43,26 @@ def add_users(db: Any, start: int, n: int) -> None:
     db.commit()
 
 
-def statements_for(runtime: Any, call: Callable[[], Any]) -> int:
-    """Statements of the second call, as it costs after any write: the first may record the
-    token's use, and nothing an earlier request read or answered is reused."""
-    call()
-    reads.forget_reused()
-    _answers.forget()
-    with counting(runtime.engine) as statements:
-        r = call()
-    assert r.status_code == 200, r.text
-    return len(statements)
-
-
 def test_user_list_costs_the_same_for_25_and_250_users(api, db, runtime):
     root = api("root")
     add_users(db, 0, 25)
-    few = statements_for(runtime, lambda: root.get("/users?per_page=20"))
+    few = count(runtime, lambda: root.get("/users?per_page=20"))
     add_users(db, 25, 225)
-    many = statements_for(runtime, lambda: root.get("/users?per_page=20"))
+    many = count(runtime, lambda: root.get("/users?per_page=20"))
     assert few == many == BUDGET
 
 
 def test_user_list_with_custom_attributes_is_constant(api, db, runtime):
     root = api("root")
     add_users(db, 0, 25)
-    few = statements_for(runtime, lambda: root.get("/users?per_page=20&with_custom_attributes=true"))
+    few = count(runtime, lambda: root.get("/users?per_page=20&with_custom_attributes=true"))
     add_users(db, 25, 100)
-    many = statements_for(runtime, lambda: root.get("/users?per_page=20&with_custom_attributes=true"))
+    many = count(runtime, lambda: root.get("/users?per_page=20&with_custom_attributes=true"))
     assert few == many == BUDGET + 1
 
 
 def test_short_list_stays_within_the_budget(api, runtime):
-    assert statements_for(runtime, lambda: api("root").get("/users")) <= BUDGET
+    assert count(runtime, lambda: api("root").get("/users")) <= BUDGET
 
 
 def add_projects(make: Any, owner: Any, group: Any, n: int) -> None:
@@ -116,32 +87,32 @@ def test_project_list_costs_the_same_for_5_and_40_projects(api, make, runtime, q
     group = make.group(owners=[owner])
     caller = api(owner)
     add_projects(make, owner, group, 5)
-    few = statements_for(runtime, lambda: caller.get(query))
+    few = count(runtime, lambda: caller.get(query))
     add_projects(make, owner, group, 35)
-    many = statements_for(runtime, lambda: caller.get(query))
+    many = count(runtime, lambda: caller.get(query))
     assert few == many
 
 
 def test_current_user_costs_the_token_alone(api, runtime):
-    assert statements_for(runtime, lambda: api("root").get("/user")) == 1
+    assert count(runtime, lambda: api("root").get("/user")) == 1
 
 
 def test_a_project_costs_the_token_and_its_view(api, make, runtime):
     owner = make.user()
     project = make.project(owner=owner, visibility="private")
-    assert statements_for(runtime, lambda: api(owner).get(f"/projects/{project.id}")) == 2
+    assert count(runtime, lambda: api(owner).get(f"/projects/{project.id}")) == 2
 
 
 def test_a_project_by_path_costs_the_same(api, make, runtime):
     owner = make.user()
     project = make.project(owner=owner, visibility="private")
     path = f"/projects/{owner.username}%2F{project.path}"
-    assert statements_for(runtime, lambda: api(owner).get(path)) == 2
+    assert count(runtime, lambda: api(owner).get(path)) == 2
 
 
 def test_a_public_project_costs_anonymous_callers_one_statement(api, make, runtime):
     project = make.project(visibility="public")
-    assert statements_for(runtime, lambda: api().get(f"/projects/{project.id}")) == 1
+    assert count(runtime, lambda: api().get(f"/projects/{project.id}")) == 1
 
 
 def test_a_shared_fork_adds_its_shares_and_its_parent(api, make, runtime):
@@ -149,7 +120,7 @@ def test_a_shared_fork_adds_its_shares_and_its_parent(api, make, runtime):
     group = make.group(owners=[owner])
     add_projects(make, owner, group, 1)
     fork = max(p.id for p in make.db.scalars(select(Project)))
-    assert statements_for(runtime, lambda: api(owner).get(f"/projects/{fork}")) == 4
+    assert count(runtime, lambda: api(owner).get(f"/projects/{fork}")) == 4
 
 
 def test_a_non_admin_page_of_projects_costs_a_fixed_number(api, make, runtime):
@@ -157,7 +128,7 @@ def test_a_non_admin_page_of_projects_costs_a_fixed_number(api, make, runtime):
     owner = make.user()
     for _ in range(25):
         make.project(owner=owner, visibility="private")
-    assert statements_for(runtime, lambda: api(owner).get("/projects?per_page=20&order_by=id")) == 4
+    assert count(runtime, lambda: api(owner).get("/projects?per_page=20&order_by=id")) == 4
 
 
 # ---------------------------------------------------------------------------- every list
@@ -167,9 +138,9 @@ def test_a_non_admin_page_of_projects_costs_a_fixed_number(api, make, runtime):
 
 
 def constant(runtime: Any, call: Callable[[], Any], grow: Callable[[], None]) -> int:
-    few = statements_for(runtime, call)
+    few = count(runtime, call)
     grow()
-    many = statements_for(runtime, call)
+    many = count(runtime, call)
     assert few == many, f"{few} statements with few rows, {many} with many"
     return many
 
@@ -337,7 +308,7 @@ def test_a_group_costs_the_token_and_its_view(api, make, runtime):
     """The view statement carries the caller's standing and the instance's settings."""
     owner = make.user()
     group = make.group(owners=[owner])
-    assert statements_for(runtime, lambda: api(owner).get(f"/groups/{group.id}?with_projects=false")) == 2
+    assert count(runtime, lambda: api(owner).get(f"/groups/{group.id}?with_projects=false")) == 2
 
 
 def test_a_group_with_its_projects_adds_both_project_lists(api, make, runtime):
@@ -351,18 +322,18 @@ def test_a_group_with_its_projects_adds_both_project_lists(api, make, runtime):
         insert(ProjectGroupLink), [{"project_id": shared.id, "group_id": group.id, "group_access": 30}]
     )
     make.db.commit()
-    assert statements_for(runtime, lambda: api(owner).get(f"/groups/{group.id}")) == 6
+    assert count(runtime, lambda: api(owner).get(f"/groups/{group.id}")) == 6
 
 
 def test_a_namespace_costs_the_token_and_its_view(api, make, runtime):
     owner = make.user()
-    assert statements_for(runtime, lambda: api(owner).get(f"/namespaces/{owner.username}")) == 2
+    assert count(runtime, lambda: api(owner).get(f"/namespaces/{owner.username}")) == 2
 
 
 def test_a_group_namespace_adds_the_counts_its_owner_sees(api, make, runtime):
     owner = make.user()
     group = make.group(owners=[owner])
-    assert statements_for(runtime, lambda: api(owner).get(f"/namespaces/{group.id}")) == 3
+    assert count(runtime, lambda: api(owner).get(f"/namespaces/{group.id}")) == 3
 
 
 def test_whether_a_path_exists_costs_one_statement_however_many_are_taken(api, make, runtime):
@@ -372,7 +343,7 @@ def test_whether_a_path_exists_costs_one_statement_however_many_are_taken(api, m
     make.user(username="taken3")
     r = api(owner).get("/namespaces/taken/exists")
     assert r.json() == {"exists": True, "suggests": ["taken4"]}
-    assert statements_for(runtime, lambda: api(owner).get("/namespaces/taken/exists")) == 2
+    assert count(runtime, lambda: api(owner).get("/namespaces/taken/exists")) == 2
 
 
 @pytest.mark.parametrize("route", ["members", "members/all"])
@@ -383,25 +354,20 @@ def test_a_member_costs_the_token_the_subject_and_the_member(api, make, runtime,
     other = make.user()
     make.member(project, other, 30, created_by_id=owner.id)
     path = f"/projects/{project.id}/{route}/{other.id}"
-    assert statements_for(runtime, lambda: api(owner).get(path)) == 3
+    assert count(runtime, lambda: api(owner).get(path)) == 3
 
 
 def test_a_file_costs_the_token_and_the_subject(api, make, runtime):
     owner = make.user()
     project = new_project(api, make, owner)
     path = f"/projects/{project['id']}/repository/files/README.md?ref=main"
-    assert statements_for(runtime, lambda: api(owner).get(path)) == 2
+    assert count(runtime, lambda: api(owner).get(path)) == 2
 
 
 def warm_statements(runtime: Any, call: Callable[[], Any]) -> int:
     """Statements of a call made again while nothing was written since the one before (the
     first records the token's use: a write)."""
-    call()
-    call()
-    with counting(runtime.engine) as statements:
-        r = call()
-    assert r.status_code == 200, r.text
-    return len(statements)
+    return count(runtime, call, fresh=False, warm_up=2)
 
 
 def test_while_nothing_is_written_a_file_costs_no_statement(api, make, runtime):
@@ -412,7 +378,7 @@ def test_while_nothing_is_written_a_file_costs_no_statement(api, make, runtime):
     path = f"/projects/{project['id']}/repository/files/README.md?ref=main"
     assert warm_statements(runtime, lambda: api(owner).get(path)) == 0
     _answers.forget()  # the answer itself is kept too (tests/api/test_kept_answers.py)
-    with counting(runtime.engine) as statements:
+    with recording(runtime.engine) as statements:
         assert api(owner).get(path).status_code == 200
     assert statements == []
 
@@ -431,7 +397,7 @@ def test_after_any_write_a_file_costs_the_token_and_the_subject_again(api, make,
     path = f"/projects/{project['id']}/repository/files/README.md?ref=main"
     api(owner).get(path)
     make.user()  # anyone, anything
-    with counting(runtime.engine) as statements:
+    with recording(runtime.engine) as statements:
         assert api(owner).get(path).status_code == 200
     assert len(statements) == 2
 
@@ -480,12 +446,12 @@ def test_a_token_costs_the_token_and_the_token_with_its_owner(api, make, runtime
     make.token(user, name="other")
     client = api(user if caller == "owner" else "root")
     token_id = api(user).get("/personal_access_tokens?search=other").json()[0]["id"]
-    assert statements_for(runtime, lambda: client.get(f"/personal_access_tokens/{token_id}")) == 2
+    assert count(runtime, lambda: client.get(f"/personal_access_tokens/{token_id}")) == 2
 
 
 def test_the_current_token_costs_two_statements(api, make, runtime):
     user = make.user()
-    assert statements_for(runtime, lambda: api(user).get("/personal_access_tokens/self")) == 2
+    assert count(runtime, lambda: api(user).get("/personal_access_tokens/self")) == 2
 
 
 def test_an_impersonation_token_costs_the_token_and_the_token_with_its_owner(api, make, runtime):
@@ -494,7 +460,7 @@ def test_an_impersonation_token_costs_the_token_and_the_token_with_its_owner(api
     root = api("root")
     token_id = root.get(f"/users/{user.id}/impersonation_tokens").json()[0]["id"]
     path = f"/users/{user.id}/impersonation_tokens/{token_id}"
-    assert statements_for(runtime, lambda: root.get(path)) == 2
+    assert count(runtime, lambda: root.get(path)) == 2
 
 
 # ---------------------------------------------------------------------------- starrers
@@ -550,7 +516,7 @@ def test_a_protected_branch_costs_the_token_the_subject_and_the_rule(api, make, 
     add_rules(db, project.id, 1)
     name = db.scalar(select(ProtectedBranch.name).where(ProtectedBranch.project_id == project.id))
     path = f"/projects/{project.id}/protected_branches/{name}"
-    assert statements_for(runtime, lambda: api(owner).get(path)) == 3
+    assert count(runtime, lambda: api(owner).get(path)) == 3
 
 
 # ---------------------------------------------------------------------------- custom attributes
@@ -586,7 +552,7 @@ def test_custom_attributes_cost_the_token_the_owner_and_the_attributes(api, make
     grow = lambda: add_attributes(db, kind, owner, 30)  # noqa: E731
     assert constant(runtime, lambda: root.get(path), grow) == 3
     key = db.scalar(select(ATTRIBUTE_TABLES[kind][0].key).limit(1))
-    assert statements_for(runtime, lambda: root.get(f"{path}/{key}")) == 3
+    assert count(runtime, lambda: root.get(f"{path}/{key}")) == 3
 
 
 # ---------------------------------------------------------------------------- user status
@@ -596,7 +562,7 @@ def test_the_current_status_costs_only_the_token(api, make, runtime):
     """The status is in the row authentication read; an expired one is cleared by a write."""
     user = make.user()
     api(user).put("/user/status", json={"message": "away", "clear_status_after": "1_day"})
-    assert statements_for(runtime, lambda: api(user).get("/user/status")) == 1
+    assert count(runtime, lambda: api(user).get("/user/status")) == 1
 
 
 @pytest.mark.parametrize("caller", ["user", None])
@@ -605,8 +571,8 @@ def test_a_users_status_costs_the_token_and_the_user(api, make, runtime, caller)
     api(user).put("/user/status", json={"message": "away"})
     client = api(user if caller else None)
     expected = 2 if caller else 1
-    assert statements_for(runtime, lambda: client.get(f"/users/{user.username}/status")) == expected
-    assert statements_for(runtime, lambda: client.get(f"/users/{user.id}/status")) == expected
+    assert count(runtime, lambda: client.get(f"/users/{user.username}/status")) == expected
+    assert count(runtime, lambda: client.get(f"/users/{user.id}/status")) == expected
 
 
 # ---------------------------------------------------------------------------- languages, comments
@@ -615,7 +581,7 @@ def test_a_users_status_costs_the_token_and_the_user(api, make, runtime, caller)
 def test_languages_cost_the_token_and_the_subject_once_computed(api, make, runtime):
     owner = make.user()
     project = new_project(api, make, owner)
-    assert statements_for(runtime, lambda: api(owner).get(f"/projects/{project['id']}/languages")) == 2
+    assert count(runtime, lambda: api(owner).get(f"/projects/{project['id']}/languages")) == 2
 
 
 def test_commit_comments_are_constant(api, make, runtime):
@@ -642,8 +608,8 @@ def test_an_upload_costs_the_subject_and_the_file(api, make, runtime):
     owner = make.user()
     project = make.project(owner=owner, visibility="public")
     body = api(owner).post(f"/projects/{project.id}/uploads", files={"file": ("a.png", b"x")}).json()
-    assert statements_for(runtime, lambda: api().get(body["full_path"])) == 2
-    assert statements_for(runtime, lambda: api(owner).get(body["full_path"])) == 3
+    assert count(runtime, lambda: api().get(body["full_path"])) == 2
+    assert count(runtime, lambda: api(owner).get(body["full_path"])) == 3
 
 
 @pytest.mark.parametrize("signed_in", [False, True])
@@ -662,7 +628,7 @@ def test_git_info_refs_costs_the_credential_and_the_subject(api, make, runtime, 
     headers = {"Authorization": f"Basic {secret}"} if signed_in else {}
     path = f"/{project['path_with_namespace']}.git/info/refs?service=git-upload-pack"
     client = api().client
-    assert statements_for(runtime, lambda: client.get(path, headers=headers)) == (4 if signed_in else 2)
+    assert count(runtime, lambda: client.get(path, headers=headers)) == (4 if signed_in else 2)
 
 
 def test_a_compare_with_a_fork_adds_its_subject_and_its_parent(api, make, runtime):
@@ -671,7 +637,7 @@ def test_a_compare_with_a_fork_adds_its_subject_and_its_parent(api, make, runtim
     upstream = new_project(api, make, owner)
     fork = api(owner).post(f"/projects/{upstream['id']}/fork", json={"path": "f", "name": "f"}).json()
     path = f"/projects/{upstream['id']}/repository/compare?from=main&to=main&from_project_id={fork['id']}"
-    assert statements_for(runtime, lambda: api(owner).get(path)) == 4
+    assert count(runtime, lambda: api(owner).get(path)) == 4
 
 
 def test_oauth_token_info_costs_one_statement(api, runtime):
@@ -681,4 +647,4 @@ def test_oauth_token_info_costs_one_statement(api, runtime):
     grant = {"grant_type": "password", "username": "root", "password": ROOT_PASSWORD}
     token = client.post("/oauth/token", data=grant).json()["access_token"]
     headers = {"Authorization": f"Bearer {token}"}
-    assert statements_for(runtime, lambda: client.get("/oauth/token/info", headers=headers)) == 1
+    assert count(runtime, lambda: client.get("/oauth/token/info", headers=headers)) == 1
