@@ -118,7 +118,7 @@ def check_restricted(
 ) -> None:
     if not policy.may_use_visibility(actor, visibility, inst["restricted_visibility_levels"]):
         errors.setdefault("visibility_level", []).append(
-            f"{visibility} has been restricted by your GitLab administrator"
+            f"{visibility.capitalize()} has been restricted by your GitLab administrator"
         )
 
 

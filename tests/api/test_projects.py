@@ -140,6 +140,28 @@ def test_create_takes_the_instance_default_visibility(api, make, db):
     assert r.json()["visibility"] == "internal"
 
 
+def test_a_restricted_visibility_is_refused_to_a_non_admin(api, make):
+    r = api("root").put("/application/settings", json={"restricted_visibility_levels": ["public"]})
+    assert r.status_code == 200, r.text
+    u = make.user()
+    refused = api(u).post("/projects", json={"name": "open", "visibility": "public"})
+    assert (refused.status_code, refused.json()) == (
+        400,
+        {"message": {"visibility_level": ["Public has been restricted by your GitLab administrator"]}},
+    )
+    assert api(u).get("/projects", params={"owned": "true"}).json() == []
+    made = api(u).post("/projects", json={"name": "closed"}).json()
+    changed = api(u).put(f"/projects/{made['id']}", json={"visibility": "public"})
+    assert changed.status_code == 400
+    assert api(u).get(f"/projects/{made['id']}").json()["visibility"] == "private"
+
+
+def test_an_admin_may_use_a_restricted_visibility(api):
+    api("root").put("/application/settings", json={"restricted_visibility_levels": ["public"]})
+    r = api("root").post("/projects", json={"name": "open-by-admin", "visibility": "public"})
+    assert (r.status_code, r.json()["visibility"]) == (201, "public")
+
+
 def test_create_with_readme_has_a_default_branch(api, make):
     u = make.user()
     r = api(u).post("/projects", json={"name": "x", "initialize_with_readme": True})
