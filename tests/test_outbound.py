@@ -310,6 +310,15 @@ def test_without_rebinding_protection_the_client_resolves_the_name_itself(serve)
     assert str(pinned.connect_to) == "127.0.0.1"
 
 
+def test_the_rebinding_setting_decides_whether_the_checked_address_is_the_one_connected_to(db, settings):
+    instance_settings.update(db, {"allow_local_requests_from_web_hooks_and_services": True})
+    pinned = outbound.check("http://localhost:9/", outbound.rules(db, settings, Caller.HOOK))
+    assert str(pinned.connect_to) == "127.0.0.1"
+    instance_settings.update(db, {"dns_rebinding_protection_enabled": False})
+    unpinned = outbound.check("http://localhost:9/", outbound.rules(db, settings, Caller.HOOK))
+    assert unpinned.connect_to is None
+
+
 @pytest.fixture(scope="module")
 def certificate(tmp_path_factory) -> Callable[[str], tuple[Path, Path]]:
     folder = tmp_path_factory.mktemp("tls")
