@@ -30,6 +30,15 @@ def test_memberships_of_groups_and_projects(api, make):
     ]
 
 
+def test_a_project_of_the_users_own_namespace_is_an_owner_membership(api, make):
+    u = make.user()
+    own = api(u).post("/projects", json={"name": "Mine"}).json()
+    expected = {"source_id": own["id"], "source_name": "Mine", "source_type": "Project", "access_level": 50}
+    assert api("root").get(f"/users/{u.id}/memberships").json() == [expected]
+    assert api("root").get(f"/users/{u.id}/memberships", params={"type": "Project"}).json() == [expected]
+    assert api("root").get(f"/users/{u.id}/memberships", params={"type": "Namespace"}).json() == []
+
+
 def test_memberships_filtered_by_type(api, make):
     u = make.user()
     group = make.group(members={u: 10})
