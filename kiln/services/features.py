@@ -262,11 +262,10 @@ def _apply(db: Session, p: FeatureSet) -> None:
     targets = _targets(db, p) if p.targeted() else []
     operation = _operation(p, targets)
     with transaction(db):
-        if operation is True and not targets:
-            _put(db, name, BOOLEAN, "true")
-        elif operation is False and not targets:
+        if not targets and isinstance(operation, bool):
+            # Flipper's boolean gate: on or off for everyone clears every other gate.
             db.execute(delete(FeatureGate).where(FeatureGate.feature_key == name))
-            db.add(FeatureGate(feature_key=name, key=BOOLEAN, value="false"))
+            db.add(FeatureGate(feature_key=name, key=BOOLEAN, value="true" if operation else "false"))
         elif isinstance(operation, bool):
             _ensure_persisted(db, name)
             for key, gate_value in targets:

@@ -109,6 +109,14 @@ def test_disabling_for_everyone_clears_every_gate(api, make):
     assert set_flag(api, "my_flag", value=False)["gates"] == [{"key": "boolean", "value": False}]
 
 
+def test_enabling_for_everyone_clears_every_gate(api, make):
+    u = make.user()
+    set_flag(api, "my_flag", value=True, user=u.username)
+    set_flag(api, "my_flag", value=30)
+    flag = set_flag(api, "my_flag", value=True)
+    assert (flag["state"], flag["gates"]) == ("on", [{"key": "boolean", "value": True}])
+
+
 def test_enable_for_users_by_username(api, make):
     a, b = make.user(), make.user()
     flag = set_flag(api, "my_flag", value=True, user=f"{a.username},{b.username.upper()}")
