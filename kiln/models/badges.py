@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy import CheckConstraint, ForeignKey, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from kiln.models.base import Base, Timestamps
+from kiln.models.base import Base, Timestamps, never_reuse_ids
 
 
 class Badge(Timestamps, Base):
@@ -20,3 +20,7 @@ class Badge(Timestamps, Base):
     name: Mapped[str | None] = mapped_column(String(255))
     link_url: Mapped[str] = mapped_column(Text)
     image_url: Mapped[str] = mapped_column(Text)
+
+
+# Clients hold their ids (to get or delete one later): a deleted one's id is never handed out again.
+never_reuse_ids(Badge)

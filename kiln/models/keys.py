@@ -8,7 +8,7 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, Index, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from kiln.models.base import Base, Timestamps
+from kiln.models.base import Base, Timestamps, never_reuse_ids
 
 
 class SSHKey(Timestamps, Base):
@@ -55,3 +55,9 @@ class Email(Timestamps, Base):
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     email: Mapped[str] = mapped_column(String(255))
     confirmed_at: Mapped[datetime | None]
+
+
+# Clients hold their ids (to get or delete one later): a deleted one's id is never handed out again.
+never_reuse_ids(SSHKey)
+never_reuse_ids(GPGKey)
+never_reuse_ids(Email)

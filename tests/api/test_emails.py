@@ -157,3 +157,12 @@ def test_address_lists_cost_the_same_for_2_and_12_addresses(api, make, db, runti
     ]
     assert costs[0] == costs[1]
     assert costs[0] <= 4
+
+
+def test_a_deleted_addresss_id_is_never_handed_out_again(api, make):
+    u = make.user()
+    newest = add(api, u, "first@example.net").json()
+    assert api(u).delete(f"/user/emails/{newest['id']}").status_code == 204
+    again = add(api, u, "second@example.net")
+    assert again.status_code == 201
+    assert again.json()["id"] > newest["id"]

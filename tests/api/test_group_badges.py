@@ -390,3 +390,10 @@ def test_list_costs_the_same_for_few_and_many_badges(api, make, db, runtime):
         add(api, owner, g, link_url=LINK, image_url=IMAGE)
     many = count(runtime, lambda: api(owner).get(badges_url(g)))
     assert few == many
+
+
+def test_a_deleted_badges_id_is_never_handed_out_again(api, make):
+    owner, group = owned_group(make)
+    newest = add(api, owner, group)
+    assert api(owner).delete(badges_url(group, newest["id"])).status_code == 204
+    assert add(api, owner, group)["id"] > newest["id"]

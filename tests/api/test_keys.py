@@ -422,3 +422,12 @@ def test_a_deleted_users_keys_go_with_them(api, make, made, db):
     assert api("root").delete(f"/users/{u.id}").status_code == 204
     assert key_rows(db) == 0
     assert add(api, make.user(), made["ed25519"].text).status_code == 201
+
+
+def test_a_deleted_keys_id_is_never_handed_out_again(api, make, made):
+    u = make.user()
+    newest = add(api, u, made["ed25519"].text).json()
+    assert api(u).delete(f"/user/keys/{newest['id']}").status_code == 204
+    again = add(api, u, made["ed25519-b"].text)
+    assert again.status_code == 201
+    assert again.json()["id"] > newest["id"]
