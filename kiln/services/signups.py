@@ -1,6 +1,9 @@
 """Sign-up (GitLab's web registration): a new user creates their own account, as the
-instance's settings allow: sign-up switched on, e-mail domains allowed, and, where an
-administrator must approve new users, the account waits blocked until they do."""
+instance's settings allow: sign-up switched on, e-mail domains allowed, an address the
+administrator's `email_restrictions` pattern does not refuse, and, where an administrator
+must approve new users, the account waits blocked until they do. With
+`email_confirmation_setting` "soft" or "hard" the address stays unconfirmed
+(`confirmed_at` null): kiln sends no confirmation mail."""
 
 from __future__ import annotations
 

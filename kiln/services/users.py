@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import re
+import subprocess
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -39,7 +43,9 @@ from kiln.services.namespaces import place, reserved_message, reserved_top_level
 from kiln.storage import Storage, user_avatar_key
 
 _USERNAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
-_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+# Matched whole (fullmatch): with `$` alone `a@corp.com\n` would pass.
+_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
+log = logging.getLogger(__name__)
 THEME_IDS = range(1, 12)
 COLOR_SCHEME_IDS = range(1, 7)
 AVATAR_FORMATS = ("png", "jpg", "jpeg", "gif", "bmp", "tiff", "ico", "webp")
@@ -247,19 +253,86 @@ def _domain_matches(patterns: Iterable[str] | str, domain: str) -> bool:
     return False
 
 
+EMAIL_RESTRICTED = "is not allowed. Try again with a different email address, or contact your GitLab admin."
+# How long the administrator's `email_restrictions` pattern may take on one address.
+EMAIL_RESTRICTIONS_TIMEOUT_S = 2.0
+# The pattern runs in a child process: Python's `re` backtracks and cannot be interrupted,
+# so a pattern that runs away costs a killed child, never a server thread.
+_RESTRICTION_SEARCH = (
+    "import json,re,sys\n"
+    "pattern,email=json.load(sys.stdin)\n"
+    "sys.stdout.write('1' if re.search(pattern,email) else '0')\n"
+)
+
+
+def email_restriction_error(inst: Mapping[str, Any], email: str) -> str | None:
+    """GitLab's check_email_restrictions, at sign-up only: with `email_restrictions_enabled`,
+    an address the administrator's regular expression `email_restrictions` finds anywhere
+    in is refused. A pattern that does not compile refuses nothing (and is logged); one that
+    cannot be evaluated in time refuses (and is logged), so a crafted address cannot slip
+    past the restriction by making the pattern backtrack."""
+    if not inst["email_restrictions_enabled"]:
+        return None
+    pattern = inst["email_restrictions"]
+    if not isinstance(pattern, str) or not pattern.strip():
+        return None
+    try:
+        re.compile(pattern)
+    except (re.error, RecursionError, OverflowError) as exc:
+        log.warning("email_restrictions does not compile (%s): sign-up addresses are not restricted", exc)
+        return None
+    return EMAIL_RESTRICTED if _restricted(pattern, email) else None
+
+
+def _restricted(pattern: str, email: str) -> bool:
+    try:
+        done = subprocess.run(
+            [sys.executable, "-I", "-S", "-c", _RESTRICTION_SEARCH],
+            input=json.dumps([pattern, email]),
+            capture_output=True,
+            text=True,
+            timeout=EMAIL_RESTRICTIONS_TIMEOUT_S,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        log.warning(
+            "email_restrictions took over %ss on a sign-up address: refused", EMAIL_RESTRICTIONS_TIMEOUT_S
+        )
+        return True
+    except OSError as exc:
+        log.error("email_restrictions could not be evaluated (%s): sign-up refused", exc)
+        return True
+    if done.returncode != 0 or done.stdout not in ("0", "1"):
+        log.error("email_restrictions could not be evaluated (exit %s): sign-up refused", done.returncode)
+        return True
+    return done.stdout == "1"
+
+
 def register(db: Session, p: UserCreate, settings: Settings) -> User:
     """A user who signs up: the instance's sign-up rules, then the same validation as an
     administrator's creation, every problem in one answer; nothing is written on refusal.
-    With admin approval required the user waits, blocked, until approved."""
+    With admin approval required the user waits, blocked, until approved.
+
+    `email_confirmation_setting` other than "off" ("soft", "hard") leaves the address
+    unconfirmed: GitLab confirms it when the user follows the mail it sends, and kiln sends
+    none, so it stays unconfirmed until an administrator confirms it."""
     password_hash = _hash(p.password, settings)
+    # The administrator's pattern is evaluated before the write transaction: a child
+    # process nobody else should wait for.
+    restriction = None
+    if len(p.email) <= 255 and _EMAIL.fullmatch(p.email):
+        restriction = email_restriction_error(instance_settings.current(db), p.email)
     try:
         with transaction(db):
             inst = instance_settings.current(db)
             errors = _field_errors(p, password=p.password)
             if not p.password:
                 errors["password"] = ["can't be blank"]
-            if "email" not in errors and (problem := email_domain_error(inst, p.email)):
-                errors["email"] = [problem]
+            if "email" not in errors:
+                # GitLab's order: the domain rules, then the administrator's restriction.
+                problems = [m for m in (email_domain_error(inst, p.email), restriction) if m]
+                if problems:
+                    errors["email"] = problems
             if finder.email_taken(db, p.email):
                 errors.setdefault("email", []).append("has already been taken")
             if p.username and finder.username_taken(db, p.username):
@@ -274,7 +347,7 @@ def register(db: Session, p: UserCreate, settings: Settings) -> User:
                 name=p.name,
                 password_hash=password_hash,
                 state=PENDING_APPROVAL if pending else ACTIVE,
-                confirmed_at=datetime.now(UTC),
+                confirmed_at=datetime.now(UTC) if inst["email_confirmation_setting"] == "off" else None,
             )
             _apply_defaults(user, p, inst)
             db.add(user)
@@ -706,7 +779,7 @@ def _field_errors(p: UserCreate | UserUpdate, *, password: str | None) -> dict[s
     if p.email is not None:
         if len(p.email) > 255:
             errors["email"] = ["is too long (maximum is 255 characters)"]
-        elif not _EMAIL.match(p.email):
+        elif not _EMAIL.fullmatch(p.email):
             errors["email"] = ["is invalid"]
     if p.name is not None:
         if not p.name.strip():

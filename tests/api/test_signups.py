@@ -7,8 +7,11 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import func, select
 
+from kiln.errors import ValidationFailed
 from kiln.models import Namespace, User
+from kiln.schemas.users import UserCreate
 from kiln.services import instance_settings
+from kiln.services import users as user_service
 
 
 def form(n: str = "x", **fields: str) -> dict[str, str]:
@@ -145,7 +148,88 @@ def test_allowed_domains_win_over_denied_ones(client, db, open_signup):
     assert sign_up(client, form("both", email="x@spam.test")).status_code == 302
 
 
+# ---------------------------------------------------------------- e-mail confirmation
+
+
+def confirmed_at(api, username: str):
+    user = api("root").get("/users", params={"username": username}).json()[0]
+    return api("root").get(f"/users/{user['id']}").json()["confirmed_at"]
+
+
+def test_confirmation_off_confirms_the_address_at_once(client, api, db, open_signup):
+    instance_settings.update(db, {"email_confirmation_setting": "off"})
+    assert sign_up(client, form("coff")).status_code == 302
+    assert confirmed_at(api, "signupcoff") is not None
+
+
+@pytest.mark.parametrize("setting", ["soft", "hard"])
+def test_confirmation_soft_or_hard_leaves_the_address_unconfirmed(client, api, db, open_signup, setting):
+    instance_settings.update(db, {"email_confirmation_setting": setting})
+    assert sign_up(client, form(f"c{setting}")).status_code == 302
+    assert confirmed_at(api, f"signupc{setting}") is None
+
+
+# ---------------------------------------------------------------- e-mail restrictions
+
+RESTRICTED = {
+    "message": {
+        "email": ["is not allowed. Try again with a different email address, or contact your GitLab admin."]
+    }
+}
+
+
+def test_email_restrictions_refuse_matching_addresses(client, db, open_signup):
+    instance_settings.update(
+        db, {"email_restrictions_enabled": True, "email_restrictions": r"^[^@]+\+[^@]+@"}
+    )
+    r = sign_up(client, form("plus", email="someone+alias@example.com"))
+    assert (r.status_code, r.json()) == (400, RESTRICTED)
+    assert users_named(db, "signupplus") == 0
+    assert sign_up(client, form("noplus", email="someone@example.com")).status_code == 302
+
+
+def test_email_restrictions_are_ignored_while_switched_off(client, db, open_signup):
+    instance_settings.update(db, {"email_restrictions_enabled": False, "email_restrictions": "example"})
+    assert sign_up(client, form("roff", email="roff@example.com")).status_code == 302
+
+
+def test_email_restrictions_do_not_bind_an_administrator(api, db, open_signup):
+    instance_settings.update(db, {"email_restrictions_enabled": True, "email_restrictions": "example"})
+    r = api("root").post(
+        "/users",
+        json={"username": "radmin", "email": "radmin@example.com", "name": "R", "password": "secret-pass-1"},
+    )
+    assert r.status_code == 201, r.text
+
+
+def test_email_restrictions_that_do_not_compile_refuse_nothing(client, db, open_signup, caplog):
+    instance_settings.update(db, {"email_restrictions_enabled": True, "email_restrictions": "(unclosed"})
+    with caplog.at_level("WARNING", logger="kiln.services.users"):
+        assert sign_up(client, form("rbad", email="rbad@example.com")).status_code == 302
+    assert any("does not compile" in r.getMessage() for r in caplog.records)
+
+
+def test_email_restrictions_that_run_away_refuse(client, db, open_signup, monkeypatch):
+    # Catastrophic backtracking: stopped at the time limit, and the address is refused.
+    monkeypatch.setattr(user_service, "EMAIL_RESTRICTIONS_TIMEOUT_S", 0.5)
+    instance_settings.update(db, {"email_restrictions_enabled": True, "email_restrictions": "^(a+)+@"})
+    r = sign_up(client, form("slow", email="a" * 40 + "!@example.com"))
+    assert (r.status_code, r.json()) == (400, RESTRICTED)
+    assert users_named(db, "signupslow") == 0
+
+
 # ---------------------------------------------------------------- the usual rules
+
+
+def test_email_with_a_trailing_newline_is_invalid(db, settings, open_signup):
+    # The form trims addresses; the model check itself must match the whole address.
+    p = UserCreate.model_construct(
+        username="signupnl", email="nl@example.com\n", name="NL", password="secret-pass-1"
+    )
+    with pytest.raises(ValidationFailed) as refused:
+        user_service.register(db, p, settings)
+    assert refused.value.errors == {"email": ["is invalid"]}
+    assert users_named(db, "signupnl") == 0
 
 
 def test_reserved_username_is_refused(client, db, open_signup):
