@@ -34,6 +34,9 @@ SIGN_IN_PATH = "/users/sign_in"
 DASHBOARD_PATH = "/api/v4/projects?membership=true"
 
 INVALID_LOGIN = "Invalid login or password."
+UNCONFIRMED = "You have to confirm your email address before continuing."
+# GitLab's "soft" e-mail confirmation lets an unconfirmed user in this long after sign-up.
+SOFT_CONFIRMATION_GRACE = timedelta(days=3)
 PASSWORD_EXPIRED = "Your password expired. Sign in again with `new_password` to set a new one."
 
 
@@ -86,6 +89,8 @@ def sign_in(db: Session, settings: Settings, fields: SignInFields, ip: str | Non
     if not _verified(user, fields.password, settings, _WEB_STATES) or user is None:
         raise Unauthorized(INVALID_LOGIN)
     now = datetime.now(UTC)
+    if not _confirmed_enough(user, values["email_confirmation_setting"], now):
+        raise Unauthorized(UNCONFIRMED)
     if user.password_expires_at is not None and user.password_expires_at <= now:
         if not fields.new_password:
             raise Forbidden(PASSWORD_EXPIRED)
@@ -125,6 +130,14 @@ def sign_in(db: Session, settings: Settings, fields: SignInFields, ip: str | Non
             )
         )
     return SignedIn(user=user, cookie=cookie, csrf_token=csrf, max_age=lifetime)
+
+
+def _confirmed_enough(user: User, setting: str, now: datetime) -> bool:
+    """GitLab's email_confirmation_setting at sign-in: "hard" wants a confirmed address,
+    "soft" only once the grace period after sign-up is over; "off" wants nothing."""
+    if user.confirmed_at is not None or setting == "off":
+        return True
+    return setting == "soft" and now - user.created_at < SOFT_CONFIRMATION_GRACE
 
 
 def session_lifetime(values: Mapping[str, Any]) -> int:

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import select, text, update
 
 from kiln.db import transaction
-from kiln.models import WebSession
+from kiln.models import User, WebSession
 from kiln.services import instance_settings
 from tests.conftest import ROOT_PASSWORD
 from tests.statements import count
@@ -341,3 +341,38 @@ def test_web_root_costs_one_statement_signed_in_or_not(client, runtime):
     assert count(runtime, lambda: client.get("/", follow_redirects=False), status=302) == 1
     sign_in(client)
     assert count(runtime, lambda: client.get("/", follow_redirects=False), status=302) == 1
+
+
+def unconfirmed(db, user, age: timedelta = timedelta(0)) -> None:
+    with transaction(db):
+        db.execute(
+            update(User)
+            .where(User.id == user.id)
+            .values(confirmed_at=None, created_at=datetime.now(UTC) - age)
+        )
+
+
+def test_hard_confirmation_refuses_an_unconfirmed_user(client, make, db):
+    u = make.user()
+    unconfirmed(db, u)
+    instance_settings.update(db, {"email_confirmation_setting": "hard"})
+    r = sign_in(client, u.username, u.password)
+    assert (r.status_code, r.json()) == (
+        401,
+        {"message": "You have to confirm your email address before continuing."},
+    )
+
+
+def test_soft_confirmation_lets_an_unconfirmed_user_in_for_three_days(client, make, db):
+    u = make.user()
+    unconfirmed(db, u, timedelta(days=2))
+    instance_settings.update(db, {"email_confirmation_setting": "soft"})
+    assert sign_in(client, u.username, u.password).status_code == 302
+    unconfirmed(db, u, timedelta(days=4))
+    assert sign_in(client, u.username, u.password).status_code == 401
+
+
+def test_without_confirmation_an_unconfirmed_user_signs_in(client, make, db):
+    u = make.user()
+    unconfirmed(db, u, timedelta(days=30))
+    assert sign_in(client, u.username, u.password).status_code == 302
