@@ -465,6 +465,10 @@ class PostgresStore(Store):
         result = conn.pgconn.exec_prepared(_HIT, [key.encode(), str(expires_at).encode()])
         if result.status != psycopg.pq.ExecStatus.TUPLES_OK:
             message = result.error_message.decode("utf-8", "replace")
+            code = result.error_field(psycopg.pq.DiagnosticField.SQLSTATE)
+            error = _error_class(code)
+            if busy(error(message)) and conn.pgconn.status == psycopg.pq.ConnStatus.OK:
+                raise error(message)  # contention: the connection stays good
             conn.close()
             raise psycopg.OperationalError(message)
         value = result.get_value(0, 0)
@@ -489,6 +493,14 @@ class PostgresStore(Store):
         if found is not None:
             self._local.conn = None
             found[1].close()
+
+
+def _error_class(sqlstate: bytes | None) -> type[psycopg.Error]:
+    """psycopg's error for a result's SQLSTATE (OperationalError when there is none)."""
+    try:
+        return psycopg.errors.lookup(sqlstate.decode()) if sqlstate else psycopg.OperationalError
+    except KeyError:
+        return psycopg.OperationalError
 
 
 # The prepared count on each of the store's PostgreSQL connections.
@@ -523,6 +535,7 @@ class Limiter:
         self._memo: tuple[Hashable, object, Rules] | None = None
         self._failing = False
         self._retry_at = 0.0
+        self._busy_logged_at = -RETRY_S
         self._settings_writes = 0
         # Counted with next(): one step per bump, from any thread.
         self._bumps = itertools.count(1)
@@ -634,11 +647,22 @@ class Limiter:
         try:
             observed = self.store.hit(key, expires_at)
         except Exception as error:  # whatever the store's trouble: serve the request
+            if busy(error):
+                # Contention (a writer holding the lock past the busy timeout, a lock or
+                # statement timeout): this request goes through uncounted, the next is
+                # counted as ever. Counting is never switched off for everyone by a flood.
+                now = time.monotonic()
+                if now >= self._busy_logged_at + RETRY_S:
+                    self._busy_logged_at = now
+                    log.warning(
+                        "rate limits: the store is busy (%s); a request goes through uncounted", error
+                    )
+                return None
             if not self._failing:
                 log.warning("rate limits: counting failed (%s); requests go through uncounted", error)
                 self._failing = True
-            # Not tried again for a while: a store that is down or busy does not hold up
-            # every request by its timeout.
+            # Not tried again for a while: a store that cannot be reached or opened does not
+            # hold up every request by its timeout.
             self._retry_at = time.monotonic() + RETRY_S
             with contextlib.suppress(Exception):
                 self.store.close()
@@ -647,6 +671,27 @@ class Limiter:
             log.warning("rate limits: counting again")
             self._failing = False
         return observed
+
+
+# SQLite's primary result codes for a lock another connection holds.
+_SQLITE_BUSY, _SQLITE_LOCKED = 5, 6
+
+
+def busy(error: BaseException) -> bool:
+    """Whether the store's trouble is contention that passes (only the request that met it
+    goes uncounted), not a store that cannot be reached or opened."""
+    if isinstance(error, sqlite3.OperationalError):
+        code = getattr(error, "sqlite_errorcode", None)
+        if code is not None:
+            return code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED)
+        return "locked" in str(error) or "busy" in str(error)
+    return isinstance(
+        error,
+        psycopg.errors.LockNotAvailable
+        | psycopg.errors.QueryCanceled
+        | psycopg.errors.DeadlockDetected
+        | psycopg.errors.SerializationFailure,
+    )
 
 
 def allowlist(text: str) -> frozenset[int]:

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 import time
@@ -35,7 +36,7 @@ from kiln.api._deps import (
     DATABASE_WHILE_STREAMING,
     SESSION_COOKIE,
     SESSION_SCOPE_KEY,
-    requester,
+    caller,
 )
 from kiln.api._errors import UNAVAILABLE
 from kiln.api._observe import answered_as
@@ -216,6 +217,8 @@ class KilnASGI:
         self.read_loops = read_loops
         self._limiter: rate_limits.Limiter | None = None
         self._allowlist: tuple[str, frozenset[int]] = ("", frozenset())
+        # The causes of failed caller lookups already logged (_cause).
+        self._caller_failures: set[tuple[str, str, int]] = set()
 
     def body_limit(self, headers: Any = ()) -> int:
         """Read per request from the runtime's settings, so a reconfigured limit applies at once;
@@ -384,6 +387,29 @@ class KilnASGI:
         limiter.allowlist = self._allowlist[1]
         return limiter
 
+    def _caller(self, db: Any, runtime: Any, scope: Scope, frontend: bool) -> tuple[Actor | None, bool]:
+        """The request's caller (and whether it is the frontend's, see `caller`). A lookup that
+        fails unexpectedly counts the request by its address, as an anonymous caller's: no
+        credentials ever skip the throttles. Each cause is logged once, with its traceback."""
+        try:
+            return caller(db, runtime, scope, frontend=frontend)
+        except Exception as error:
+            cause = _cause(error)
+            if cause not in self._caller_failures:
+                if len(self._caller_failures) >= _CAUSES_LIMIT:
+                    self._caller_failures.clear()
+                self._caller_failures.add(cause)
+                log.exception(
+                    "rate limits: caller of %s %s not found; counted by address",
+                    scope["method"],
+                    scope["path"],
+                )
+            else:
+                log.debug("rate limits: caller not found (%s); counted by address", error)
+            with contextlib.suppress(Exception):
+                db.rollback()
+            return None, False
+
     def _throttled(
         self, scope: Scope, runtime: Any, *, database: bool, actor: Actor | object | None = _UNKNOWN
     ) -> rate_limits.Refusal | None:
@@ -417,13 +443,18 @@ class KilnASGI:
             maybe_frontend = request.api and _frontend_credentials(scope)
             if not candidates and not maybe_frontend:
                 return None
+            frontend = False
             if actor is _UNKNOWN:
                 if db is None:
                     db = runtime.sessions()
-                actor = requester(db, runtime, scope)
+                actor, frontend = self._caller(db, runtime, scope, maybe_frontend)
+            elif maybe_frontend and isinstance(actor, Actor) and actor.via == "session":
+                # A kept answer's session: whether the CSRF header is its token takes the
+                # database, so the request is answered in full.
+                raise _Unread()
             if isinstance(actor, Actor):
                 request.user_id = actor.id
-                if maybe_frontend and actor.via == "session":
+                if frontend:
                     request.frontend = True
                     candidates = rules.candidates(request)
             refusal = limiter.count(candidates, request, rules.body)
@@ -441,6 +472,19 @@ class KilnASGI:
                 db.close()
 
 
+# At most this many causes are remembered; past it they are logged again, from scratch.
+_CAUSES_LIMIT = 64
+
+
+def _cause(error: BaseException) -> tuple[str, str, int]:
+    """An error's kind and where it was raised: the same trouble, whatever its message."""
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    where = ("", 0) if tb is None else (tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+    return (type(error).__qualname__, *where)
+
+
 class _Unread(Exception):
     """The settings must be read again, and this request may not use the database."""
 
@@ -456,8 +500,8 @@ _SESSION_COOKIE = SESSION_COOKIE.encode()
 
 
 def _frontend_credentials(scope: Scope) -> bool:
-    """A browser's request: its session cookie and its CSRF header (GitLab counts such API
-    requests as web traffic)."""
+    """Maybe a browser's request: its session cookie and a CSRF header (GitLab counts such API
+    requests as web traffic once the token is the session's, which `caller` checks)."""
     cookie = _header(scope, b"cookie")
     return cookie is not None and _SESSION_COOKIE in cookie and _header(scope, b"x-csrf-token") is not None
 

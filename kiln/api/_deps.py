@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import replace
 from typing import Any, TypeVar, cast
 from urllib.parse import parse_qsl
 
@@ -153,6 +154,16 @@ def requester(db: Session, rt: Runtime, scope: dict[str, Any]) -> Actor | None:
     a header or the query, a browser session (with its CSRF token for unsafe methods), git's
     Basic credentials with a token or CI job token as password. None when there are none or
     they are not good (an unknown, expired or revoked token): such a caller counts by address."""
+    return caller(db, rt, scope)[0]
+
+
+def caller(
+    db: Session, rt: Runtime, scope: dict[str, Any], *, frontend: bool = False
+) -> tuple[Actor | None, bool]:
+    """`requester`'s caller, and whether the request is the frontend's: with `frontend` (it
+    has a session cookie and an X-CSRF-Token header), a browser session whose CSRF token is
+    the header's, whatever the method (GitLab validates the token; any other value leaves
+    the request the API's)."""
     headers: dict[bytes, str] = {}
     for name, value in scope.get("headers", ()):
         if name in _REQUESTER_HEADERS and name not in headers:
@@ -169,12 +180,13 @@ def requester(db: Session, rt: Runtime, scope: dict[str, Any]) -> Actor | None:
         if authorization[:6].lower() == "basic ":
             found = git_http.basic_credentials(authorization)
             if found is None:
-                return None
+                return None, False
             login, password = found
             if login == git_http.JOB_TOKEN_USER:
                 resolver = rt.job_token_resolver
-                return resolver(db, password) if resolver is not None else None
+                return (resolver(db, password) if resolver is not None else None), False
             creds = Credentials(bearer=password)
+            frontend = False
         else:
             bearer = authorization[7:].strip() if authorization[:7].lower() == "bearer " else None
             creds = Credentials(
@@ -185,9 +197,15 @@ def requester(db: Session, rt: Runtime, scope: dict[str, Any]) -> Actor | None:
                 safe_method=scope["method"] in _SAFE_METHODS,
                 csrf_token=headers.get(b"x-csrf-token"),
             )
-        return authenticate(db, rt.settings, creds, job_token_resolver=rt.job_token_resolver)
+        if frontend and creds.session is not None and creds.csrf_token:
+            # The session counts only with its own CSRF token, as for an unsafe method.
+            strict = replace(creds, safe_method=False)
+            actor = authenticate(db, rt.settings, strict, job_token_resolver=rt.job_token_resolver)
+            if actor is not None or not creds.safe_method:
+                return actor, actor is not None and actor.via == "session"
+        return authenticate(db, rt.settings, creds, job_token_resolver=rt.job_token_resolver), False
     except KilnError:
-        return None
+        return None, False
 
 
 _REQUESTER_HEADERS = frozenset({b"private-token", b"authorization", b"job-token", b"cookie", b"x-csrf-token"})

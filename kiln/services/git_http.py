@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import binascii
 import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -173,7 +172,9 @@ def basic_credentials(authorization: str | None) -> tuple[str, str] | None:
         return None
     try:
         decoded = base64.b64decode(authorization[6:].strip(), validate=True).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError):
+    except ValueError:
+        # binascii.Error (not base64), UnicodeDecodeError (not UTF-8), and the plain
+        # ValueError of a header holding characters other than ASCII.
         raise Unauthorized(ACCESS_DENIED) from None
     login, sep, password = decoded.partition(":")
     if not sep or not password:

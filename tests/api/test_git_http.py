@@ -192,6 +192,18 @@ def test_wrong_password_is_challenged(api, client, make):
     assert (r.status_code, r.headers["www-authenticate"], r.text) == (401, CHALLENGE, ACCESS_DENIED)
 
 
+@pytest.mark.parametrize(
+    "authorization",
+    [b"Basic \xe9\xe9\xe9\xe9", b"Basic \xc3\xa9t\xc3\xa9", b"Basic not*base64", b"Basic /w=="],
+)
+def test_basic_credentials_that_do_not_decode_are_challenged(api, client, make, authorization):
+    # Characters other than ASCII make base64 raise a plain ValueError: the same 401 as any
+    # other undecodable header, never a 500.
+    project = new_project(api, make.user())
+    r = client.get(refs_url(project, "git-upload-pack"), headers={"Authorization": authorization})
+    assert (r.status_code, r.headers["www-authenticate"], r.text) == (401, CHALLENGE, ACCESS_DENIED)
+
+
 def test_username_and_password_authenticate(api, client, make):
     owner = make.user()
     project = new_project(api, owner)

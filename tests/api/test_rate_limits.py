@@ -7,16 +7,20 @@ from __future__ import annotations
 import base64
 import email.utils
 import math
+import sqlite3
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from litestar.testing import TestClient
 from sqlalchemy import select, update
 
 from kiln import changes, migrate, rate_limits
+from kiln.api import _asgi
 from kiln.models import ApplicationSetting
 from kiln.services import instance_settings
 from tests.conftest import EXTERNAL_URL, ROOT_TOKEN
@@ -169,6 +173,27 @@ def test_an_invalid_token_counts_as_unauthenticated_by_address(remote, throttle,
     refused = remote("/user", "10.0.0.3", **{"Private-Token": "not-a-token"})
     assert refused.status_code == 429
     assert refused.headers["RateLimit-Name"] == "throttle_unauthenticated_api"
+
+
+@pytest.mark.parametrize("authorization", [b"Basic \xe9\xe9\xe9\xe9", b"Basic not*base64"])
+def test_basic_credentials_that_do_not_decode_count_by_address(remote, throttle, clock, authorization):
+    throttle("throttle_unauthenticated_api", limit=2)
+    sent = {"Authorization": authorization}
+    assert statuses(lambda: remote("/projects", "10.0.0.4", **sent), 3) == [200, 200, 429]
+
+
+def test_a_caller_lookup_that_fails_counts_by_address(remote, throttle, clock, monkeypatch, caplog):
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("the caller lookup broke")
+
+    monkeypatch.setattr(_asgi, "caller", broken)
+    throttle("throttle_unauthenticated_api", limit=2)
+    got = [remote(f"/projects?page={n}", "10.0.0.5", **{"Private-Token": ROOT_TOKEN}) for n in (1, 2, 3)]
+    assert [r.status_code for r in got] == [200, 200, 429]
+    assert got[2].headers["RateLimit-Name"] == "throttle_unauthenticated_api"
+    # Logged, with its traceback, once for the one cause.
+    logged = [r for r in caplog.records if "counted by address" in r.getMessage() and r.exc_info]
+    assert len(logged) == 1
 
 
 def test_unauthenticated_api_leaves_authenticated_callers_alone(api, throttle, clock):
@@ -341,6 +366,26 @@ def test_deprecated_api_is_a_group_with_its_projects(api, make, throttle, clock)
     assert api("root").get(f"/groups/{group.id}?with_projects=false").status_code == 200
 
 
+def test_only_the_sessions_own_csrf_token_makes_an_api_request_the_frontends(client, make, throttle, clock):
+    user = make.user()
+    signed_in = client.post(
+        "/users/sign_in",
+        data={"user[login]": user.username, "user[password]": user.password},
+        follow_redirects=False,
+    )
+    csrf = signed_in.headers["x-csrf-token"]
+    throttle("throttle_authenticated_api", limit=2)
+    throttle("throttle_authenticated_web", limit=2)
+    # Any other value is the API's: counted by the API's throttle.
+    forged = [client.get("/api/v4/user", headers={"X-CSRF-Token": "forged"}) for _ in range(3)]
+    assert [r.status_code for r in forged] == [200, 200, 429]
+    assert forged[2].headers["RateLimit-Name"] == "throttle_authenticated_api"
+    # The session's own token: the frontend, counted as web traffic.
+    frontend = [client.get("/api/v4/user", headers={"X-CSRF-Token": csrf}) for _ in range(3)]
+    assert [r.status_code for r in frontend] == [200, 200, 429]
+    assert frontend[2].headers["RateLimit-Name"] == "throttle_authenticated_web"
+
+
 def test_users_on_the_allowlist_are_never_throttled(api, make, throttle, clock, configure):
     user, other = make.user(), make.user()
     configure(throttle_user_allowlist=f"{user.id}, 999999")
@@ -390,6 +435,59 @@ def test_a_store_that_fails_lets_requests_through(
     finally:
         limiter.use(working)
     assert "counting failed" in caplog.text
+
+
+def test_a_busy_store_lets_only_that_request_through(
+    api, throttle, clock, limiter, tmp_path: Path, monkeypatch, caplog
+):
+    # Another connection holds the store's write lock past the busy timeout: the requests
+    # that meet it go through uncounted, and counting goes on once the lock is released
+    # (no back-off switching counting off for everyone).
+    monkeypatch.setattr(rate_limits, "SQLITE_BUSY_S", 0.05)
+    path = tmp_path / "counts.db"
+    store = rate_limits.SQLiteStore(path)
+    assert store.size() == 0  # the file and its table
+    working = limiter.use(store)
+    holder = sqlite3.connect(path, isolation_level=None)
+    try:
+        throttle("throttle_authenticated_api", limit=1)
+        holder.execute("BEGIN IMMEDIATE")
+        assert statuses(lambda: api("root").get("/user"), 2) == [200, 200]
+        holder.execute("ROLLBACK")
+        assert statuses(lambda: api("root").get("/user"), 2) == [200, 429]
+    finally:
+        holder.close()
+        limiter.use(working)
+        store.close()
+    assert "store is busy" in caplog.text
+    assert "counting failed" not in caplog.text
+
+
+def test_busy_and_locked_errors_are_contention_not_a_broken_store():
+    assert rate_limits.busy(_locked())
+    assert not rate_limits.busy(sqlite3.OperationalError("unable to open database file"))
+    assert rate_limits.busy(psycopg.errors.LockNotAvailable("lock timeout"))
+    assert rate_limits.busy(psycopg.errors.QueryCanceled("statement timeout"))
+    assert not rate_limits.busy(psycopg.OperationalError("connection refused"))
+
+
+def _locked() -> sqlite3.OperationalError:
+    """SQLite's own error for a write lock another connection holds."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "locked.db"
+        one = sqlite3.connect(path, isolation_level=None, timeout=0)
+        two = sqlite3.connect(path, isolation_level=None, timeout=0)
+        try:
+            one.execute("CREATE TABLE t (x)")
+            one.execute("BEGIN IMMEDIATE")
+            try:
+                two.execute("INSERT INTO t VALUES (1)")
+            except sqlite3.OperationalError as error:
+                return error
+            raise AssertionError("not locked")
+        finally:
+            one.close()
+            two.close()
 
 
 def test_counting_costs_no_statement_of_kilns_database(api, throttle, clock, runtime):
