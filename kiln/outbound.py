@@ -8,8 +8,9 @@ with the instance settings that govern it:
 - every address the name resolves to must be a public one: loopback, unspecified (0.0.0.0,
   ::), this machine's own addresses and the instance's own host, private, shared (100.64/10),
   link-local, unique-local and site-local, multicast, broadcast and other non-global
-  addresses are refused, also when hidden in IPv6 (IPv4-mapped, -compatible, NAT64, 6to4,
-  Teredo) or written as numbers glibc reads as IPv4 (2130706433, 0x7f.1, 127.1), unless
+  addresses are refused, also when hidden in IPv6 (IPv4-mapped, -compatible, -translated,
+  NAT64, 6to4, Teredo; the local-use NAT64 prefix 64:ff9b:1::/48 whatever it carries) or
+  written as numbers glibc reads as IPv4 (2130706433, 0x7f.1, 127.1), unless
   `allow_local_requests_from_web_hooks_and_services` (hooks, integrations, imports) or
   `allow_local_requests_from_system_hooks` (system hooks) allows them;
 - `outbound_local_requests_whitelist` entries allow just what they name: an address or a
@@ -20,7 +21,8 @@ with the instance settings that govern it:
   name; with it off the addresses are checked and the HTTP client resolves the name again
   when it connects, as GitLab does;
 - redirects are followed (at most `max_redirects`, like GitLab's hooks through HTTParty),
-  each hop checked again as the first; credentials are not sent to another origin;
+  each hop checked again as the first; credentials (URL user info and every header that
+  carries them: Authorization, Cookie, tokens, ...) are not sent on to another origin;
 - every phase is bounded by one deadline (`timeout`, at most MAX_TIMEOUT seconds), and an
   answer by `max_response_bytes`.
 
@@ -29,13 +31,13 @@ kiln.errors.OutboundFailed. Proxy variables of the environment are not used."""
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import fcntl
 import ipaddress
 import json as jsonlib
 import socket
 import struct
+import threading
 import time
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -91,7 +93,34 @@ _LOCAL_NETS = (
 _NAT64_NETS = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
 _BROADCAST = ipaddress.ip_address("255.255.255.255")
 _MAPPED = ipaddress.IPv6Network("::ffff:0:0/96")
-_resolver_pool = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="kiln-resolve")
+_NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")  # RFC 8215 local use: not globally reachable
+_SIIT = ipaddress.IPv6Network("::ffff:0:0:0/96")  # IPv4-translated (SIIT): ::ffff:0:a.b.c.d
+# Headers that carry credentials: not sent on to another origin after a redirect.
+_CREDENTIAL_HEADERS = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "cookie",
+        "private-token",
+        "job-token",
+        "deploy-token",
+        "x-gitlab-token",
+        "x-service-token",
+        "x-csrf-token",
+        "x-api-key",
+        "api-key",
+        "x-auth-token",
+        "x-access-token",
+    }
+)
+_CREDENTIAL_WORDS = ("token", "auth", "cookie", "secret", "password", "api-key", "apikey", "session")
+# Each lookup runs in its own thread; one the caller gave up on keeps running (getaddrinfo
+# cannot be stopped). While a name has such a lookup it is refused without another, and at
+# most MAX_SLOW_LOOKUPS given-up lookups may run at once, so names that never answer neither
+# take threads without bound nor keep other names from being looked up.
+MAX_SLOW_LOOKUPS = 64
+_lookups = threading.Lock()
+_slow: dict[str, int] = {}  # name -> given-up lookups of it still running
 
 
 class Caller(StrEnum):
@@ -304,7 +333,7 @@ def request(
             elif here != origin:
                 # Credentials stay with the origin they were given for.
                 auth = target.auth
-                sent_headers = {k: v for k, v in sent_headers.items() if k.lower() != "authorization"}
+                sent_headers = {k: v for k, v in sent_headers.items() if not _credential(k)}
             response = _send(client, method, target, sent_headers, body, auth, deadline, max_response_bytes)
             location = response.headers.get("location")
             if not (follow_redirects and response.status_code in _REDIRECTS and location):
@@ -321,6 +350,12 @@ def request(
                     for k, v in sent_headers.items()
                     if k.lower() not in ("content-type", "content-length")
                 }
+
+
+def _credential(name: str) -> bool:
+    """Whether a header carries credentials (kept from another origin after a redirect)."""
+    lowered = name.lower()
+    return lowered in _CREDENTIAL_HEADERS or any(word in lowered for word in _CREDENTIAL_WORDS)
 
 
 def _send(
@@ -417,17 +452,6 @@ def _charset(headers: httpx.Headers) -> str:
 # ---------------------------------------------------------------------------- addresses
 
 
-def local_reason(ip: IPAddress, own: Iterable[IPAddress] = ()) -> str | None:
-    """Why an address is not a public one (GitLab's wording), or None for a public address.
-    Addresses hidden in IPv6 forms are judged as the IPv4 address they carry."""
-    own_set = set(own) | _machine_addresses()
-    for form in _forms(ip):
-        reason = _reason(form, own_set)
-        if reason is not None:
-            return reason
-    return None
-
-
 def _reason(ip: IPAddress, own: set[IPAddress]) -> str | None:
     if ip in own or ip.is_unspecified or (ip.version == 4 and ip in _THIS_NET):
         return LOCALHOST
@@ -448,9 +472,23 @@ def _reason(ip: IPAddress, own: set[IPAddress]) -> str | None:
     return None
 
 
+def local_reason(ip: IPAddress, own: Iterable[IPAddress] = ()) -> str | None:
+    """Why an address is not a public one (GitLab's wording), or None for a public address.
+    Addresses hidden in IPv6 forms are judged as the IPv4 address they carry; the local-use
+    NAT64 prefix, which is not globally reachable, is refused whatever it carries."""
+    own_set = set(own) | _machine_addresses()
+    for form in _forms(ip):
+        reason = _reason(form, own_set)
+        if reason is not None:
+            return reason
+    if ip.version == 6 and ip in _NAT64_LOCAL:
+        return LOCAL_NETWORK
+    return None
+
+
 def _forms(ip: IPAddress) -> list[IPAddress]:
-    """The address and every IPv4 address an IPv6 one carries (mapped, compatible, NAT64,
-    6to4, Teredo)."""
+    """The address and every IPv4 address an IPv6 one carries (mapped, compatible, SIIT
+    translated, NAT64 with each prefix length RFC 6052 allows, 6to4, Teredo)."""
     forms: list[IPAddress] = [ip]
     if ip.version != 6:
         return forms
@@ -460,8 +498,17 @@ def _forms(ip: IPAddress) -> list[IPAddress]:
         forms.append(ip.ipv4_mapped)
     if packed[:12] == bytes(12) and int(ip) > 1:
         forms.append(ipaddress.IPv4Address(packed[12:]))
+    if ip in _SIIT:
+        forms.append(ipaddress.IPv4Address(packed[12:]))
     if any(ip in net for net in _NAT64_NETS):
         forms.append(ipaddress.IPv4Address(packed[12:]))
+    if ip in _NAT64_LOCAL:
+        # RFC 6052 section 2.2: the address follows the prefix, skipping bits 64-71, and the
+        # bits after it are zero (the prefix is refused anyway: this only names the reason).
+        for length in (48, 56, 64):
+            rest = packed[length // 8 : 8] + packed[9:]
+            if packed[8] == 0 and not any(rest[4:]):
+                forms.append(ipaddress.IPv4Address(rest[:4]))
     if ip.sixtofour is not None:
         forms.append(ip.sixtofour)
     if ip.teredo is not None:
@@ -492,11 +539,7 @@ def _resolved(
     host: str, port: int, resolve: Resolver, timeout: float = RESOLVE_TIMEOUT
 ) -> tuple[IPAddress, ...]:
     """The name's addresses, looked up once (bounded in time); refused when there are none."""
-    future = _resolver_pool.submit(resolve, host, port)
-    try:
-        answers = future.result(timeout=timeout)
-    except (OSError, UnicodeError, ValueError, concurrent.futures.TimeoutError):
-        raise BlockedUrl(UNRESOLVED) from None
+    answers = _lookup(host, port, resolve, timeout)
     found: list[IPAddress] = []
     for answer in answers:
         try:
@@ -508,6 +551,43 @@ def _resolved(
     if not found:
         raise BlockedUrl(UNRESOLVED)
     return tuple(found)
+
+
+def _lookup(host: str, port: int, resolve: Resolver, timeout: float) -> Sequence[str]:
+    """`resolve(host, port)` in a thread of its own, waited for at most `timeout` seconds."""
+    with _lookups:
+        if _slow.get(host) or sum(_slow.values()) >= MAX_SLOW_LOOKUPS:
+            raise BlockedUrl(UNRESOLVED)
+    done = threading.Event()
+    outcome: list[Any] = []
+    given_up = False
+
+    def run() -> None:
+        try:
+            outcome.append(resolve(host, port))
+        except BaseException as failed:  # handed to the caller, which raises it
+            outcome.append(failed)
+        finally:
+            with _lookups:
+                done.set()
+                if given_up:
+                    _slow[host] -= 1
+                    if not _slow[host]:
+                        del _slow[host]
+
+    threading.Thread(target=run, name="kiln-resolve", daemon=True).start()
+    if not done.wait(max(timeout, 0)):
+        with _lookups:
+            if not done.is_set():
+                given_up = True
+                _slow[host] = _slow.get(host, 0) + 1
+                raise BlockedUrl(UNRESOLVED)
+    answer = outcome[0]
+    if isinstance(answer, (OSError, UnicodeError, ValueError)):
+        raise BlockedUrl(UNRESOLVED)
+    if isinstance(answer, BaseException):
+        raise answer
+    return answer
 
 
 def _split_port(entry: str) -> tuple[str, int | None]:

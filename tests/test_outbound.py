@@ -127,6 +127,10 @@ def resolver(*answers: list[str]) -> tuple[Callable[[str, int], list[str]], list
         ("http://[::ffff:7f00:1]:{port}/", outbound.LOCALHOST),
         ("http://[::127.0.0.1]:{port}/", outbound.LOCALHOST),
         ("http://[64:ff9b::7f00:1]:{port}/", outbound.LOCALHOST),
+        ("http://[::ffff:0:7f00:1]:{port}/", outbound.LOCALHOST),
+        ("http://[::ffff:0:127.0.0.1]:{port}/", outbound.LOCALHOST),
+        ("http://[64:ff9b:1::7f00:1]:{port}/", outbound.LOCALHOST),
+        ("http://[64:ff9b:1:7f00:0:100::]:{port}/", outbound.LOCALHOST),
         ("http://[::1]:{port}/", outbound.LOCALHOST),
     ],
 )
@@ -151,6 +155,10 @@ def test_loopback_in_any_form_is_refused_before_connecting(serve, url, reason):
         ("169.254.169.254", outbound.LINK_LOCAL),
         ("[fe80::1]", outbound.LINK_LOCAL),
         ("[::ffff:169.254.169.254]", outbound.LINK_LOCAL),
+        ("[::ffff:0:a9fe:a9fe]", outbound.LINK_LOCAL),
+        ("[::ffff:0:10.0.0.1]", outbound.LOCAL_NETWORK),
+        ("[64:ff9b:1::a00:1]", outbound.LOCAL_NETWORK),
+        ("[64:ff9b:1::808:808]", outbound.LOCAL_NETWORK),
         ("100.64.0.1", outbound.SHARED),
         ("255.255.255.255", outbound.BROADCAST),
         ("224.0.0.1", outbound.MULTICAST),
@@ -205,6 +213,14 @@ def test_the_instances_own_address_is_refused(settings):
 def test_a_public_address_is_allowed():
     target = outbound.check("https://93.184.216.34/hook", BLOCKING)
     assert [str(a) for a in target.addresses] == ["93.184.216.34"]
+
+
+def test_a_translated_ipv6_address_is_judged_by_the_ipv4_address_it_carries():
+    assert outbound.check("http://[::ffff:0:808:808]/", BLOCKING).addresses
+    resolve, _ = resolver(["::ffff:0:7f00:1"])
+    with pytest.raises(BlockedUrl) as refused:
+        outbound.check("http://siit.test/", BLOCKING, resolve=resolve)
+    assert refused.value.reason == outbound.LOCALHOST
 
 
 # ---------------------------------------------------------------------------- settings
@@ -413,6 +429,43 @@ def test_url_credentials_are_sent_as_basic_auth_and_not_to_another_origin(serve)
     assert inner.seen.requests[0]["body"] == b"x"
 
 
+CREDENTIALS = {
+    "Authorization": "Bearer a",
+    "Proxy-Authorization": "Basic b",
+    "Cookie": "session=c",
+    "Private-Token": "d",
+    "X-Gitlab-Token": "e",
+    "X-Service-Token": "f",
+}
+
+
+def test_credential_headers_are_not_sent_to_another_origin(serve):
+    inner = serve()
+    outer = serve(answer(307, b"", {"Location": f"http://localhost:{inner.port}/landing"}))
+    headers = {**CREDENTIALS, "X-Gitlab-Event": "Push Hook"}
+    reply = outbound.request("POST", f"http://127.0.0.1:{outer.port}/", LOCAL, headers=headers, content=b"x")
+    assert reply.status_code == 200
+    sent_first = {k.lower() for k in outer.seen.requests[0]["headers"]}
+    assert {k.lower() for k in CREDENTIALS} <= sent_first
+    sent_on = {k.lower(): v for k, v in inner.seen.requests[0]["headers"].items()}
+    assert not {k.lower() for k in CREDENTIALS} & set(sent_on)
+    assert sent_on["x-gitlab-event"] == "Push Hook"
+    assert inner.seen.requests[0]["body"] == b"x"
+
+
+def test_credential_headers_stay_on_a_redirect_within_the_origin(serve):
+    def route(h: BaseHTTPRequestHandler) -> None:
+        if h.path == "/":
+            answer(307, b"", {"Location": "/again"})(h)
+        else:
+            answer()(h)
+
+    server = serve(route)
+    outbound.request("GET", f"http://127.0.0.1:{server.port}/", LOCAL, headers=CREDENTIALS)
+    again = {k.lower(): v for k, v in server.seen.requests[1]["headers"].items()}
+    assert all(again[k.lower()] == v for k, v in CREDENTIALS.items())
+
+
 # ---------------------------------------------------------------------------- bounds
 
 
@@ -439,6 +492,80 @@ def test_a_slow_dns_answer_is_a_refusal_within_the_bound():
         outbound.request("GET", "http://slow-dns.test/", BLOCKING, timeout=0.5, resolve=slow)
     assert refused.value.reason == outbound.UNRESOLVED
     assert time.monotonic() - started < 2.5
+
+
+class Hanging:
+    """A DNS that never answers the names it is given (until released) and answers others."""
+
+    def __init__(self, *names: str) -> None:
+        self.names = set(names)
+        self.release = threading.Event()
+        self.asked: list[str] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, host: str, port: int) -> list[str]:
+        with self.lock:
+            self.asked.append(host)
+        if host in self.names:
+            self.release.wait(30)
+            raise OSError("no answer")
+        return ["93.184.216.34"]
+
+
+@pytest.fixture
+def hanging() -> Iterator[Callable[..., Hanging]]:
+    made: list[Hanging] = []
+
+    def make(*names: str) -> Hanging:
+        made.append(Hanging(*names))
+        return made[-1]
+
+    yield make
+    for dns in made:
+        dns.release.set()
+    deadline = time.monotonic() + 5
+    while outbound._slow and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def test_names_that_never_answer_do_not_keep_other_names_from_resolving(hanging):
+    dns = hanging(*(f"never-{i}.test" for i in range(12)))
+    for i in range(12):
+        with pytest.raises(BlockedUrl) as refused:
+            outbound.check(f"http://never-{i}.test/", BLOCKING, resolve=dns, resolve_timeout=0.1)
+        assert refused.value.reason == outbound.UNRESOLVED
+    started = time.monotonic()
+    target = outbound.check("http://answers.test/", BLOCKING, resolve=dns, resolve_timeout=2)
+    assert [str(a) for a in target.addresses] == ["93.184.216.34"]
+    assert time.monotonic() - started < 1
+
+
+def test_a_name_still_being_looked_up_is_refused_without_another_lookup(hanging):
+    dns = hanging("never.test")
+    for _ in range(5):
+        with pytest.raises(BlockedUrl):
+            outbound.check("http://never.test/", BLOCKING, resolve=dns, resolve_timeout=0.1)
+    assert dns.asked == ["never.test"]
+    dns.release.set()
+    deadline = time.monotonic() + 5
+    while outbound._slow and time.monotonic() < deadline:
+        time.sleep(0.01)
+    dns.names.clear()
+    assert outbound.check("http://never.test/", BLOCKING, resolve=dns).addresses
+
+
+def test_lookups_given_up_on_are_bounded(hanging, monkeypatch):
+    monkeypatch.setattr(outbound, "MAX_SLOW_LOOKUPS", 3)
+    dns = hanging("a.test", "b.test", "c.test", "d.test")
+    for name in ("a.test", "b.test", "c.test", "d.test"):
+        with pytest.raises(BlockedUrl):
+            outbound.check(f"http://{name}/", BLOCKING, resolve=dns, resolve_timeout=0.1)
+    assert dns.asked == ["a.test", "b.test", "c.test"]
+    dns.release.set()
+    deadline = time.monotonic() + 5
+    while outbound._slow and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert outbound.check("http://answers.test/", BLOCKING, resolve=dns).addresses
 
 
 def test_an_answer_larger_than_the_bound_is_refused(serve):

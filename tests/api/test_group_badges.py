@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from urllib.parse import urlsplit
 
 import pytest
 from sqlalchemy import func, select
@@ -397,3 +398,25 @@ def test_a_deleted_badges_id_is_never_handed_out_again(api, make):
     newest = add(api, owner, group)
     assert api(owner).delete(badges_url(group, newest["id"])).status_code == 204
     assert add(api, owner, group)["id"] > newest["id"]
+
+
+# ----------------------------------------------------------------------------- hostile names
+
+
+def test_a_projects_tag_or_branch_name_cannot_move_a_group_badge_to_another_host(api, make):
+    owner, g = owned_group(make, path="team")
+    p = make.project_with_repository(namespace=g, path="app", owner=owner, default_branch="@evil.com")
+    sha = make.commit(p, {"b.txt": "b"}, branch=p.default_branch)
+    make.tag(p, "@evil.org", sha)
+    link = "https://docs.example.com%{latest_tag}/x"
+    image = "https://%{gitlab_server}:443@%{default_branch}/%{latest_tag}.svg"
+    created = add(api, owner, g, link_url=link, image_url=image)
+    assert created["rendered_link_url"] == link
+    assert created["rendered_image_url"] == "https://kiln.test:443@%{default_branch}/@evil.org.svg"
+    for url in (created["rendered_link_url"], created["rendered_image_url"]):
+        assert urlsplit(url).hostname not in ("evil.com", "evil.org")
+    listed = api(owner).get(badges_url(g)).json()[0]
+    assert (listed["rendered_link_url"], listed["rendered_image_url"]) == (
+        created["rendered_link_url"],
+        created["rendered_image_url"],
+    )

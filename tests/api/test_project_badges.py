@@ -3,6 +3,8 @@ badges and those of its group and every group above it, rendered for the project
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 import pytest
 
 from kiln.models.namespaces import DEVELOPER, MAINTAINER
@@ -149,3 +151,51 @@ def test_anyone_reads_the_badges_of_a_public_project(api, make):
     created = add(api, u, badges_url(p))
     assert [b["id"] for b in api().get(badges_url(p)).json()] == [created["id"]]
     assert api().post(badges_url(p), json=BODY).status_code == 401
+
+
+# ----------------------------------------------------------------------------- hostile names
+
+
+def host_of(url: str) -> str | None:
+    return urlsplit(url).hostname
+
+
+@pytest.mark.parametrize("tag", ["@evil.com", "-x.evil.com", "x@evil.com/y", "a#@evil.com"])
+def test_a_tag_name_cannot_move_a_badge_to_another_host(api, make, tag):
+    u = make.user()
+    p = make.project_with_repository(owner=u, members={u: MAINTAINER})
+    sha = make.commit(p, {"x.txt": "x"}, branch=p.default_branch)
+    make.tag(p, tag, sha)
+    link = "https://docs.example.com%{latest_tag}/release"
+    image = "https://img.example.com/%{latest_tag}.svg"
+    created = add(api, u, badges_url(p), link_url=link, image_url=image)
+    assert created["rendered_link_url"] == link
+    assert host_of(created["rendered_image_url"]) == "img.example.com"
+    # In the path the name goes in as GitLab puts it.
+    assert created["rendered_image_url"] == f"https://img.example.com/{tag}.svg"
+    listed = api(u).get(badges_url(p)).json()[0]
+    assert (host_of(listed["rendered_link_url"]), host_of(listed["rendered_image_url"])) == (
+        "docs.example.com%{latest_tag}",
+        "img.example.com",
+    )
+
+
+def test_a_default_branch_name_cannot_move_a_badge_to_another_host(api, make):
+    u = make.user()
+    p = make.project_with_repository(owner=u, members={u: MAINTAINER}, default_branch="@evil.com")
+    r = api(u).get(
+        f"{badges_url(p)}/render",
+        params={"link_url": "https://ci.example.com%{default_branch}", "image_url": IMAGE},
+    )
+    assert r.status_code == 200
+    assert r.json()["rendered_link_url"] == "https://ci.example.com%{default_branch}"
+    assert host_of(r.json()["rendered_link_url"]) != "evil.com"
+
+
+def test_a_plain_name_still_fills_a_placeholder_in_the_host(api, make):
+    u = make.user()
+    p = make.project_with_repository(owner=u, members={u: MAINTAINER})
+    sha = make.commit(p, {"x.txt": "x"}, branch=p.default_branch)
+    make.tag(p, "v2", sha)
+    created = add(api, u, badges_url(p), link_url="https://%{latest_tag}-docs.example.com/%{latest_tag}")
+    assert created["rendered_link_url"] == "https://v2-docs.example.com/v2"
