@@ -27,7 +27,9 @@ GPG = shutil.which("gpg") or "/usr/bin/gpg"
 GPGV = shutil.which("gpgv") or "/usr/bin/gpgv"
 TIMEOUT_S = 10.0
 MAX_KEY_BYTES = 1 << 20
-_ARMOR = re.compile(r"-----BEGIN PGP ([A-Z ]+)-----\r?\n(.*?)-----END PGP \1-----", re.S)
+_ARMOR_BEGIN = "-----BEGIN PGP "
+_ARMOR_DASHES = "-----"
+_ARMOR_LABEL = re.compile(r"[A-Z ]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +48,9 @@ class Subkey:
 class PublicKey:
     keyid: str
     fingerprint: str
-    user_ids: list[UserId] = field(default_factory=list)
+    user_ids: list[UserId] = field(default_factory=list)  # valid ones: not revoked, self-signed
     subkeys: list[Subkey] = field(default_factory=list)
+    primary_keys: int = 1  # how many primary keys the block holds (only the first is read)
 
     @property
     def emails(self) -> list[str]:
@@ -75,8 +78,9 @@ def _env(home: Path) -> dict[str, str]:
 
 
 def read_public_key(armored: str) -> PublicKey | None:
-    """The first primary key of an armored public key block with its user ids and subkeys;
-    None for anything GnuPG cannot read as one."""
+    """The first primary key of an armored public key block with its valid user ids (GnuPG
+    drops those without a self-signature; revoked and expired ones are left out here) and
+    subkeys; None for anything GnuPG cannot read as one."""
     data = armored.encode("utf-8", errors="replace")
     if len(data) > MAX_KEY_BYTES:
         return None
@@ -116,10 +120,12 @@ def _listed_key(listing: str) -> PublicKey | None:
         kind = fields[0]
         if kind == "pub":
             if key is not None:
-                break  # only the first key of a block
+                key.primary_keys += 1  # only the first key of a block is read
+                last = None
+                continue
             key = PublicKey(keyid=fields[4].upper(), fingerprint="")
             last = "pub"
-        elif key is None:
+        elif key is None or key.primary_keys > 1:
             continue
         elif kind == "sub":
             pending_sub = fields[4].upper()
@@ -145,12 +151,33 @@ def _unescaped(value: str) -> str:
     return re.sub(r"\\x([0-9a-fA-F]{2})", lambda m: chr(int(m.group(1), 16)), value)
 
 
+def _armored_body(text: str) -> str | None:
+    """The text between the first well-formed `-----BEGIN PGP <LABEL>-----` line and its
+    `-----END PGP <LABEL>-----`. Found by linear scanning, never by a backtracking pattern
+    (the text is anyone's): a BEGIN line whose END is missing ends the search."""
+    at = 0
+    while True:
+        begin = text.find(_ARMOR_BEGIN, at)
+        if begin < 0:
+            return None
+        label_at = begin + len(_ARMOR_BEGIN)
+        close = text.find(_ARMOR_DASHES, label_at)
+        if close < 0:
+            return None
+        label = text[label_at:close]
+        after = close + len(_ARMOR_DASHES)
+        if _ARMOR_LABEL.fullmatch(label) and text.startswith("\n", after):
+            body_at = after + 1
+            end = text.find(f"-----END PGP {label}-----", body_at)
+            return None if end < 0 else text[body_at:end]
+        at = label_at  # not a BEGIN line: look further on
+
+
 def dearmor(text: str) -> bytes | None:
     """The binary packets of the first ASCII-armored block in `text`."""
-    match = _ARMOR.search(text.replace("\r\n", "\n"))
-    if match is None:
+    body = _armored_body(text.replace("\r\n", "\n"))
+    if body is None:
         return None
-    body = match.group(2)
     lines = body.split("\n")
     if "" in lines:  # armor headers (Version:, Comment:) end at the first blank line
         blank = lines.index("")
@@ -169,8 +196,15 @@ def _is_checksum(line: str) -> bool:
 
 def _packets(data: bytes) -> Iterator[tuple[int, bytes]]:
     """(tag, body) of each packet, old and new header formats (RFC 4880 4.2)."""
+    for tag, _, body_at, end in _packet_spans(data):
+        yield tag, data[body_at:end]
+
+
+def _packet_spans(data: bytes) -> Iterator[tuple[int, int, int, int]]:
+    """(tag, where its header starts, where its body starts, where it ends) of each packet."""
     at = 0
     while at < len(data):
+        start = at
         head = data[at]
         at += 1
         if not head & 0x80:
@@ -198,8 +232,19 @@ def _packets(data: bytes) -> Iterator[tuple[int, bytes]]:
             else:
                 size = int.from_bytes(data[at : at + width], "big")
                 at += width
-        yield tag, data[at : at + size]
+        yield tag, start, at, min(at + size, len(data))
         at += size
+
+
+def _first_key(data: bytes) -> bytes:
+    """The packets of the first key of a binary key block: up to the next primary key."""
+    seen = False
+    for tag, start, _, _ in _packet_spans(data):
+        if tag == 6:
+            if seen:
+                return data[:start]
+            seen = True
+    return data
 
 
 def _subpackets(area: bytes) -> Iterator[tuple[int, bytes]]:
@@ -255,17 +300,10 @@ def signature_issuer(signature: bytes | str) -> str | None:
 
 
 def user_ids(armored_key: str) -> list[UserId]:
-    """The user ids of an armored public key block, in order, read from its packets."""
-    raw = dearmor(armored_key)
-    if not raw:
-        return []
-    found = []
-    for tag, body in _packets(raw):
-        if tag == 6 and found:
-            break  # the next key of the block
-        if tag == 13:
-            found.append(_user_id(body.decode("utf-8", errors="replace")))
-    return found
+    """The valid user ids of the first key of an armored public key block, in order, as
+    GnuPG lists them: none revoked or expired, none without a self-signature."""
+    key = read_public_key(armored_key)
+    return key.user_ids if key is not None else []
 
 
 def _user_id(text: str) -> UserId:
@@ -276,8 +314,10 @@ def _user_id(text: str) -> UserId:
 
 
 def verify(signature: bytes, signed: bytes, armored_key: str) -> Verification:
-    """Whether `signature` (detached, armored) over `signed` checks out with the key."""
+    """Whether `signature` (detached, armored) over `signed` checks out with the key: the
+    first key of the block only, never another key the block holds."""
     keyring = dearmor(armored_key)
+    keyring = _first_key(keyring) if keyring else keyring
     if not keyring:
         return Verification(False, None)
     with _home() as home:

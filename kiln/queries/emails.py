@@ -64,18 +64,3 @@ def address_taken(db: Session, email: str) -> bool:
     primary = select(User.id).where(func.lower(User.email) == lowered)
     further = select(Email.id).where(func.lower(Email.email) == lowered)
     return bool(db.execute(select(or_(exists(primary), exists(further)))).scalar_one())
-
-
-@cache
-def _owner_statement() -> Select[Any]:
-    primary = select(User.id.label("user_id")).where(func.lower(User.email) == bindparam("address"))
-    further = select(_EMAILS.c.user_id).where(
-        func.lower(_EMAILS.c.email) == bindparam("address"), _EMAILS.c.confirmed_at.is_not(None)
-    )
-    return primary.union_all(further).limit(1)
-
-
-def owner_of_address(db: Session, address: str) -> int | None:
-    """The user whose verified address (primary, or a confirmed further one) this is."""
-    row = run(db, _owner_statement(), {"address": address.lower()}).first()
-    return None if row is None else int(row[0])

@@ -62,11 +62,6 @@ def delete_for_user(db: Session, actor: Actor, user_id: int, email_id: int) -> N
     _delete(db, _user(db, user_id).id, email_id)
 
 
-def verified_addresses(db: Session, user: UserRow) -> set[str]:
-    """The user's primary address and confirmed further addresses, lower-case."""
-    return {user.email.lower(), *(e.lower() for e in finder.confirmed_of(db, user.id))}
-
-
 def _user(db: Session, user_id: int) -> UserRow:
     user = users_finder.row_by_id(db, user_id)
     if user is None:

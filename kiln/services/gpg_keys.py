@@ -1,6 +1,7 @@
 """GPG keys: everyone's own under /user, another user's as anyone reads them or as
 administrators manage them. A key is an armored public key block GnuPG can read: its primary
-key id, fingerprint and subkeys are kept with it (subkeys sign most commits).
+key id, fingerprint and subkeys are kept with it (subkeys sign most commits). A block of
+several primary keys is refused: only one key is recorded for it.
 
 Revoking a key removes it as deleting does: signatures it made then count as made by an
 unknown key, and signature views are worked out when asked, so nothing else changes."""
@@ -31,6 +32,7 @@ INVALID_FORMAT = f"is invalid. A valid public GPG key begins with '{BEGIN}' and 
 _FORMAT = re.compile(
     f"{re.escape(BEGIN)}(?:(?!{re.escape(BEGIN)})(?!{re.escape(END)}).)+{re.escape(END)}", re.S
 )
+ONE_KEY_ONLY = "must contain only one public key"
 _BLANK = ["can't be blank"]
 _TAKEN = ["has already been taken"]
 
@@ -114,6 +116,8 @@ def _create(db: Session, user_id: int, p: GPGKeyCreate) -> GPGKey:
     parsed = openpgp.read_public_key(text)
     if parsed is None:
         raise ValidationFailed({"fingerprint": _BLANK, "primary_keyid": _BLANK})
+    if parsed.primary_keys > 1:  # only the first would be recorded, yet the rest would sign
+        raise ValidationFailed({"key": [ONE_KEY_ONLY]})
     with transaction(db):
         taken = finder.taken(db, text, parsed.fingerprint, parsed.keyid)
         if "key" in taken:

@@ -280,3 +280,13 @@ def test_key_lists_cost_the_same_for_2_and_12_keys(api, make, db, runtime, route
     ]
     assert costs[0] == costs[1]
     assert costs[0] <= 4
+
+
+# ----------------------------------------------------------------------------- one key a block
+
+
+def test_a_block_of_several_primary_keys_is_refused(api, make, gpg, alice, bob, db):
+    block = gpg.run("--armor", "--export", alice, bob).decode()
+    r = add(api, make.user(), block)
+    assert (r.status_code, r.json()) == (400, {"message": {"key": ["must contain only one public key"]}})
+    assert key_rows(db) == 0

@@ -4,13 +4,16 @@ test."""
 
 from __future__ import annotations
 
+import base64
 import subprocess
+from datetime import UTC, datetime
 
 import pygit2
 import pytest
 from sqlalchemy import select
 
-from kiln.models import GPGKeySubkey
+from kiln import openpgp
+from kiln.models import GPGKey, GPGKeySubkey
 from kiln.services import repositories
 from tests.api import test_gpg_keys, test_keys
 from tests.api.test_gpg_keys import Gpg
@@ -62,6 +65,22 @@ def ssh_signed_commit(settings, project: dict, key_path, *, email: str = ALICE, 
     return str(oid)
 
 
+def confirmed(make, **fields):
+    """A user whose primary address is confirmed, as kiln creates users through the API
+    (administrators' creation; sign-up with e-mail confirmation off); `make.user` leaves it
+    unconfirmed."""
+    return make.user(confirmed_at=datetime.now(UTC), **fields)
+
+
+def commit_with_gpgsig(settings, project: dict, gpgsig: str, *, email: str = ALICE) -> str:
+    """A commit by `email` whose gpgsig header is `gpgsig` as it is. Its id."""
+    repo = pygit2.Repository(str(repositories.store(settings).path(project["id"])))
+    parent = repo.branches["main"].peel(pygit2.Commit)
+    person = pygit2.Signature("Alice Example", email)
+    content = repo.create_commit_string(person, person, "crafted\n", parent.tree.id, [parent.id])
+    return str(repo.create_commit_with_signature(content, gpgsig, "gpgsig"))
+
+
 def signature_of(api, caller, project: dict, sha: str):
     return api(caller).get(f"/projects/{project['id']}/repository/commits/{sha}/signature")
 
@@ -74,7 +93,7 @@ def register(api, user, gpg: Gpg, fingerprint: str) -> dict:
 
 
 def test_a_commit_signed_by_a_registered_primary_key_is_verified(api, make, settings, gpg, alice):
-    u = make.user(email=ALICE)
+    u = confirmed(make, email=ALICE)
     key = register(api, u, gpg, alice)
     p = new_project(api, make, u)
     sha = signed_commit(settings, p, gpg, f"{alice}!")
@@ -95,7 +114,7 @@ def test_a_commit_signed_by_a_registered_primary_key_is_verified(api, make, sett
 
 
 def test_a_commit_signed_by_a_subkey_names_the_subkey(api, make, settings, gpg, alice, db):
-    u = make.user(email=ALICE)
+    u = confirmed(make, email=ALICE)
     register(api, u, gpg, alice)
     p = new_project(api, make, u)
     sub_keyid, _ = gpg.subkeys(alice)[0]
@@ -150,7 +169,7 @@ def test_a_key_none_of_whose_addresses_its_owner_verified_is_unverified(api, mak
 
 
 def test_a_signature_over_other_bytes_is_unverified(api, make, settings, gpg, alice):
-    u = make.user(email=ALICE)
+    u = confirmed(make, email=ALICE)
     register(api, u, gpg, alice)
     p = new_project(api, make, u)
     sha = signed_commit(settings, p, gpg, alice, tamper=True)
@@ -158,7 +177,7 @@ def test_a_signature_over_other_bytes_is_unverified(api, make, settings, gpg, al
 
 
 def test_a_committer_address_of_the_same_user_but_not_the_keys(api, make, settings, gpg, alice):
-    u = make.user(email=ALICE)
+    u = confirmed(make, email=ALICE)
     api("root").post(f"/users/{u.id}/emails", json={"email": "alice@work.example", "skip_confirmation": True})
     register(api, u, gpg, alice)
     p = new_project(api, make, u)
@@ -167,7 +186,7 @@ def test_a_committer_address_of_the_same_user_but_not_the_keys(api, make, settin
 
 
 def test_a_committer_address_the_keys_owner_does_not_have(api, make, settings, gpg, alice):
-    u = make.user(email=ALICE)
+    u = confirmed(make, email=ALICE)
     register(api, u, gpg, alice)
     p = new_project(api, make, u)
     sha = signed_commit(settings, p, gpg, alice, email="mallory@example.com")
@@ -175,13 +194,146 @@ def test_a_committer_address_the_keys_owner_does_not_have(api, make, settings, g
 
 
 def test_after_the_key_is_revoked_its_signatures_are_by_an_unknown_key(api, make, settings, gpg, alice):
-    u = make.user(email=ALICE)
+    u = confirmed(make, email=ALICE)
     key = register(api, u, gpg, alice)
     p = new_project(api, make, u)
     sha = signed_commit(settings, p, gpg, f"{alice}!")
     api(u).post(f"/user/gpg_keys/{key['id']}/revoke")
     body = signature_of(api, u, p, sha).json()
     assert (body["verification_status"], body["gpg_key_id"]) == ("unknown_key", None)
+
+
+# ----------------------------------------------------------------------------- whose addresses
+
+
+def test_an_unconfirmed_users_primary_address_verifies_nothing(api, make, settings, gpg, alice):
+    u = make.user(email=ALICE)  # confirmed_at is null
+    register(api, u, gpg, alice)
+    p = new_project(api, make, u)
+    sha = signed_commit(settings, p, gpg, alice)
+    assert signature_of(api, u, p, sha).json()["verification_status"] == "unverified_key"
+
+
+def test_a_user_an_administrator_created_is_confirmed_and_verifies(api, make, settings, gpg, alice):
+    created = api("root").post(
+        "/users",
+        json={"email": ALICE, "username": "alice", "name": "Alice Example", "password": "A-l0ng-passw0rd!"},
+    )
+    assert (created.status_code, created.json()["confirmed_at"] is not None) == (201, True)
+    p = new_project(api, make, confirmed(make))
+    api("root").post(f"/users/{created.json()['id']}/gpg_keys", json={"key": gpg.export(alice)})
+    sha = signed_commit(settings, p, gpg, alice)
+    assert signature_of(api, "root", p, sha).json()["verification_status"] == "verified"
+
+
+def test_an_ssh_signature_by_an_unconfirmed_primary_address_is_other_user(api, make, settings, made):
+    u = make.user(email=ALICE)  # confirmed_at is null
+    add_ssh_key(api, u, made["ed25519"])
+    p = new_project(api, make, u)
+    sha = ssh_signed_commit(settings, p, made["ed25519"].path)
+    assert signature_of(api, u, p, sha).json()["verification_status"] == "other_user"
+
+
+@pytest.fixture(scope="session")
+def carol(gpg: Gpg) -> str:
+    """A key for carol@example.com with a revoked user id for carol.old@example.com."""
+    fingerprint = gpg.generate("Carol Example <carol@example.com>")
+    gpg.add_uid(fingerprint, "Carol Old <carol.old@example.com>")
+    gpg.run("--quick-revoke-uid", fingerprint, "Carol Old <carol.old@example.com>")
+    return fingerprint
+
+
+def test_a_revoked_user_id_vouches_for_no_address(api, make, settings, gpg, carol):
+    u = confirmed(make, email="carol.old@example.com")
+    register(api, u, gpg, carol)
+    p = new_project(api, make, u)
+    sha = signed_commit(settings, p, gpg, carol, email="carol.old@example.com")
+    body = signature_of(api, u, p, sha).json()
+    assert (body["verification_status"], body["gpg_key_user_email"]) == (
+        "unverified_key",
+        "carol@example.com",
+    )
+
+
+def _armored(packets: bytes) -> str:
+    crc = 0xB704CE
+    for byte in packets:
+        crc ^= byte << 16
+        for _ in range(8):
+            crc <<= 1
+            if crc & 0x1000000:
+                crc ^= 0x1864CFB
+    text = base64.b64encode(packets).decode()
+    lines = [text[i : i + 64] for i in range(0, len(text), 64)]
+    checksum = base64.b64encode((crc & 0xFFFFFF).to_bytes(3, "big")).decode()
+    return "\n".join([openpgp.PUBLIC_KEY_BEGIN, "", *lines, f"={checksum}", openpgp.PUBLIC_KEY_END])
+
+
+def test_a_user_id_without_a_self_signature_vouches_for_no_address(api, make, settings, gpg, alice):
+    uid = b"Mallory <mallory@example.com>"
+    doctored = _armored(gpg.run("--export", alice) + bytes([0xC0 | 13, len(uid)]) + uid)
+    u = confirmed(make, email="mallory@example.com")
+    r = api(u).post("/user/gpg_keys", json={"key": doctored})
+    assert r.status_code == 201
+    p = new_project(api, make, u)
+    sha = signed_commit(settings, p, gpg, alice, email="mallory@example.com")
+    body = signature_of(api, u, p, sha).json()
+    assert (body["verification_status"], body["gpg_key_user_email"]) == ("unverified_key", ALICE)
+
+
+# ----------------------------------------------------------------------------- which key signed
+
+
+def test_only_the_key_looked_up_may_have_made_the_signature(
+    api, make, settings, gpg, alice, bob, db, monkeypatch
+):
+    """A stored block of two keys (kept from before such blocks were refused) and a signature
+    by the second whose issuer kiln reads as the first: gpgv must not vouch for it."""
+    u = confirmed(make, email=ALICE)
+    block = gpg.run("--armor", "--export", alice, bob).decode().strip()
+    db.add(GPGKey(user_id=u.id, key=block, primary_keyid=alice[-16:], fingerprint=alice))
+    db.commit()
+    monkeypatch.setattr(openpgp, "signature_issuer", lambda signature: alice[-16:])
+    p = new_project(api, make, u)
+    sha = signed_commit(settings, p, gpg, f"{bob}!")
+    body = signature_of(api, u, p, sha).json()
+    assert (body["verification_status"], body["gpg_key_primary_keyid"]) == ("unverified", alice[-16:])
+
+
+# ----------------------------------------------------------------------------- crafted signatures
+
+JUNK = "-----BEGIN PGP A-----\n"
+
+
+def test_a_signature_of_repeated_armor_lines_answers_unknown_key(api, make, settings):
+    u = confirmed(make, email=ALICE)
+    p = new_project(api, make, u)
+    for lines in (2_900, 12_000):  # under and over the size kiln reads
+        sha = commit_with_gpgsig(settings, p, openpgp.SIGNATURE_BEGIN + "\n" + JUNK * lines)
+        r = signature_of(api, u, p, sha)
+        assert (r.status_code, r.json()["verification_status"], r.json()["gpg_key_primary_keyid"]) == (
+            200,
+            "unknown_key",
+            None,
+        )
+
+
+def test_a_signature_larger_than_any_real_one_is_not_read(api, make, settings, gpg, alice):
+    u = confirmed(make, email=ALICE)
+    register(api, u, gpg, alice)
+    p = new_project(api, make, u)
+    repo = pygit2.Repository(str(repositories.store(settings).path(p["id"])))
+    parent = repo.branches["main"].peel(pygit2.Commit)
+    person = pygit2.Signature("Alice Example", ALICE)
+    content = repo.create_commit_string(person, person, "padded\n", parent.tree.id, [parent.id])
+    padded = gpg.sign(alice, content.encode()).decode() + JUNK * 4_000
+    sha = str(repo.create_commit_with_signature(content, padded, "gpgsig"))
+    body = signature_of(api, u, p, sha).json()
+    assert (body["verification_status"], body["gpg_key_primary_keyid"]) == ("unknown_key", None)
+
+
+def test_dearmor_stops_at_a_begin_line_without_its_end():
+    assert openpgp.dearmor(openpgp.SIGNATURE_BEGIN + "\n" + JUNK * 5_000) is None
 
 
 # ----------------------------------------------------------------------------- SSH
@@ -196,7 +348,7 @@ def add_ssh_key(api, user, key, usage_type: str = "auth_and_signing") -> dict:
 
 
 def test_a_commit_signed_with_a_registered_ssh_key_is_verified(api, make, settings, made):
-    u = make.user(email=ALICE, name="Alice Example")
+    u = confirmed(make, email=ALICE, name="Alice Example")
     key = add_ssh_key(api, u, made["ed25519"])
     p = new_project(api, make, u)
     sha = ssh_signed_commit(settings, p, made["ed25519"].path)
@@ -208,7 +360,7 @@ def test_a_commit_signed_with_a_registered_ssh_key_is_verified(api, make, settin
 
 
 def test_an_ssh_signature_by_no_registered_key_is_by_an_unknown_key(api, make, settings, made):
-    u = make.user(email=ALICE)
+    u = confirmed(make, email=ALICE)
     p = new_project(api, make, u)
     sha = ssh_signed_commit(settings, p, made["ed25519"].path)
     body = signature_of(api, u, p, sha).json()
@@ -216,7 +368,7 @@ def test_an_ssh_signature_by_no_registered_key_is_by_an_unknown_key(api, make, s
 
 
 def test_an_ssh_key_registered_for_authentication_only_signs_nothing(api, make, settings, made):
-    u = make.user(email=ALICE)
+    u = confirmed(make, email=ALICE)
     add_ssh_key(api, u, made["ed25519"], usage_type="auth")
     p = new_project(api, make, u)
     sha = ssh_signed_commit(settings, p, made["ed25519"].path)
@@ -224,7 +376,7 @@ def test_an_ssh_key_registered_for_authentication_only_signs_nothing(api, make, 
 
 
 def test_an_ssh_signature_for_a_committer_who_is_someone_else(api, make, settings, made):
-    u = make.user(email=ALICE)
+    u = confirmed(make, email=ALICE)
     other = make.user()
     add_ssh_key(api, u, made["ed25519"])
     p = new_project(api, make, u)
@@ -234,7 +386,7 @@ def test_an_ssh_signature_for_a_committer_who_is_someone_else(api, make, setting
 
 
 def test_an_ssh_signature_over_other_bytes_is_unverified(api, make, settings, made):
-    u = make.user(email=ALICE)
+    u = confirmed(make, email=ALICE)
     key = add_ssh_key(api, u, made["ed25519"])
     p = new_project(api, make, u)
     sha = ssh_signed_commit(settings, p, made["ed25519"].path, tamper=True)
@@ -260,7 +412,7 @@ def test_an_unknown_commit(api, make):
 
 
 def test_anyone_reads_signatures_in_a_public_project(api, make, settings, gpg, alice):
-    u = make.user(email=ALICE)
+    u = confirmed(make, email=ALICE)
     register(api, u, gpg, alice)
     p = new_project(api, make, u, visibility="public")
     sha = signed_commit(settings, p, gpg, alice)
@@ -268,7 +420,7 @@ def test_anyone_reads_signatures_in_a_public_project(api, make, settings, gpg, a
 
 
 def test_a_private_projects_signatures_are_hidden_from_outsiders(api, make, settings, gpg, alice):
-    u = make.user(email=ALICE)
+    u = confirmed(make, email=ALICE)
     p = new_project(api, make, u, visibility="private")
     sha = signed_commit(settings, p, gpg, alice)
     r = signature_of(api, make.user(), p, sha)
@@ -280,7 +432,7 @@ def test_a_private_projects_signatures_are_hidden_from_outsiders(api, make, sett
 
 @pytest.mark.parametrize("registered", [False, True])
 def test_a_signature_costs_a_fixed_number_of_statements(api, make, settings, runtime, gpg, alice, registered):
-    u = make.user(email=ALICE)
+    u = confirmed(make, email=ALICE)
     if registered:
         register(api, u, gpg, alice)
     p = new_project(api, make, u)
