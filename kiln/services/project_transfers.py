@@ -70,6 +70,10 @@ def move(db: Session, actor: Actor, project: Project, target: Namespace) -> None
             raise _failed(ALREADY_THERE)
         if not policy.may(actor, Action.TRANSFER_PROJECTS_INTO, subjects.of_namespace(db, actor, target)):
             raise _failed(NOT_ALLOWED_INTO)
+        if policy.counts_toward_projects_limit(actor, target) and _at_limit(db, actor, target):
+            # GitLab: a user at their projects limit may create no project in their
+            # namespace, and so may move none into it.
+            raise _failed(NOT_ALLOWED_INTO)
         if _taken(db, project, target):
             raise _failed(TAKEN)
         old = db.get(Namespace, project.namespace_id)
@@ -86,6 +90,11 @@ def move(db: Session, actor: Actor, project: Project, target: Namespace) -> None
                 db.flush()
         except IntegrityError:
             raise _failed(TAKEN) from None
+
+
+def _at_limit(db: Session, actor: Actor, target: Namespace) -> bool:
+    held = db.scalar(select(func.count()).select_from(Project).where(Project.namespace_id == target.id)) or 0
+    return held >= actor.user.projects_limit
 
 
 def _taken(db: Session, project: Project, target: Namespace) -> bool:

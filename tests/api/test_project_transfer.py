@@ -57,6 +57,22 @@ def test_a_group_project_moves_back_to_its_owners_namespace(api, make):
     assert r.json()["owner"]["id"] == u.id
 
 
+def test_a_user_at_their_projects_limit_moves_nothing_into_their_namespace(api, make, db):
+    u = make.user()
+    g = make.group(owners=[u])
+    make.project(owner=u, path="held")
+    p = make.project(namespace=g, path="incoming")
+    api("root").put(f"/users/{u.id}", json={"projects_limit": 1})
+    r = api(u).put(f"/projects/{p.id}/transfer", json={"namespace": u.username})
+    assert (r.status_code, r.json()) == (
+        400,
+        failed("You don't have permission to transfer projects into that namespace."),
+    )
+    assert api(u).get(f"/projects/{p.id}").json()["namespace"]["id"] == g.id
+    api("root").put(f"/users/{u.id}", json={"projects_limit": 2})
+    assert api(u).put(f"/projects/{p.id}/transfer", json={"namespace": u.username}).status_code == 200
+
+
 def test_the_former_personal_owner_stays_owner_after_the_move(api, make, db):
     u = make.user()
     g = make.group(members={u: MAINTAINER})
