@@ -210,9 +210,10 @@ def _authenticate(
         return actor
     if not passwords:
         raise Unauthorized(ACCESS_DENIED)
-    user = check_password(db, login, password, settings)
+    user = check_password(db, login, password, settings, any_state=True)
     if user is None:
         raise Unauthorized(ACCESS_DENIED)
+    # The right password of a user who may not use git: GitLab says why (403).
     require_usable_for_git(db, settings, user)
     return Actor(user=user, via="session", scopes=None, admin_mode=settings.admin_mode)
 

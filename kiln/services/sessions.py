@@ -53,12 +53,16 @@ DEACTIVATED = "deactivated"
 _WEB_STATES = ("active", DEACTIVATED)
 
 
-def check_password(db: Session, login: str, password: str, settings: Settings) -> UserRow | None:
+def check_password(
+    db: Session, login: str, password: str, settings: Settings, *, any_state: bool = False
+) -> UserRow | None:
     """The active user with that username or e-mail and password, else None: a row record,
     for callers that only read the user (git over HTTP, OAuth's password grant). `settings`
-    give the cost an unknown login pays."""
+    give the cost an unknown login pays. `any_state`: whatever the user's state (git tells a
+    blocked user why, as GitLab does, once the password is right)."""
     user = session_reads.user_by_login(db, login)
-    return user if _verified(user, password, settings) else None
+    states = (user.state,) if any_state and user is not None else ("active",)
+    return user if _verified(user, password, settings, states) else None
 
 
 def _verified(

@@ -656,7 +656,11 @@ def test_blocked_user_is_refused(api, client, make, db):
     db.commit()
     r = client.get(refs_url(project, "git-upload-pack"), headers=basic("x", owner.token))
     assert (r.status_code, r.text) == (403, "Your account has been blocked.\n")
+    # The right password: told why, as with a token (GitLab's GitAccess).
     r = client.get(refs_url(project, "git-upload-pack"), headers=basic(owner.username, owner.password))
+    assert (r.status_code, r.text) == (403, "Your account has been blocked.\n")
+    # A wrong one: nobody learns the account's state.
+    r = client.get(refs_url(project, "git-upload-pack"), headers=basic(owner.username, "wrong-password"))
     assert (r.status_code, r.headers["www-authenticate"], r.text) == (401, CHALLENGE, ACCESS_DENIED)
 
 
