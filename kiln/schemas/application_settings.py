@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal, cast
 
 from pydantic import BeforeValidator, Field, create_model
 
-from kiln.schemas._types import Flag, Int, Params
+from kiln.schemas._types import CommaList, Flag, Int, OptionalInt, Params, _numeric, _string_list
 
 # What a setting holds: "bool", "int", "int?" (an integer or null; an empty string is null),
 # "float", "str", "list" (strings; a comma-separated string too), "ints" (integers, the same),
@@ -25,13 +25,6 @@ VISIBILITY_BY_LEVEL = {0: "private", 10: "internal", 20: "public"}
 VISIBILITIES = ("private", "internal", "public")
 
 
-def _split(value: Any) -> Any:
-    """`a,b` in a query or form and ["a", "b"] in JSON mean the same list."""
-    if isinstance(value, str):
-        return [part for part in (p.strip() for p in value.split(",")) if part]
-    return value
-
-
 def _level_name(value: Any) -> Any:
     if isinstance(value, bool):
         return value
@@ -41,28 +34,18 @@ def _level_name(value: Any) -> Any:
 
 
 def _level_names(value: Any) -> Any:
-    value = _split(value)
+    value = _string_list(value)
     return [_level_name(v) for v in value] if isinstance(value, list) else value
-
-
-def _numeric(value: Any) -> Any:
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value.strip())
-    return value
-
-
-def _blank_is_none(value: Any) -> Any:
-    return None if value == "" else value
 
 
 _TYPES: dict[str, Any] = {
     "bool": Flag,
     "int": Int,
-    "int?": Annotated[Int | None, BeforeValidator(_blank_is_none)],
+    "int?": OptionalInt,
     "float": Annotated[float, Field(allow_inf_nan=False)],
     "str": str,
-    "list": Annotated[list[str], BeforeValidator(_split)],
-    "ints": Annotated[list[Int], BeforeValidator(_split)],
+    "list": CommaList,
+    "ints": Annotated[list[Int], BeforeValidator(_string_list)],
     "hash": dict[str, Any],
     "vis": Annotated[Literal["private", "internal", "public"], BeforeValidator(_level_name)],
     "vis_list": Annotated[list[str], BeforeValidator(_level_names)],

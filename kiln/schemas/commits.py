@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, model_validator
 
-from kiln.schemas._types import Flag, GrapeMessage, Int, PageParams, Params, When
-
-
-def _blank_is_none(value: Any) -> Any:
-    return None if value == "" else value
-
+from kiln.schemas._types import Flag, GrapeMessage, Int, PageParams, Params, When, _blank_is_none
 
 # A bound given blank is no bound (Grape reads an empty value of a typed parameter as nil).
 Bound = Annotated[When | None, BeforeValidator(_blank_is_none)]
