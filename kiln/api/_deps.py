@@ -149,21 +149,16 @@ def credentials_of(request: Request[Any, Any, Any]) -> tuple[Credentials, str | 
     return creds, (sudo or None)
 
 
-def requester(db: Session, rt: Runtime, scope: dict[str, Any]) -> Actor | None:
-    """Who the request's credentials name, for the rate limits (before any route): a token in
-    a header or the query, a browser session (with its CSRF token for unsafe methods), git's
-    Basic credentials with a token or CI job token as password. None when there are none or
-    they are not good (an unknown, expired or revoked token): such a caller counts by address."""
-    return caller(db, rt, scope)[0]
-
-
 def caller(
     db: Session, rt: Runtime, scope: dict[str, Any], *, frontend: bool = False
 ) -> tuple[Actor | None, bool]:
-    """`requester`'s caller, and whether the request is the frontend's: with `frontend` (it
-    has a session cookie and an X-CSRF-Token header), a browser session whose CSRF token is
-    the header's, whatever the method (GitLab validates the token; any other value leaves
-    the request the API's)."""
+    """Who the request's credentials name, for the rate limits (before any route): a token in
+    a header or the query, a browser session (with its CSRF token for unsafe methods), git's
+    Basic credentials with a token or CI job token as password. None when there are none or
+    they are not good (an unknown, expired or revoked token): such a caller counts by address.
+    And whether the request is the frontend's: with `frontend` (it has a session cookie and
+    an X-CSRF-Token header), a browser session whose CSRF token is the header's, whatever the
+    method (GitLab validates the token; any other value leaves the request the API's)."""
     headers: dict[bytes, str] = {}
     for name, value in scope.get("headers", ()):
         if name in _REQUESTER_HEADERS and name not in headers:
@@ -181,22 +176,21 @@ def caller(
             found = git_http.basic_credentials(authorization)
             if found is None:
                 return None, False
+            # git's own lookup, tokens only: a password costs too much to count a request.
             login, password = found
-            if login == git_http.JOB_TOKEN_USER:
-                resolver = rt.job_token_resolver
-                return (resolver(db, password) if resolver is not None else None), False
-            creds = Credentials(bearer=password)
-            frontend = False
-        else:
-            bearer = authorization[7:].strip() if authorization[:7].lower() == "bearer " else None
-            creds = Credentials(
-                private_token=headers.get(b"private-token") or query.get("private_token") or None,
-                bearer=bearer or query.get("access_token") or None,
-                job_token=headers.get(b"job-token") or query.get("job_token") or None,
-                session=session_cookie(headers.get(b"cookie", "")),
-                safe_method=scope["method"] in _SAFE_METHODS,
-                csrf_token=headers.get(b"x-csrf-token"),
+            actor = git_http.authenticate_basic(
+                db, rt.settings, login, password, rt.job_token_resolver, passwords=False
             )
+            return actor, False
+        bearer = authorization[7:].strip() if authorization[:7].lower() == "bearer " else None
+        creds = Credentials(
+            private_token=headers.get(b"private-token") or query.get("private_token") or None,
+            bearer=bearer or query.get("access_token") or None,
+            job_token=headers.get(b"job-token") or query.get("job_token") or None,
+            session=session_cookie(headers.get(b"cookie", "")),
+            safe_method=scope["method"] in _SAFE_METHODS,
+            csrf_token=headers.get(b"x-csrf-token"),
+        )
         if frontend and creds.session is not None and creds.csrf_token:
             # The session counts only with its own CSRF token, as for an unsafe method.
             strict = replace(creds, safe_method=False)

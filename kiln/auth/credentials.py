@@ -211,8 +211,8 @@ def _session(db: Session, settings: Settings, creds: Credentials, terms: bool) -
         return None
     if not creds.safe_method and not (creds.csrf_token and hmac.compare_digest(creds.csrf_token, csrf_token)):
         return None
-    if terms and state.unaccepted_by(user):
-        raise Forbidden(terms_message(user, settings))
+    # An active user's other refusals (the terms of service), as for a token.
+    require_usable(user, settings, state if terms else None)
     return Actor(user=user, via="session", scopes=None, admin_mode=settings.admin_mode, good_until=expires_at)
 
 

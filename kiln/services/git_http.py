@@ -41,7 +41,7 @@ from kiln.git.transport import RECEIVE_PACK, UPLOAD_PACK, GitProcess, PushReques
 from kiln.models import Project
 from kiln.policy import Action, ProjectSubject
 from kiln.services import branches, instance_settings, repositories, subjects, tags
-from kiln.services.sessions import check_password
+from kiln.services.sessions import password_owner
 
 # What routes and the ASGI front door need to know of git's smart HTTP protocol.
 SERVICES = transport.SERVICES
@@ -152,7 +152,7 @@ def open_repository(
     actor = None
     if credentials is not None:
         passwords = bool(values["password_authentication_enabled_for_git"])
-        actor = _authenticate(db, settings, *credentials, job_token_resolver, passwords=passwords)
+        actor = authenticate_basic(db, settings, *credentials, job_token_resolver, passwords=passwords)
     if actor is None:
         return _anonymous(db, settings, project_path, service, values)
     if actor.via != "job_token":
@@ -182,7 +182,7 @@ def basic_credentials(authorization: str | None) -> tuple[str, str] | None:
     return login, password
 
 
-def _authenticate(
+def authenticate_basic(
     db: Session,
     settings: Settings,
     login: str,
@@ -210,7 +210,7 @@ def _authenticate(
         return actor
     if not passwords:
         raise Unauthorized(ACCESS_DENIED)
-    user = check_password(db, login, password, settings, any_state=True)
+    user = password_owner(db, login, password, settings)
     if user is None:
         raise Unauthorized(ACCESS_DENIED)
     # The right password of a user who may not use git: GitLab says why (403).

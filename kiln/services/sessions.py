@@ -53,25 +53,26 @@ DEACTIVATED = "deactivated"
 _WEB_STATES = ("active", DEACTIVATED)
 
 
-def check_password(
-    db: Session, login: str, password: str, settings: Settings, *, any_state: bool = False
-) -> UserRow | None:
+def check_password(db: Session, login: str, password: str, settings: Settings) -> UserRow | None:
     """The active user with that username or e-mail and password, else None: a row record,
-    for callers that only read the user (git over HTTP, OAuth's password grant). `settings`
-    give the cost an unknown login pays. `any_state`: whatever the user's state (git tells a
-    blocked user why, as GitLab does, once the password is right)."""
+    for callers that only read the user (OAuth's password grant). `settings` give the cost an
+    unknown login pays."""
+    user = password_owner(db, login, password, settings)
+    return user if user is not None and user.is_active else None
+
+
+def password_owner(db: Session, login: str, password: str, settings: Settings) -> UserRow | None:
+    """The user with that username or e-mail and password whatever their state, else None
+    (git over HTTP then tells a user who may not use it why, as GitLab does)."""
     user = session_reads.user_by_login(db, login)
-    states = (user.state,) if any_state and user is not None else ("active",)
-    return user if _verified(user, password, settings, states) else None
+    return user if _verified(user, password, settings) else None
 
 
-def _verified(
-    user: UserRow | User | None, password: str, settings: Settings, states: tuple[str, ...] = ("active",)
-) -> bool:
-    """Whether the user may sign in with that password. One password verification whatever
-    the answer: an unknown login, a user without a password, a blocked or internal one take
-    as long as a wrong password does, so timing tells nobody which logins exist. `states`: the
-    user states that may (the web also lets a deactivated user in, and reactivates them)."""
+def _verified(user: UserRow | User | None, password: str, settings: Settings) -> bool:
+    """Whether the password is the user's (callers judge the user's state). One password
+    verification whatever the answer: an unknown login, a user without a password, a blocked
+    or internal one take as long as a wrong password does, so timing tells nobody which
+    logins exist."""
     password_hash = user.password_hash if user is not None else None
     matches = verify_password(
         password_hash,
@@ -79,7 +80,7 @@ def _verified(
         time_cost=settings.password_time_cost,
         memory_cost=settings.password_memory_cost,
     )
-    return matches and user is not None and user.state in states and not user.is_ghost
+    return matches and user is not None and not user.is_ghost
 
 
 def sign_in(db: Session, settings: Settings, fields: SignInFields, ip: str | None) -> SignedIn:
@@ -90,7 +91,8 @@ def sign_in(db: Session, settings: Settings, fields: SignInFields, ip: str | Non
     lifetime = session_lifetime(values)
     # The model: signing in writes the user's sign-in times (and a changed password).
     user = session_reads.user_by_login(db, fields.login, orm=True)
-    if not _verified(user, fields.password, settings, _WEB_STATES) or user is None:
+    # The web also lets a deactivated user in, and reactivates them.
+    if not _verified(user, fields.password, settings) or user is None or user.state not in _WEB_STATES:
         raise Unauthorized(INVALID_LOGIN)
     now = datetime.now(UTC)
     if not _confirmed_enough(user, values["email_confirmation_setting"], now):
