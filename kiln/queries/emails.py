@@ -3,7 +3,6 @@ is anyone's (primary or further, whatever its case), and a user's confirmed addr
 
 from __future__ import annotations
 
-from collections import namedtuple
 from functools import cache
 from typing import Any
 
@@ -12,26 +11,13 @@ from sqlalchemy.orm import Session
 
 from kiln.models import Email, User
 from kiln.pagination import Page, PageResult
-from kiln.queries.paging import offset_page
-from kiln.queries.reads import row_columns, run
+from kiln.queries._owned import OwnedRows
+from kiln.queries.reads import run
 
 _EMAILS = Email.__table__
 
-EmailRow = namedtuple("EmailRow", [c.key for c in _EMAILS.c])  # type: ignore[misc]
-
-
-@cache
-def _of_user_statement() -> Select[Any]:
-    return (
-        select(*row_columns(_EMAILS)).where(_EMAILS.c.user_id == bindparam("user_id")).order_by(_EMAILS.c.id)
-    )
-
-
-@cache
-def _one_of_user_statement() -> Select[Any]:
-    return select(*row_columns(_EMAILS)).where(
-        _EMAILS.c.user_id == bindparam("user_id"), _EMAILS.c.id == bindparam("email_id")
-    )
+_OWNED = OwnedRows(_EMAILS, "EmailRow", __name__)
+EmailRow = _OWNED.Row
 
 
 @cache
@@ -43,14 +29,11 @@ def _confirmed_statement() -> Select[Any]:
 
 def page_of_user(db: Session, user_id: int, page: Page) -> PageResult:
     """One page of a user's further addresses, oldest first; items are EmailRow records."""
-    result = offset_page(db, _of_user_statement(), page, core=True, params={"user_id": user_id})
-    result.items = [EmailRow._make(row) for row in result.items]
-    return result
+    return _OWNED.page_of_user(db, user_id, page)
 
 
 def email_of_user(db: Session, user_id: int, email_id: int) -> EmailRow | None:
-    row = run(db, _one_of_user_statement(), {"user_id": user_id, "email_id": email_id}).first()
-    return None if row is None else EmailRow._make(row)
+    return _OWNED.one_of_user(db, user_id, email_id)
 
 
 def confirmed_of(db: Session, user_id: int) -> list[str]:

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from kiln.models import GPGKey, GPGKeySubkey, User
 from kiln.pagination import Page, PageResult
-from kiln.queries.paging import offset_page
+from kiln.queries._owned import OwnedRows
 from kiln.queries.reads import row_columns, run
 from kiln.queries.users import USER_COLUMNS, USER_WIDTH, UserRow, user_row
 
@@ -20,22 +20,11 @@ _KEYS = GPGKey.__table__
 _SUBKEYS = GPGKeySubkey.__table__
 _USERS = User.__table__
 
-GPGKeyRow = namedtuple("GPGKeyRow", [c.key for c in _KEYS.c])  # type: ignore[misc]
+_OWNED = OwnedRows(_KEYS, "GPGKeyRow", __name__)
+GPGKeyRow = _OWNED.Row
 SubkeyRow = namedtuple("SubkeyRow", [c.key for c in _SUBKEYS.c])  # type: ignore[misc]
 _KEY_WIDTH = len(_KEYS.c)
 _SUBKEY_WIDTH = len(_SUBKEYS.c)
-
-
-@cache
-def _of_user_statement() -> Select[Any]:
-    return select(*row_columns(_KEYS)).where(_KEYS.c.user_id == bindparam("user_id")).order_by(_KEYS.c.id)
-
-
-@cache
-def _one_of_user_statement() -> Select[Any]:
-    return select(*row_columns(_KEYS)).where(
-        _KEYS.c.user_id == bindparam("user_id"), _KEYS.c.id == bindparam("key_id")
-    )
 
 
 @cache
@@ -55,14 +44,11 @@ def _by_keyid_statement() -> Select[Any]:
 
 def page_of_user(db: Session, user_id: int, page: Page) -> PageResult:
     """One page of a user's keys, oldest first; items are GPGKeyRow records."""
-    result = offset_page(db, _of_user_statement(), page, core=True, params={"user_id": user_id})
-    result.items = [GPGKeyRow._make(row) for row in result.items]
-    return result
+    return _OWNED.page_of_user(db, user_id, page)
 
 
 def key_of_user(db: Session, user_id: int, key_id: int) -> GPGKeyRow | None:
-    row = run(db, _one_of_user_statement(), {"user_id": user_id, "key_id": key_id}).first()
-    return None if row is None else GPGKeyRow._make(row)
+    return _OWNED.one_of_user(db, user_id, key_id)
 
 
 def key_for_keyid(db: Session, keyid: str) -> tuple[GPGKeyRow, SubkeyRow | None, UserRow] | None:

@@ -3,7 +3,6 @@ administrators' look-ups by id and by fingerprint). The ORM `SSHKey` is for writ
 
 from __future__ import annotations
 
-from collections import namedtuple
 from functools import cache
 from typing import Any
 
@@ -12,27 +11,16 @@ from sqlalchemy.orm import Session
 
 from kiln.models import SSHKey, User
 from kiln.pagination import Page, PageResult
-from kiln.queries.paging import offset_page
+from kiln.queries._owned import OwnedRows
 from kiln.queries.reads import row_columns, run
 from kiln.queries.users import USER_COLUMNS, USER_WIDTH, UserRow, user_row
 
 _KEYS = SSHKey.__table__
 _USERS = User.__table__
 
-KeyRow = namedtuple("KeyRow", [c.key for c in _KEYS.c])  # type: ignore[misc]
+_OWNED = OwnedRows(_KEYS, "KeyRow", __name__)
+KeyRow = _OWNED.Row
 _KEY_WIDTH = len(_KEYS.c)
-
-
-@cache
-def _of_user_statement() -> Select[Any]:
-    return select(*row_columns(_KEYS)).where(_KEYS.c.user_id == bindparam("user_id")).order_by(_KEYS.c.id)
-
-
-@cache
-def _one_of_user_statement() -> Select[Any]:
-    return select(*row_columns(_KEYS)).where(
-        _KEYS.c.user_id == bindparam("user_id"), _KEYS.c.id == bindparam("key_id")
-    )
 
 
 @cache
@@ -49,14 +37,11 @@ def _with_owner_statement(by: str) -> Select[Any]:
 
 def page_of_user(db: Session, user_id: int, page: Page) -> PageResult:
     """One page of a user's keys, oldest first; items are KeyRow records."""
-    result = offset_page(db, _of_user_statement(), page, core=True, params={"user_id": user_id})
-    result.items = [KeyRow._make(row) for row in result.items]
-    return result
+    return _OWNED.page_of_user(db, user_id, page)
 
 
 def key_of_user(db: Session, user_id: int, key_id: int) -> KeyRow | None:
-    row = run(db, _one_of_user_statement(), {"user_id": user_id, "key_id": key_id}).first()
-    return None if row is None else KeyRow._make(row)
+    return _OWNED.one_of_user(db, user_id, key_id)
 
 
 def key_with_owner(db: Session, by: str, value: Any) -> tuple[KeyRow, UserRow] | None:

@@ -22,10 +22,9 @@ from kiln.models import GPGKey, GPGKeySubkey
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action
 from kiln.queries import gpg_keys as finder
-from kiln.queries import users as users_finder
 from kiln.queries.gpg_keys import GPGKeyRow
-from kiln.queries.users import UserRow
 from kiln.schemas.gpg_keys import GPGKeyCreate
+from kiln.services import users as user_service
 
 BEGIN, END = openpgp.PUBLIC_KEY_BEGIN, openpgp.PUBLIC_KEY_END
 INVALID_FORMAT = f"is invalid. A valid public GPG key begins with '{BEGIN}' and ends with '{END}'"
@@ -64,40 +63,33 @@ def revoke_own(db: Session, actor: Actor, key_id: int) -> None:
 
 
 def list_of_user(db: Session, viewer: Actor | None, user_id: int, page: Page) -> PageResult:
-    user = _user(db, user_id)
+    user = user_service.existing_row(db, user_id)
     policy.require_visible(viewer, Action.READ_USER, user, "User")
     return finder.page_of_user(db, user.id, page)
 
 
 def get_of_user(db: Session, viewer: Actor | None, user_id: int, key_id: int) -> GPGKeyRow:
-    user = _user(db, user_id)
+    user = user_service.existing_row(db, user_id)
     policy.require_visible(viewer, Action.READ_USER, user, "User")
     return _key_of(db, user.id, key_id)
 
 
 def create_for_user(db: Session, actor: Actor, user_id: int, p: GPGKeyCreate) -> GPGKey:
     policy.require(actor, Action.ADMIN_USER_KEYS)
-    return _create(db, _user(db, user_id).id, p)
+    return _create(db, user_service.existing_row(db, user_id).id, p)
 
 
 def delete_for_user(db: Session, actor: Actor, user_id: int, key_id: int) -> None:
     policy.require(actor, Action.ADMIN_USER_KEYS)
-    _delete(db, _user(db, user_id).id, key_id)
+    _delete(db, user_service.existing_row(db, user_id).id, key_id)
 
 
 def revoke_for_user(db: Session, actor: Actor, user_id: int, key_id: int) -> None:
     policy.require(actor, Action.ADMIN_USER_KEYS)
-    _delete(db, _user(db, user_id).id, key_id)
+    _delete(db, user_service.existing_row(db, user_id).id, key_id)
 
 
 # ----------------------------------------------------------------------------- shared
-
-
-def _user(db: Session, user_id: int) -> UserRow:
-    user = users_finder.row_by_id(db, user_id)
-    if user is None:
-        raise NotFound("User")
-    return user
 
 
 def _key_of(db: Session, user_id: int, key_id: int) -> GPGKeyRow:

@@ -32,6 +32,7 @@ from kiln.queries.keys import KeyRow
 from kiln.queries.users import IdentityRow, UserRow
 from kiln.schemas.keys import KeyCreate
 from kiln.services import instance_settings
+from kiln.services import users as user_service
 
 FORBIDDEN = -1
 MAX_KEY_LENGTH = 5000
@@ -158,13 +159,13 @@ def get_of_user(db: Session, viewer: Actor | None, ident: str, key_id: int) -> t
 
 def create_for_user(db: Session, actor: Actor, user_id: int, p: KeyCreate) -> tuple[UserRow, SSHKey]:
     policy.require(actor, Action.ADMIN_USER_KEYS)
-    user = _user(db, user_id)
+    user = user_service.existing_row(db, user_id)
     return user, _create(db, user.id, p)
 
 
 def delete_for_user(db: Session, actor: Actor, user_id: int, key_id: int) -> None:
     policy.require(actor, Action.ADMIN_USER_KEYS)
-    user = _user(db, user_id)
+    user = user_service.existing_row(db, user_id)
     _delete(db, user.id, key_id)
 
 
@@ -216,13 +217,6 @@ def _visible_user(db: Session, viewer: Actor | None, ident: str) -> UserRow:
     if user is None:
         raise NotFound("User")
     policy.require_visible(viewer, Action.READ_USER, user, "User")
-    return user
-
-
-def _user(db: Session, user_id: int) -> UserRow:
-    user = users_finder.row_by_id(db, user_id)
-    if user is None:
-        raise NotFound("User")
     return user
 
 

@@ -7,21 +7,19 @@ from sqlalchemy.orm import Session
 
 from kiln import policy
 from kiln.auth.actor import Actor
-from kiln.errors import NotFound
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action
 from kiln.queries import memberships as finder
 from kiln.queries.paging import offset_page
-from kiln.queries.users import row_by_id
 from kiln.schemas.users import MembershipList
+from kiln.services import users as user_service
 
 
 def of_user(db: Session, actor: Actor, user_id: int, q: MembershipList, page: Page) -> PageResult:
     """The user, then one statement for the page (and one for the count when the page does
     not tell it); items are MembershipRow records."""
     policy.require(actor, Action.ADMIN_USERS)
-    if row_by_id(db, user_id) is None:
-        raise NotFound("User")
+    user_service.existing_row(db, user_id)
     result = offset_page(db, finder.listing(q.type), page, core=True, params=finder.params(user_id))
     result.items = [finder.MembershipRow._make(row) for row in result.items]
     return result

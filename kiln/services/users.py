@@ -37,7 +37,7 @@ from kiln.queries.shapes import bounds_params
 from kiln.queries.users import IdentityRow, UserRow
 from kiln.schemas._types import Upload
 from kiln.schemas.users import StatusUpdate, UserCreate, UserList, UserUpdate
-from kiln.services import instance_settings, project_lifecycle, project_stars, uploads
+from kiln.services import avatars, instance_settings, project_lifecycle, project_stars, uploads
 from kiln.services import tokens as token_service
 from kiln.services.namespaces import place, reserved_message, reserved_top_level
 from kiln.storage import Storage, user_avatar_key
@@ -48,8 +48,6 @@ _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 log = logging.getLogger(__name__)
 THEME_IDS = range(1, 12)
 COLOR_SCHEME_IDS = range(1, 7)
-AVATAR_FORMATS = ("png", "jpg", "jpeg", "gif", "bmp", "tiff", "ico", "webp")
-AVATAR_MAX_BYTES = 200 * 1024
 GHOST_USERNAME = "ghost"
 STATUS_MESSAGE_MAX = 100
 STATUS_EMOJI_MAX = 255
@@ -126,10 +124,17 @@ def _kept_rows(db: Session, versions: list[tuple[int, int]]) -> list[UserRow]:
 def get_user(db: Session, viewer: Actor | None, user_id: int) -> UserRow:
     if viewer is None:
         raise Forbidden("Not authorized!")
+    user = existing_row(db, user_id)
+    policy.require_visible(viewer, Action.READ_USER, user, "User")
+    return user
+
+
+def existing_row(db: Session, user_id: int) -> UserRow:
+    """The user's row, for the services of what a user holds (keys, addresses); a user
+    there is none of is the 404 "User"."""
     user = finder.row_by_id(db, user_id)
     if user is None:
         raise NotFound("User")
-    policy.require_visible(viewer, Action.READ_USER, user, "User")
     return user
 
 
@@ -527,8 +532,7 @@ BLOCKED_STATES = frozenset({BLOCKED, LDAP_BLOCKED, BANNED, PENDING_APPROVAL})
 def block(db: Session, actor: Actor, user_id: int) -> bool | None:
     """True when blocked now, None when the user already was blocked in any way (banned and
     pending approval included): GitLab's answers."""
-    policy.require(actor, Action.ADMIN_USERS)
-    user = _find(db, user_id)
+    user = _managed_user(db, actor, user_id)
     if user.state == LDAP_BLOCKED:
         raise Forbidden("LDAP blocked users cannot be modified by the API")
     if user.id == actor.user.id:
@@ -537,16 +541,14 @@ def block(db: Session, actor: Actor, user_id: int) -> bool | None:
         return None
     if user.is_ghost:
         raise Forbidden(message="An internal user cannot be blocked")
-    with transaction(db):
-        user.state = BLOCKED
+    _set_state(db, user, BLOCKED)
     return True
 
 
 def unblock(db: Session, actor: Actor, user_id: int) -> bool:
     """True when active now (from blocked, banned or pending approval), False when the user
     was active already; a deactivated user is refused."""
-    policy.require(actor, Action.ADMIN_USERS)
-    user = _find(db, user_id)
+    user = _managed_user(db, actor, user_id)
     if user.state == LDAP_BLOCKED:
         raise Forbidden("LDAP blocked users cannot be unblocked by the API")
     if user.state == DEACTIVATED:
@@ -555,50 +557,54 @@ def unblock(db: Session, actor: Actor, user_id: int) -> bool:
         raise Forbidden(message="An internal user cannot be unblocked")
     if user.state not in BLOCKED_STATES:
         return False
-    with transaction(db):
-        user.state = ACTIVE
+    _set_state(db, user, ACTIVE)
     return True
 
 
 def ban(db: Session, actor: Actor, user_id: int) -> bool:
     """Only an active user can be banned."""
-    policy.require(actor, Action.ADMIN_USERS)
-    user = _find(db, user_id)
-    if user.state != ACTIVE:
-        raise Forbidden(message=f"You cannot ban {user.state} users.")
-    with transaction(db):
-        user.state = BANNED
-    return True
+    return _switch(db, actor, user_id, ACTIVE, BANNED, "ban")
 
 
 def unban(db: Session, actor: Actor, user_id: int) -> bool:
-    policy.require(actor, Action.ADMIN_USERS)
-    user = _find(db, user_id)
-    if user.state != BANNED:
-        raise Forbidden(message=f"You cannot unban {user.state} users.")
-    with transaction(db):
-        user.state = ACTIVE
+    return _switch(db, actor, user_id, BANNED, ACTIVE, "unban")
+
+
+def _switch(db: Session, actor: Actor, user_id: int, from_state: str, to_state: str, verb: str) -> bool:
+    """An administrator moves a user from exactly `from_state` to `to_state`."""
+    user = _managed_user(db, actor, user_id)
+    if user.state != from_state:
+        raise Forbidden(message=f"You cannot {verb} {user.state} users.")
+    _set_state(db, user, to_state)
     return True
+
+
+def _managed_user(db: Session, actor: Actor, user_id: int) -> User:
+    """The user an administrator changes the state of (administrators only)."""
+    policy.require(actor, Action.ADMIN_USERS)
+    return _find(db, user_id)
+
+
+def _set_state(db: Session, user: User, state: str) -> None:
+    with transaction(db):
+        user.state = state
 
 
 def activate(db: Session, actor: Actor, user_id: int) -> bool:
     """A deactivated user becomes active; an active one stays so (still true); a blocked one
     must be unblocked instead."""
-    policy.require(actor, Action.ADMIN_USERS)
-    user = _find(db, user_id)
+    user = _managed_user(db, actor, user_id)
     if user.state in BLOCKED_STATES:
         raise Forbidden(message="Error occurred. A blocked user must be unblocked to be activated")
     if user.state != ACTIVE:
-        with transaction(db):
-            user.state = ACTIVE
+        _set_state(db, user, ACTIVE)
     return True
 
 
 def deactivate(db: Session, actor: Actor, user_id: int) -> bool | None:
     """True when deactivated now, None when the user already was. Only a user without
     activity for the instance's deactivate_dormant_users_period (days) may be deactivated."""
-    policy.require(actor, Action.ADMIN_USERS)
-    user = _find(db, user_id)
+    user = _managed_user(db, actor, user_id)
     if user.state == DEACTIVATED:
         return None
     if user.state in BLOCKED_STATES:
@@ -611,8 +617,7 @@ def deactivate(db: Session, actor: Actor, user_id: int) -> bool | None:
             message=f"The user you are trying to deactivate has been active in the past {days} "
             "days and cannot be deactivated"
         )
-    with transaction(db):
-        user.state = DEACTIVATED
+    _set_state(db, user, DEACTIVATED)
     return True
 
 
@@ -638,8 +643,7 @@ def approve(db: Session, actor: Actor, user_id: int) -> None:
         raise Forbidden(message="You are not allowed to approve a user")
     if user.state != PENDING_APPROVAL:
         raise Conflict("The user you are trying to approve is not pending approval")
-    with transaction(db):
-        user.state = ACTIVE
+    _set_state(db, user, ACTIVE)
 
 
 def reject(db: Session, actor: Actor, user_id: int, storage: Storage) -> None:
@@ -892,19 +896,10 @@ def _check_avatar(avatar: object) -> str | None:
         if avatar not in (None, ""):
             raise BadRequest("avatar is invalid", raw=True)
         return None
-    ext = PurePosixPath(avatar.filename or "").suffix.lower().lstrip(".")
-    if ext not in AVATAR_FORMATS:
-        raise ValidationFailed(
-            {
-                "avatar": [
-                    "file format is not supported. Please try one of the following supported formats: "
-                    + ", ".join(AVATAR_FORMATS)
-                ]
-            }
-        )
-    if avatar.size() > AVATAR_MAX_BYTES:
-        raise ValidationFailed({"avatar": ["is too big (should be at most 200 KiB)"]})
-    return ext
+    problems = avatars.errors(avatar)
+    if problems:
+        raise ValidationFailed(problems)
+    return PurePosixPath(avatar.filename or "").suffix.lower().lstrip(".")
 
 
 def _store_avatar(storage: Storage, user_id: int, avatar: Upload) -> str:
