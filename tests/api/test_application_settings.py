@@ -43,9 +43,10 @@ def test_non_admin_is_403_and_nothing_is_stored(api, make, db):
     assert terms_versions(db) == []
 
 
-def test_non_admin_with_bad_values_is_still_403(api, make):
+def test_non_admin_with_bad_values_is_still_403(api, make, db):
     r = api(make.user()).put(PATH, json={"max_attachment_size": "lots"})
     assert (r.status_code, r.json()) == (403, FORBIDDEN)
+    assert "max_attachment_size" not in stored(db)
 
 
 # ----------------------------------------------------------------------------- reading
@@ -268,9 +269,10 @@ def test_visibility_levels_as_names_or_numbers(api):
         ("kroki_formats", "bpmn"),
     ],
 )
-def test_wrong_type_is_400_invalid(api, name, value):
+def test_wrong_type_is_400_invalid(api, db, name, value):
     r = api("root").put(PATH, json={name: value})
     assert (r.status_code, r.json()) == (400, {"error": f"{name} is invalid"})
+    assert name not in stored(db)
 
 
 @pytest.mark.parametrize(
@@ -284,9 +286,10 @@ def test_wrong_type_is_400_invalid(api, name, value):
         ("whats_new_variant", "some"),
     ],
 )
-def test_value_outside_its_choices_is_400(api, name, value):
+def test_value_outside_its_choices_is_400(api, db, name, value):
     r = api("root").put(PATH, json={name: value})
     assert (r.status_code, r.json()) == (400, {"error": f"{name} does not have a valid value"})
+    assert name not in stored(db)
 
 
 def test_git_access_protocol_nil_allows_both(api):
@@ -423,8 +426,13 @@ def test_requires_is_satisfied_by_sending_both(api):
     )
 
 
-def test_turning_a_setting_off_needs_nothing_else(api):
-    assert api("root").put(PATH, json={"enforce_terms": False}).status_code == 200
+def test_turning_a_setting_off_needs_nothing_else(api, db):
+    r = api("root").put(PATH, json={"enforce_terms": False})
+    assert (r.status_code, r.json()["enforce_terms"]) == (200, False)
+    instance_settings.update(db, {"diagramtool_enabled": True, "diagramtool_url": "https://d.example.com"})
+    r = api("root").put(PATH, json={"diagramtool_enabled": False})
+    assert (r.status_code, r.json()["diagramtool_enabled"]) == (200, False)
+    assert stored(db)["diagramtool_enabled"] is False
 
 
 def test_present_when_enabled_is_checked_on_the_stored_values_too(api):

@@ -125,25 +125,32 @@ def test_a_create_refused_after_the_avatar_is_written_removes_it(api, make, sett
     assert every_avatar(settings, "project") == []
 
 
-def test_an_avatar_that_is_no_file_is_400(api, make):
+def test_an_avatar_that_is_no_file_is_400(api, make, settings):
     u = make.user()
     p = make.project(owner=u)
     r = api(u).put(f"/projects/{p.id}", json={"avatar": "http://example.com/a.png"})
     assert (r.status_code, r.json()) == (400, {"error": "avatar is invalid"})
+    assert api(u).get(f"/projects/{p.id}").json()["avatar_url"] is None
+    assert stored(settings, "project", p.id) == []
 
 
 @pytest.mark.parametrize("level", [GUEST, DEVELOPER])
-def test_below_maintainer_an_avatar_may_not_be_changed(api, make, level):
+def test_below_maintainer_an_avatar_may_not_be_changed(api, make, settings, level):
     owner, u = make.user(), make.user()
     p = make.project(owner=owner, members={u: level})
     r = api(u).put(f"/projects/{p.id}", files={"avatar": ("a.png", PNG)})
     assert (r.status_code, r.json()) == (403, {"message": "403 Forbidden"})
+    assert api(owner).get(f"/projects/{p.id}").json()["avatar_url"] is None
+    assert stored(settings, "project", p.id) == []
 
 
 def test_a_maintainer_may_change_the_avatar(api, make):
     owner, u = make.user(), make.user()
     p = make.project(owner=owner, members={u: MAINTAINER})
-    assert api(u).put(f"/projects/{p.id}", files={"avatar": ("a.png", PNG)}).status_code == 200
+    r = api(u).put(f"/projects/{p.id}", files={"avatar": ("a.png", PNG)})
+    assert (r.status_code, r.json()["avatar_url"]) == (200, project_avatar_url(p.id, "a.png"))
+    download = api(owner).get(f"/projects/{p.id}/avatar")
+    assert (download.status_code, download.content) == (200, PNG)
 
 
 @pytest.mark.parametrize(
@@ -254,11 +261,13 @@ def test_a_group_update_refused_for_its_avatar_is_a_field_error(api, make, setti
     assert stored(settings, "group", g.id) == []
 
 
-def test_only_group_owners_change_its_avatar(api, make):
+def test_only_group_owners_change_its_avatar(api, make, settings):
     u = make.user()
     g = make.group(members={u: MAINTAINER})
     r = api(u).put(f"/groups/{g.id}", files={"avatar": ("g.png", PNG)})
     assert (r.status_code, r.json()) == (403, {"message": "403 Forbidden"})
+    assert api(u).get(f"/groups/{g.id}").json()["avatar_url"] is None
+    assert stored(settings, "group", g.id) == []
 
 
 @pytest.mark.parametrize(

@@ -157,6 +157,11 @@ def test_address_lists_cost_the_same_for_2_and_12_addresses(api, make, db, runti
     ]
     assert costs[0] == costs[1]
     assert costs[0] <= 4
+    sizes = [
+        len(api(u if caller == "self" else "root").get(route.format(id=u.id), params={"per_page": 50}).json())
+        for u in (few, many)
+    ]
+    assert sizes == [2, 12]
 
 
 def test_a_deleted_addresss_id_is_never_handed_out_again(api, make):

@@ -43,7 +43,8 @@ def test_features_are_for_administrators(api, make, method, path):
 def test_an_administrator_other_than_root_may_set_flags(api, make):
     admin = make.admin()
     r = api(admin).post("/features/x_flag", json={"value": True})
-    assert r.status_code == 201
+    assert (r.status_code, r.json()["state"]) == (201, "on")
+    assert listed(api)["x_flag"]["state"] == "on"
 
 
 # ----------------------------------------------------------------------------- setting
@@ -79,6 +80,7 @@ def test_a_percentage_for_named_actors_is_refused(api, make):
         400,
         {"message": f"""400 Bad request - Cannot set 'my_flag' to "50" for User:{u.id}"""},
     )
+    assert "my_flag" not in listed(api)
 
 
 def test_an_unknown_key_is_refused(api):
@@ -87,11 +89,13 @@ def test_an_unknown_key_is_refused(api):
     assert r.json() == {
         "message": """400 Bad request - Cannot set 'my_flag' ("percentage_of_moons") to "50\""""
     }
+    assert "my_flag" not in listed(api)
 
 
 def test_a_percentage_of_actors_must_be_a_number(api):
     r = api("root").post("/features/my_flag", json={"value": "lots", "key": "percentage_of_actors"})
     assert (r.status_code, r.json()) == (400, {"message": "400 Bad request - Not a percentage"})
+    assert "my_flag" not in listed(api)
 
 
 @pytest.mark.parametrize("value", [False, "false", 0, "0"])
@@ -160,12 +164,14 @@ def test_enable_for_groups_namespaces_projects_and_repositories(api, make):
 def test_an_unknown_target_is_a_bad_request(api, param, value):
     r = api("root").post("/features/my_flag", json={"value": True, param: value})
     assert (r.status_code, r.json()) == (400, {"message": f"400 Bad request - {value} is not found!"})
+    assert "my_flag" not in listed(api)
 
 
 def test_a_user_namespace_is_no_group(api, make):
     u = make.user()
     r = api("root").post("/features/my_flag", json={"value": True, "group": u.username})
-    assert r.status_code == 400
+    assert (r.status_code, r.json()) == (400, {"message": f"400 Bad request - {u.username} is not found!"})
+    assert "my_flag" not in listed(api)
 
 
 def test_enable_for_a_feature_group(api):
@@ -219,6 +225,7 @@ def test_a_fully_enabled_flag_takes_no_percentage(api):
         400,
         {"message": "400 Bad request - Cannot enable percentage of time for a fully-enabled flag"},
     )
+    assert listed(api)["my_flag"]["gates"] == [{"key": "boolean", "value": True}]
 
 
 @pytest.mark.parametrize("target", ["user", "group", "project", "feature_group", "namespace", "repository"])
@@ -234,6 +241,7 @@ def test_any_name_is_accepted(api):
 def test_form_parameters_work_as_json(api):
     r = api("root").post("/features/form_flag", data={"value": "true"})
     assert (r.status_code, r.json()["state"]) == (201, "on")
+    assert listed(api)["form_flag"]["gates"] == [{"key": "boolean", "value": True}]
 
 
 # ----------------------------------------------------------------------------- reading
@@ -277,6 +285,7 @@ def test_list_costs_the_same_for_few_and_many_flags(api, runtime):
         set_flag(api, f"flag_{n}", value=n)
     many = count(runtime, lambda: api("root").get("/features"))
     assert few == many
+    assert len(listed(api)) == 15
 
 
 # ----------------------------------------------------------------------------- removing

@@ -280,6 +280,8 @@ def test_key_lists_cost_the_same_for_2_and_12_keys(api, make, db, runtime, route
     ]
     assert costs[0] == costs[1]
     assert costs[0] <= 4
+    sizes = [len(api(u).get(route.format(id=u.id), params={"per_page": 50}).json()) for u in (few, many)]
+    assert sizes == [2, 12]
 
 
 # ----------------------------------------------------------------------------- one key a block

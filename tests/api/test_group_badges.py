@@ -37,6 +37,11 @@ def badge_count(db) -> int:
     return db.scalar(select(func.count()).select_from(Badge))
 
 
+def stored_links(db) -> list[str]:
+    db.expire_all()
+    return list(db.scalars(select(Badge.link_url).order_by(Badge.id)))
+
+
 # ----------------------------------------------------------------------------- creating
 
 
@@ -59,16 +64,18 @@ def test_owner_adds_a_badge(api, make, body):
     }
 
 
-def test_link_url_is_required(api, make):
+def test_link_url_is_required(api, make, db):
     owner, g = owned_group(make)
     r = api(owner).post(badges_url(g), json={"image_url": "https://example.com/x.svg"})
     assert (r.status_code, r.json()) == (400, {"error": "link_url is missing"})
+    assert badge_count(db) == 0
 
 
-def test_image_url_is_required(api, make):
+def test_image_url_is_required(api, make, db):
     owner, g = owned_group(make)
     r = api(owner).post(badges_url(g), json={"link_url": "https://example.com/x"})
     assert (r.status_code, r.json()) == (400, {"error": "image_url is missing"})
+    assert badge_count(db) == 0
 
 
 def test_name_is_optional_and_listed(api, make):
@@ -304,7 +311,7 @@ def test_render_validates_the_urls(api, make):
 # ----------------------------------------------------------------------------- authorization
 
 
-def test_a_private_group_is_404_to_a_non_member(api, make):
+def test_a_private_group_is_404_to_a_non_member(api, make, db):
     owner, g = owned_group(make)
     created = add(api, owner, g)
     outsider = make.user()
@@ -316,6 +323,7 @@ def test_a_private_group_is_404_to_a_non_member(api, make):
         api(outsider).get(f"{badges_url(g)}/render", params={"link_url": LINK, "image_url": LINK}),
     ):
         assert (r.status_code, r.json()) == (404, {"message": "404 Group Not Found"})
+    assert stored_links(db) == [created["link_url"]]
 
 
 def test_anyone_reads_the_badges_of_a_public_group(api, make):
@@ -334,7 +342,7 @@ def test_a_guest_member_reads_the_badges(api, make):
 
 
 @pytest.mark.parametrize("level", [DEVELOPER, MAINTAINER])
-def test_managing_group_badges_takes_an_owner(api, make, level):
+def test_managing_group_badges_takes_an_owner(api, make, db, level):
     owner, g = owned_group(make)
     created = add(api, owner, g)
     member = make.user()
@@ -347,6 +355,7 @@ def test_managing_group_badges_takes_an_owner(api, make, level):
         api(member).get(f"{badges_url(g)}/render", params=body),
     ):
         assert (r.status_code, r.json()) == (403, {"message": "403 Forbidden"})
+    assert stored_links(db) == [created["link_url"]]
 
 
 def test_an_owner_inherited_from_a_parent_group_manages_badges(api, make):
@@ -360,7 +369,7 @@ def test_an_administrator_manages_any_groups_badges(api, make):
     assert add(api, "root", g)["kind"] == "group"
 
 
-def test_writes_need_authentication(api, make):
+def test_writes_need_authentication(api, make, db):
     owner, g = owned_group(make, visibility="public")
     created = add(api, owner, g)
     body = {"link_url": "https://e.com", "image_url": "https://e.com/i"}
@@ -368,13 +377,15 @@ def test_writes_need_authentication(api, make):
     assert api().put(badges_url(g, created["id"]), json=body).status_code == 401
     assert api().delete(badges_url(g, created["id"])).status_code == 401
     assert api().get(f"{badges_url(g)}/render", params=body).status_code == 401
+    assert stored_links(db) == [created["link_url"]]
 
 
-def test_a_read_only_token_cannot_add_badges(api, make):
+def test_a_read_only_token_cannot_add_badges(api, make, db):
     owner, g = owned_group(make)
     token = make.token(owner, scopes=["read_api"])
     r = api(token).post(badges_url(g), json={"link_url": "https://e.com", "image_url": "https://e.com/i"})
     assert r.status_code == 403
+    assert badge_count(db) == 0
 
 
 # ----------------------------------------------------------------------------- statements
@@ -386,11 +397,13 @@ def test_list_costs_the_same_for_few_and_many_badges(api, make, db, runtime):
     make.commit(p, {"c.txt": "c"}, branch=p.default_branch)
     for _ in range(2):
         add(api, owner, g, link_url=LINK, image_url=IMAGE)
+    assert len(api(owner).get(badges_url(g)).json()) == 2
     few = count(runtime, lambda: api(owner).get(badges_url(g)))
     for _ in range(15):
         add(api, owner, g, link_url=LINK, image_url=IMAGE)
     many = count(runtime, lambda: api(owner).get(badges_url(g)))
     assert few == many
+    assert len(api(owner).get(badges_url(g)).json()) == 17
 
 
 def test_a_deleted_badges_id_is_never_handed_out_again(api, make):

@@ -121,9 +121,10 @@ def test_usage_type_is_kept(api, make, made):
     assert add(api, u, made["ed25519"].text, usage_type="signing").json()["usage_type"] == "signing"
 
 
-def test_an_unknown_usage_type_is_refused(api, make, made):
+def test_an_unknown_usage_type_is_refused(api, make, made, db):
     r = add(api, make.user(), made["ed25519"].text, usage_type="everything")
     assert (r.status_code, r.json()) == (400, {"error": "usage_type does not have a valid value"})
+    assert key_rows(db) == 0
 
 
 def test_title_and_key_are_required(api, make):
@@ -149,7 +150,7 @@ def test_text_that_is_no_key_is_refused_with_gitlabs_messages(api, make, db):
     assert key_rows(db) == 0
 
 
-def test_a_key_whose_base64_is_damaged_is_refused(api, make, made):
+def test_a_key_whose_base64_is_damaged_is_refused(api, make, made, db):
     kind, blob, _ = made["ed25519"].text.split(" ", 2)
     r = add(api, make.user(), f"{kind} {blob[:-8]}")
     assert r.json() == {
@@ -158,13 +159,15 @@ def test_a_key_whose_base64_is_damaged_is_refused(api, make, made):
             "fingerprint_sha256": ["cannot be generated"],
         }
     }
+    assert (r.status_code, key_rows(db)) == (400, 0)
 
 
-def test_a_key_whose_inner_type_differs_from_its_name_is_refused(api, make, made):
+def test_a_key_whose_inner_type_differs_from_its_name_is_refused(api, make, made, db):
     _, blob, _ = made["ed25519"].text.split(" ", 2)
     r = add(api, make.user(), f"ssh-rsa {blob}")
     assert r.status_code == 400
     assert r.json()["message"]["fingerprint_sha256"] == ["cannot be generated"]
+    assert key_rows(db) == 0
 
 
 def test_a_key_someone_already_has_is_refused(api, make, made, db):
@@ -174,12 +177,13 @@ def test_a_key_someone_already_has_is_refused(api, make, made, db):
     assert key_rows(db) == 1
 
 
-def test_the_same_key_with_another_comment_is_still_taken(api, make, made):
+def test_the_same_key_with_another_comment_is_still_taken(api, make, made, db):
     add(api, make.user(), made["ed25519"].text)
     other = " ".join(made["ed25519"].text.split()[:2]) + " another@comment"
     assert add(api, make.user(), other).json() == {
         "message": {"fingerprint_sha256": ["has already been taken"]}
     }
+    assert key_rows(db) == 1
 
 
 def test_a_key_that_expired_already_is_refused(api, make, made, db):
@@ -193,6 +197,7 @@ def test_an_rsa_key_below_the_instance_minimum_is_refused(api, make, made, db):
     instance_settings.update(db, {"rsa_key_restriction": 3072})
     r = add(api, make.user(), made["rsa2048"].text)
     assert (r.status_code, r.json()) == (400, {"message": {"key": ["must be at least 3072 bits"]}})
+    assert key_rows(db) == 0
 
 
 def test_a_key_at_the_instance_minimum_is_accepted(api, make, made, db):
@@ -202,6 +207,7 @@ def test_a_key_at_the_instance_minimum_is_accepted(api, make, made, db):
     assert add(api, make.user(), made["rsa1024"].text).json() == {
         "message": {"key": ["must be at least 2048 bits"]}
     }
+    assert key_rows(db) == 2
 
 
 def test_a_forbidden_type_is_refused_naming_the_allowed_ones(api, make, made, db):
@@ -210,6 +216,7 @@ def test_a_forbidden_type_is_refused_naming_the_allowed_ones(api, make, made, db
     assert r.json() == {
         "message": {"key": ["type is forbidden. Must be RSA, ECDSA, ECDSA_SK, or ED25519_SK"]}
     }
+    assert key_rows(db) == 0
 
 
 def test_two_allowed_types_are_named_with_or(api, make, made, db):
@@ -217,15 +224,18 @@ def test_two_allowed_types_are_named_with_or(api, make, made, db):
     instance_settings.update(db, {**forbidden, "rsa_key_restriction": 0, "ed25519_key_restriction": 0})
     r = add(api, make.user(), made["dsa"].text)
     assert r.json() == {"message": {"key": ["type is forbidden. Must be RSA or ED25519"]}}
+    assert key_rows(db) == 0
 
 
-def test_a_dsa_key_is_accepted_while_any_size_is_allowed(api, make, made):
+def test_a_dsa_key_is_accepted_while_any_size_is_allowed(api, make, made, db):
     assert add(api, make.user(), made["dsa"].text).status_code == 201
+    assert db.scalar(select(SSHKey.key)) == made["dsa"].text
 
 
-def test_adding_needs_a_signed_in_user(api, made):
+def test_adding_needs_a_signed_in_user(api, made, db):
     r = api().post("/user/keys", json={"title": "t", "key": made["ed25519"].text})
     assert (r.status_code, r.json()) == (401, UNAUTHORIZED)
+    assert key_rows(db) == 0
 
 
 # ----------------------------------------------------------------------------- own keys
@@ -300,10 +310,11 @@ def test_an_administrator_adds_a_key_for_a_user(api, make, made):
     assert api(u).get("/user/keys").json() == [r.json()]
 
 
-def test_only_administrators_add_keys_for_users(api, make, made):
+def test_only_administrators_add_keys_for_users(api, make, made, db):
     u = make.user()
     r = api(u).post(f"/users/{u.id}/keys", json={"title": "ci", "key": made["ed25519"].text})
     assert (r.status_code, r.json()) == (403, FORBIDDEN)
+    assert key_rows(db) == 0
 
 
 def test_adding_a_key_for_an_unknown_user(api, made):
@@ -414,6 +425,8 @@ def test_key_lists_cost_the_same_for_2_and_12_keys(api, make, db, runtime, route
     ]
     assert costs[0] == costs[1]
     assert costs[0] <= 4
+    sizes = [len(api(u).get(route.format(id=u.id), params={"per_page": 50}).json()) for u in (few, many)]
+    assert sizes == [2, 12]
 
 
 def test_a_deleted_users_keys_go_with_them(api, make, made, db):

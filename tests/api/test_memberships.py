@@ -90,7 +90,13 @@ def test_memberships_cost_the_same_for_few_and_many(api, make, runtime):
     # A page with more after it: its count is one of the statements either way.
     path = f"/users/{u.id}/memberships?per_page=1"
     few = count(runtime, lambda: api("root").get(path))
+    # And a page holding them all: its rows grow with the memberships.
+    whole = f"/users/{u.id}/memberships?per_page=50"
+    few_whole = count(runtime, lambda: api("root").get(whole))
+    assert len(api("root").get(whole).json()) == 2
     for _ in range(10):
         make.group(members={u: 30})
         make.project(members={u: 30})
     assert count(runtime, lambda: api("root").get(path)) == few <= 4
+    assert count(runtime, lambda: api("root").get(whole)) == few_whole <= 4
+    assert len(api("root").get(whole).json()) == 22

@@ -12,6 +12,7 @@ from kiln.models.namespaces import DEVELOPER, MAINTAINER
 LINK = "https://example.com/%{project_path}/-/commits/%{default_branch}"
 IMAGE = "https://example.com/%{project_id}/%{commit_sha}.svg"
 BODY = {"link_url": "https://e.com/l", "image_url": "https://e.com/i.svg"}
+CHANGED = {"link_url": "https://e.com/changed", "image_url": "https://e.com/changed.svg"}
 
 
 def badges_url(project, badge_id: int | str | None = None) -> str:
@@ -69,6 +70,7 @@ def test_required_urls(api, make):
     p = make.project(owner=u, members={u: MAINTAINER})
     r = api(u).post(badges_url(p), json={"image_url": BODY["image_url"]})
     assert (r.status_code, r.json()) == (400, {"error": "link_url is missing"})
+    assert api(u).get(badges_url(p)).json() == []
 
 
 def test_url_validation(api, make):
@@ -79,6 +81,7 @@ def test_url_validation(api, make):
         400,
         {"message": {"link_url": ["is blocked: Only allowed schemes are http, https"]}},
     )
+    assert api(u).get(badges_url(p)).json() == []
 
 
 def test_get_update_and_delete_a_project_badge(api, make):
@@ -114,11 +117,12 @@ def test_a_private_project_is_404_to_a_non_member(api, make):
         api(outsider).get(badges_url(p)),
         api(outsider).get(badges_url(p, created["id"])),
         api(outsider).post(badges_url(p), json=BODY),
-        api(outsider).put(badges_url(p, created["id"]), json=BODY),
+        api(outsider).put(badges_url(p, created["id"]), json=CHANGED),
         api(outsider).delete(badges_url(p, created["id"])),
         api(outsider).get(f"{badges_url(p)}/render", params=BODY),
     ):
         assert (r.status_code, r.json()) == (404, {"message": "404 Project Not Found"})
+    assert [b["link_url"] for b in api(u).get(badges_url(p)).json()] == [created["link_url"]]
 
 
 @pytest.mark.parametrize("level", [10, 20, DEVELOPER])
@@ -131,11 +135,12 @@ def test_managing_project_badges_takes_a_maintainer(api, make, level):
     assert api(member).get(badges_url(p)).status_code == 200
     for r in (
         api(member).post(badges_url(p), json=BODY),
-        api(member).put(badges_url(p, created["id"]), json=BODY),
+        api(member).put(badges_url(p, created["id"]), json=CHANGED),
         api(member).delete(badges_url(p, created["id"])),
         api(member).get(f"{badges_url(p)}/render", params=BODY),
     ):
         assert (r.status_code, r.json()) == (403, {"message": "403 Forbidden"})
+    assert [b["link_url"] for b in api(u).get(badges_url(p)).json()] == [created["link_url"]]
 
 
 def test_a_group_maintainer_manages_the_projects_badges(api, make):

@@ -48,14 +48,15 @@ def test_sign_up_creates_an_active_user(client, api, open_signup):
     assert (user["state"], user["name"]) == ("active", "Sign Up a")
 
 
-def test_signed_up_user_signs_in_with_the_password(client, open_signup):
-    sign_up(client, form("b"))
+def test_signed_up_user_signs_in_with_the_password(client, api, open_signup):
+    assert sign_up(client, form("b")).status_code == 302
     r = client.post(
         "/users/sign_in",
         data={"user[login]": "signupb", "user[password]": "secret-pass-1"},
         follow_redirects=False,
     )
     assert r.status_code == 302
+    assert api().get("/user").json()["username"] == "signupb"
 
 
 def test_sign_up_with_first_and_last_name(client, api, open_signup):
@@ -109,8 +110,10 @@ def test_new_user_takes_the_instance_defaults(client, api, db, open_signup):
 @pytest.mark.parametrize("email", ["a@example.com", "b@sub.corp.test", "c@DEEP.SUB.CORP.TEST"])
 def test_allowed_domains_let_matching_addresses_in(client, db, open_signup, email):
     instance_settings.update(db, {"domain_whitelist": ["example.com", "*.corp.test"]})
-    r = sign_up(client, form(email.split("@")[0], email=email))
+    name = email.split("@")[0]
+    r = sign_up(client, form(name, email=email))
     assert r.status_code == 302, r.text
+    assert users_named(db, f"signup{name}") == 1
 
 
 @pytest.mark.parametrize("email", ["a@example.org", "b@corp.test", "c@evil-example.com"])
@@ -129,11 +132,13 @@ def test_denied_domains_keep_their_addresses_out(client, db, open_signup):
     instance_settings.update(db, {"domain_blacklist_enabled": True, "domain_blacklist": ["*.spam.test"]})
     r = sign_up(client, form("spam", email="x@mail.spam.test"))
     assert (r.status_code, r.json()) == (400, {"message": {"email": ["is not from an allowed domain."]}})
+    assert users_named(db, "signupspam") == 0
 
 
 def test_denied_domains_are_ignored_while_switched_off(client, db, open_signup):
     instance_settings.update(db, {"domain_blacklist_enabled": False, "domain_blacklist": ["spam.test"]})
     assert sign_up(client, form("spamoff", email="x@spam.test")).status_code == 302
+    assert users_named(db, "signupspamoff") == 1
 
 
 def test_allowed_domains_win_over_denied_ones(client, db, open_signup):
@@ -146,6 +151,7 @@ def test_allowed_domains_win_over_denied_ones(client, db, open_signup):
         },
     )
     assert sign_up(client, form("both", email="x@spam.test")).status_code == 302
+    assert users_named(db, "signupboth") == 1
 
 
 # ---------------------------------------------------------------- e-mail confirmation
@@ -191,6 +197,7 @@ def test_email_restrictions_refuse_matching_addresses(client, db, open_signup):
 def test_email_restrictions_are_ignored_while_switched_off(client, db, open_signup):
     instance_settings.update(db, {"email_restrictions_enabled": False, "email_restrictions": "example"})
     assert sign_up(client, form("roff", email="roff@example.com")).status_code == 302
+    assert users_named(db, "signuproff") == 1
 
 
 def test_email_restrictions_do_not_bind_an_administrator(api, db, open_signup):
@@ -200,6 +207,7 @@ def test_email_restrictions_do_not_bind_an_administrator(api, db, open_signup):
         json={"username": "radmin", "email": "radmin@example.com", "name": "R", "password": "secret-pass-1"},
     )
     assert r.status_code == 201, r.text
+    assert users_named(db, "radmin") == 1
 
 
 def test_email_restrictions_that_do_not_compile_refuse_nothing(client, db, open_signup, caplog):
@@ -235,6 +243,7 @@ def test_email_with_a_trailing_newline_is_invalid(db, settings, open_signup):
 def test_reserved_username_is_refused(client, db, open_signup):
     r = sign_up(client, form("r", username="Admin"))
     assert (r.status_code, r.json()) == (400, {"message": {"username": ["Admin is a reserved name"]}})
+    assert users_named(db, "Admin") == 0
 
 
 def test_taken_username_and_email_are_refused(client, make, db, open_signup):
@@ -244,6 +253,7 @@ def test_taken_username_and_email_are_refused(client, make, db, open_signup):
     assert r.json() == {
         "message": {"email": ["has already been taken"], "username": ["has already been taken"]}
     }
+    assert users_named(db, taken.username.upper()) == 0
 
 
 def test_short_password_is_refused(client, db, open_signup):

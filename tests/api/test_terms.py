@@ -67,28 +67,32 @@ def test_user_who_has_not_accepted_is_refused_with_gitlabs_words(api, make, db, 
 def test_user_who_accepted_the_latest_version_is_let_in(api, make, db):
     u = make.user()
     accepted(db, u, enforce(db))
-    assert api(u).get("/user").status_code == 200
+    assert api(u).get("/user").json()["username"] == u.username
 
 
-def test_a_new_version_must_be_accepted_again(api, make, db):
+def test_a_new_version_must_be_accepted_again(api, make, db, url):
     u = make.user()
     first = enforce(db, "v1")
     accepted(db, u, first)
     add_terms(db, "v2")
-    assert api(u).get("/user").status_code == 403
+    r = api(u).get("/user")
+    assert (r.status_code, r.json()) == (
+        403,
+        {"message": "403 Forbidden - " + terms_refusal(u.username, url)},
+    )
 
 
 def test_terms_not_enforced_refuse_nobody(api, make, db):
     u = make.user()
     add_terms(db)
     instance_settings.update(db, {"enforce_terms": False})
-    assert api(u).get("/user").status_code == 200
+    assert api(u).get("/user").json()["username"] == u.username
 
 
 def test_enforcing_without_any_terms_refuses_nobody(api, make, db):
     u = make.user()
     instance_settings.update(db, {"enforce_terms": True})
-    assert api(u).get("/user").status_code == 200
+    assert api(u).get("/user").json()["username"] == u.username
 
 
 def test_administrators_must_accept_too(api, db, url):
@@ -100,7 +104,8 @@ def test_administrators_must_accept_too(api, db, url):
 def test_bots_need_not_accept(api, make, db):
     bot = make.user(user_type="project_bot")
     enforce(db)
-    assert api(bot).get("/user").status_code == 200
+    r = api(bot).get("/user")
+    assert (r.status_code, r.json()["username"]) == (200, bot.username)
 
 
 def test_pending_approval_is_told_before_the_terms(api, make, db):
@@ -151,6 +156,8 @@ def test_accepting_an_unknown_version_is_404(client, make, db):
     csrf = sign_in(client, u)
     r = client.post("/-/users/terms/999999/accept", headers={"X-CSRF-Token": csrf}, follow_redirects=False)
     assert (r.status_code, r.json()) == (404, {"message": "404 Term Not Found"})
+    db.expire_all()
+    assert db.get(User, u.id).accepted_term_id is None
 
 
 def test_accepting_takes_a_signed_in_session(client, make, db):
@@ -170,6 +177,8 @@ def test_accepting_without_the_csrf_token_is_refused(client, make, db):
     sign_in(client, u)
     r = client.post(f"/-/users/terms/{term_id}/accept", follow_redirects=False)
     assert r.status_code == 401
+    db.expire_all()
+    assert db.get(User, u.id).accepted_term_id is None
 
 
 def test_git_over_http_with_a_token_is_refused_until_accepted(api, client, make, db, url):

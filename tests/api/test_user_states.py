@@ -65,6 +65,7 @@ def test_unban_refuses_a_user_who_is_not_banned(api, make):
     u = make.user()
     r = api("root").post(f"/users/{u.id}/unban")
     assert (r.status_code, r.json()) == (403, {"message": "You cannot unban active users."})
+    assert state_of(api, u) == "active"
 
 
 @pytest.mark.parametrize("action", ["ban", "unban", "activate", "deactivate", "block", "unblock"])
@@ -96,6 +97,7 @@ def test_deactivate_twice_answers_null(api, make, db):
     set_state(db, u, "deactivated")
     r = api("root").post(f"/users/{u.id}/deactivate")
     assert (r.status_code, r.json()) == (201, None)
+    assert state_of(api, u) == "deactivated"
 
 
 def test_deactivate_refuses_a_user_active_in_the_last_90_days(api, make, db):
@@ -116,6 +118,7 @@ def test_deactivate_refuses_a_user_signed_in_recently(api, make, db):
     with transaction(db):
         db.get(User, u.id).current_sign_in_at = datetime.now(UTC) - timedelta(days=1)
     assert api("root").post(f"/users/{u.id}/deactivate").status_code == 403
+    assert state_of(api, u) == "active"
 
 
 def test_deactivate_allows_a_user_active_long_ago(api, make, db):
@@ -123,6 +126,7 @@ def test_deactivate_allows_a_user_active_long_ago(api, make, db):
     with transaction(db):
         db.get(User, u.id).last_activity_on = date.today() - timedelta(days=120)
     assert api("root").post(f"/users/{u.id}/deactivate").json() is True
+    assert state_of(api, u) == "deactivated"
 
 
 @pytest.mark.parametrize("state", ["blocked", "banned", "blocked_pending_approval"])
@@ -134,6 +138,7 @@ def test_deactivate_refuses_a_blocked_user(api, make, db, state):
         403,
         {"message": "Error occurred. A blocked user cannot be deactivated"},
     )
+    assert state_of(api, u) == state
 
 
 def test_deactivate_refuses_the_ghost(api, make):
@@ -289,10 +294,12 @@ def test_deactivated_users_token_is_told_to_sign_in_from_a_browser(api, make, db
 
 
 @pytest.mark.parametrize("state", ["blocked", "banned", "blocked_pending_approval"])
-def test_password_of_a_user_not_active_signs_nobody_in(client, make, db, state):
+def test_password_of_a_user_not_active_signs_nobody_in(api, client, make, db, state):
     u = make.user()
     set_state(db, u, state)
     assert sign_in(client, u).status_code == 401
+    assert api().get("/user").status_code == 401
+    assert state_of(api, u) == state
 
 
 def test_password_of_a_deactivated_user_signs_them_in_and_reactivates_them(api, client, make, db):
@@ -316,7 +323,8 @@ def test_unbanned_users_token_works_again(api, make):
     api("root").post(f"/users/{u.id}/ban")
     assert api(u).get("/user").status_code == 403
     api("root").post(f"/users/{u.id}/unban")
-    assert api(u).get("/user").status_code == 200
+    r = api(u).get("/user")
+    assert (r.status_code, r.json()["username"]) == (200, u.username)
 
 
 # ---------------------------------------------------------------- the list's state filters

@@ -100,3 +100,4 @@ def test_feature_flags(root, base_url, unique):
     with pytest.raises(GitlabSetError) as err:
         someone.features.set(name, True)
     assert err.value.response_code == 403
+    assert name not in [f.name for f in root.features.list(get_all=True)]
