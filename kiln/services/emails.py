@@ -23,7 +23,7 @@ from kiln.policy import Action
 from kiln.queries import emails as finder
 from kiln.queries.emails import EmailRow
 from kiln.schemas.emails import EmailCreate, UserEmailCreate
-from kiln.services import users as user_service
+from kiln.services import subjects
 
 MAX_LENGTH = 255
 _ADDRESS = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
@@ -48,17 +48,17 @@ def delete_own(db: Session, actor: Actor, email_id: int) -> None:
 
 def list_of_user(db: Session, actor: Actor, user_id: int, page: Page) -> PageResult:
     policy.require(actor, Action.ADMIN_USER_KEYS)
-    return finder.page_of_user(db, user_service.existing_row(db, user_id).id, page)
+    return finder.page_of_user(db, subjects.user(db, user_id).id, page)
 
 
 def create_for_user(db: Session, actor: Actor, user_id: int, p: UserEmailCreate) -> Email:
     policy.require(actor, Action.ADMIN_USER_KEYS)
-    return _create(db, user_service.existing_row(db, user_id).id, p.email, confirmed=p.skip_confirmation)
+    return _create(db, subjects.user(db, user_id).id, p.email, confirmed=p.skip_confirmation)
 
 
 def delete_for_user(db: Session, actor: Actor, user_id: int, email_id: int) -> None:
     policy.require(actor, Action.ADMIN_USER_KEYS)
-    _delete(db, user_service.existing_row(db, user_id).id, email_id)
+    _delete(db, subjects.user(db, user_id).id, email_id)
 
 
 def _email_of(db: Session, user_id: int, email_id: int) -> EmailRow:

@@ -24,7 +24,7 @@ from kiln.policy import Action
 from kiln.queries import gpg_keys as finder
 from kiln.queries.gpg_keys import GPGKeyRow
 from kiln.schemas.gpg_keys import GPGKeyCreate
-from kiln.services import users as user_service
+from kiln.services import subjects
 
 BEGIN, END = openpgp.PUBLIC_KEY_BEGIN, openpgp.PUBLIC_KEY_END
 INVALID_FORMAT = f"is invalid. A valid public GPG key begins with '{BEGIN}' and ends with '{END}'"
@@ -63,30 +63,30 @@ def revoke_own(db: Session, actor: Actor, key_id: int) -> None:
 
 
 def list_of_user(db: Session, viewer: Actor | None, user_id: int, page: Page) -> PageResult:
-    user = user_service.existing_row(db, user_id)
+    user = subjects.user(db, user_id)
     policy.require_visible(viewer, Action.READ_USER, user, "User")
     return finder.page_of_user(db, user.id, page)
 
 
 def get_of_user(db: Session, viewer: Actor | None, user_id: int, key_id: int) -> GPGKeyRow:
-    user = user_service.existing_row(db, user_id)
+    user = subjects.user(db, user_id)
     policy.require_visible(viewer, Action.READ_USER, user, "User")
     return _key_of(db, user.id, key_id)
 
 
 def create_for_user(db: Session, actor: Actor, user_id: int, p: GPGKeyCreate) -> GPGKey:
     policy.require(actor, Action.ADMIN_USER_KEYS)
-    return _create(db, user_service.existing_row(db, user_id).id, p)
+    return _create(db, subjects.user(db, user_id).id, p)
 
 
 def delete_for_user(db: Session, actor: Actor, user_id: int, key_id: int) -> None:
     policy.require(actor, Action.ADMIN_USER_KEYS)
-    _delete(db, user_service.existing_row(db, user_id).id, key_id)
+    _delete(db, subjects.user(db, user_id).id, key_id)
 
 
 def revoke_for_user(db: Session, actor: Actor, user_id: int, key_id: int) -> None:
     policy.require(actor, Action.ADMIN_USER_KEYS)
-    _delete(db, user_service.existing_row(db, user_id).id, key_id)
+    _delete(db, subjects.user(db, user_id).id, key_id)
 
 
 # ----------------------------------------------------------------------------- shared

@@ -31,8 +31,7 @@ from kiln.queries import users as users_finder
 from kiln.queries.keys import KeyRow
 from kiln.queries.users import IdentityRow, UserRow
 from kiln.schemas.keys import KeyCreate
-from kiln.services import instance_settings
-from kiln.services import users as user_service
+from kiln.services import instance_settings, subjects
 
 FORBIDDEN = -1
 MAX_KEY_LENGTH = 5000
@@ -159,13 +158,13 @@ def get_of_user(db: Session, viewer: Actor | None, ident: str, key_id: int) -> t
 
 def create_for_user(db: Session, actor: Actor, user_id: int, p: KeyCreate) -> tuple[UserRow, SSHKey]:
     policy.require(actor, Action.ADMIN_USER_KEYS)
-    user = user_service.existing_row(db, user_id)
+    user = subjects.user(db, user_id)
     return user, _create(db, user.id, p)
 
 
 def delete_for_user(db: Session, actor: Actor, user_id: int, key_id: int) -> None:
     policy.require(actor, Action.ADMIN_USER_KEYS)
-    user = user_service.existing_row(db, user_id)
+    user = subjects.user(db, user_id)
     _delete(db, user.id, key_id)
 
 

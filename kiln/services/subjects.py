@@ -1,5 +1,6 @@
-"""The subject of a project- or group-scoped route: the project (with its namespace) or the
-group, and the caller's level on it, loaded for one caller and one action.
+"""The subject of a project-, group- or user-scoped route: the project (with its namespace) or
+the group, and the caller's level on it, loaded for one caller and one action; or the user
+whose keys, addresses or memberships a route reads.
 
 Every project- or group-scoped service starts here, never from another resource's service:
 `project` and `group` answer the route's 404 or 403 through `policy.authorize`; the `find_*`
@@ -17,6 +18,8 @@ from kiln.policy import Action, GroupSubject, ProjectSubject
 from kiln.queries import access
 from kiln.queries import groups as group_finder
 from kiln.queries import projects as project_finder
+from kiln.queries import users as user_finder
+from kiln.queries.users import UserRow
 
 
 def find_project(
@@ -70,3 +73,11 @@ def group(
         raise NotFound("Group")
     policy.authorize(actor, action, s, "Group")
     return s
+
+
+def user(db: Session, user_id: int) -> UserRow:
+    """The user a /users/:id route is about; none is the 404 "User"."""
+    found = user_finder.row_by_id(db, user_id)
+    if found is None:
+        raise NotFound("User")
+    return found

@@ -37,7 +37,7 @@ from kiln.queries.shapes import bounds_params
 from kiln.queries.users import IdentityRow, UserRow
 from kiln.schemas._types import Upload
 from kiln.schemas.users import StatusUpdate, UserCreate, UserList, UserUpdate
-from kiln.services import avatars, instance_settings, project_lifecycle, project_stars, uploads
+from kiln.services import avatars, instance_settings, project_lifecycle, project_stars, subjects, uploads
 from kiln.services import tokens as token_service
 from kiln.services.namespaces import place, reserved_message, reserved_top_level
 from kiln.storage import Storage, user_avatar_key
@@ -124,17 +124,8 @@ def _kept_rows(db: Session, versions: list[tuple[int, int]]) -> list[UserRow]:
 def get_user(db: Session, viewer: Actor | None, user_id: int) -> UserRow:
     if viewer is None:
         raise Forbidden("Not authorized!")
-    user = existing_row(db, user_id)
+    user = subjects.user(db, user_id)
     policy.require_visible(viewer, Action.READ_USER, user, "User")
-    return user
-
-
-def existing_row(db: Session, user_id: int) -> UserRow:
-    """The user's row, for the services of what a user holds (keys, addresses); a user
-    there is none of is the 404 "User"."""
-    user = finder.row_by_id(db, user_id)
-    if user is None:
-        raise NotFound("User")
     return user
 
 
