@@ -17,7 +17,7 @@ from ipaddress import IPv4Network, IPv6Address, IPv6Network, ip_address
 
 from kiln.auth.actor import Actor
 from kiln.errors import Forbidden, NotFound
-from kiln.models import Namespace, Project, User
+from kiln.models import Epic, Issue, Namespace, Project, User
 from kiln.models.namespaces import (
     DEVELOPER,
     GUEST,
@@ -29,7 +29,7 @@ from kiln.models.namespaces import (
     REPORTER,
     VISIBILITY_LEVEL,
 )
-from kiln.models.projects import DISABLED, ENABLED
+from kiln.models.projects import DISABLED, ENABLED, FEATURE_PRIVATE
 from kiln.queries.users import UserRow
 
 
@@ -79,6 +79,19 @@ class Action(Enum):
     READ_NAMESPACE = auto()  # a user's own namespace, or a group the actor may read
     TRANSFER_PROJECTS_INTO = auto()  # move projects into a namespace (its Maintainers, Owner)
 
+    # Planning. Issue rules that depend on the issue itself (confidential, author, assignees,
+    # locked discussion) are the functions below the Action-based ones.
+    READ_ISSUE = auto()  # the project's issues at all (issues feature open to the actor)
+    CREATE_ISSUE = auto()  # open an issue; also comment, react, subscribe (signed in)
+    ADMIN_ISSUE = auto()  # labels, milestone, assignees, any issue's fields, confidential ones (Reporter)
+    DESTROY_ISSUE = auto()  # delete an issue (Owner)
+    ADMIN_LABELS = auto()  # create, change, delete, promote labels (project or group Reporter)
+    ADMIN_MILESTONES = auto()  # create, change, delete, promote milestones (Reporter)
+    ADMIN_BOARDS = auto()  # create, change, delete boards and their lists (Reporter)
+    READ_EPIC = auto()  # a group's epics (anyone who sees the group)
+    CREATE_EPIC = auto()  # create and change epics, link issues (group Reporter)
+    DESTROY_EPIC = auto()  # delete an epic (group Owner)
+
 
 @dataclass(slots=True, frozen=True)
 class ProjectSubject:
@@ -100,6 +113,23 @@ class GroupSubject:
     has_membership_row: bool | None = None  # as on ProjectSubject
 
 
+@dataclass(slots=True, frozen=True)
+class IssueSubject:
+    """An issue the actor may read, with its project; `issue` is the model (writes change it)."""
+
+    project: ProjectSubject
+    issue: Issue
+    assignee_ids: tuple[int, ...]
+
+
+@dataclass(slots=True, frozen=True)
+class EpicSubject:
+    """An epic the actor may read, with its group; `epic` is the model (writes change it)."""
+
+    group: GroupSubject
+    epic: Epic
+
+
 # What it takes to see a subject at all (below it, a refusal is a 404).
 _READ_ACTION: dict[type, Action] = {ProjectSubject: Action.READ_PROJECT, GroupSubject: Action.READ_GROUP}
 
@@ -111,6 +141,12 @@ ARCHIVED_REFUSES = frozenset(
         Action.UPLOAD_FILE,
         Action.PUSH_CODE,
         Action.ADMIN_PROTECTED_BRANCHES,
+        Action.CREATE_ISSUE,
+        Action.ADMIN_ISSUE,
+        Action.DESTROY_ISSUE,
+        Action.ADMIN_LABELS,
+        Action.ADMIN_MILESTONES,
+        Action.ADMIN_BOARDS,
     }
 )
 _CREATION_LEVEL = {
@@ -213,6 +249,10 @@ def _may_project(actor: Actor | None, action: Action, s: ProjectSubject) -> bool
         return False
     if action is Action.READ_PROJECT or action is Action.READ_MEMBERS:
         return admin or level >= GUEST or _visible(actor, s.project.visibility)
+    if action is Action.READ_ISSUE:
+        if s.project.issues_access_level == DISABLED or not _may_project(actor, Action.READ_PROJECT, s):
+            return False
+        return s.project.issues_access_level != FEATURE_PRIVATE or admin or level >= GUEST
     if action is Action.READ_CODE:
         # Guests of a private project see no code; on public and internal projects they do.
         if s.project.repository_access_level == DISABLED:
@@ -238,6 +278,12 @@ def _may_project(actor: Actor | None, action: Action, s: ProjectSubject) -> bool
         return admin or level >= DEVELOPER
     if action is Action.ADMIN_BADGES:  # GitLab's admin_project
         return admin or level >= MAINTAINER
+    if action is Action.CREATE_ISSUE:
+        return _may_project(actor, Action.READ_ISSUE, s)
+    if action in (Action.ADMIN_ISSUE, Action.ADMIN_LABELS, Action.ADMIN_MILESTONES, Action.ADMIN_BOARDS):
+        return _may_project(actor, Action.READ_ISSUE, s) and (admin or level >= REPORTER)
+    if action is Action.DESTROY_ISSUE:
+        return admin or level >= OWNER
     if action in (
         Action.UPDATE_PROJECT,
         Action.SHARE_PROJECT,
@@ -266,10 +312,14 @@ def _may_project(actor: Actor | None, action: Action, s: ProjectSubject) -> bool
 def _may_group(actor: Actor | None, action: Action, s: GroupSubject) -> bool:
     level = s.level or 0
     admin = is_admin(actor)
-    if action is Action.READ_GROUP or action is Action.READ_MEMBERS:
+    if action is Action.READ_GROUP or action is Action.READ_MEMBERS or action is Action.READ_EPIC:
         return admin or level >= GUEST or s.related or _visible(actor, s.group.visibility)
     if actor is None:
         return False
+    if action in (Action.CREATE_EPIC, Action.ADMIN_LABELS, Action.ADMIN_MILESTONES, Action.ADMIN_BOARDS):
+        return admin or level >= REPORTER
+    if action is Action.DESTROY_EPIC:
+        return admin or level >= OWNER
     if action in (Action.UPDATE_GROUP, Action.ADMIN_MEMBERS, Action.MANAGE_OWNERS):
         # Group membership is the Owners' business (GitLab's admin_group_member).
         return admin or level >= OWNER
@@ -300,6 +350,69 @@ def _may_group(actor: Actor | None, action: Action, s: GroupSubject) -> bool:
             and _may_group(actor, Action.READ_GROUP, s)
         )
     return False
+
+
+def sees_confidential(actor: Actor | None, s: ProjectSubject | GroupSubject) -> bool:
+    """Confidential issues (of a project) and epics (of a group) are open to Reporters and up
+    and administrators; others see only those they wrote or are assigned (may_read_issue)."""
+    return is_admin(actor) or (s.level or 0) >= REPORTER
+
+
+def may_read_issue(
+    actor: Actor | None,
+    s: ProjectSubject,
+    confidential: bool,
+    author_id: int | None,
+    assignee_ids: Iterable[int],
+) -> bool:
+    """One issue: the project's issues open to the actor, and a confidential one only to those
+    who see confidential issues, its author and its assignees."""
+    if not may(actor, Action.READ_ISSUE, s):
+        return False
+    if not confidential or sees_confidential(actor, s):
+        return True
+    return actor is not None and (actor.user.id == author_id or actor.user.id in set(assignee_ids))
+
+
+def may_update_issue(
+    actor: Actor | None, s: ProjectSubject, author_id: int | None, assignee_ids: Iterable[int]
+) -> bool:
+    """Title, description, state and the like: Reporters and up, the author, an assignee
+    (GitLab's update_issue); archived projects refuse all."""
+    if actor is None or s.project.archived or not may(actor, Action.CREATE_ISSUE, s):
+        return False
+    if may(actor, Action.ADMIN_ISSUE, s):
+        return True
+    return actor.user.id == author_id or actor.user.id in set(assignee_ids)
+
+
+def may_comment(actor: Actor | None, s: ProjectSubject | GroupSubject, discussion_locked: bool) -> bool:
+    """A note on an issue (or epic) the actor can read: anyone signed in, but a locked
+    discussion takes a Reporter (GitLab's create_note on a locked issuable)."""
+    if actor is None:
+        return False
+    if isinstance(s, ProjectSubject) and (s.project.archived or not may(actor, Action.CREATE_ISSUE, s)):
+        return False
+    return not discussion_locked or sees_confidential(actor, s)
+
+
+def may_admin_note(actor: Actor | None, s: ProjectSubject | GroupSubject, note_author_id: int | None) -> bool:
+    """Changing or deleting a note: its author, or a Maintainer (group: Owner) and administrators."""
+    if actor is None:
+        return False
+    if actor.user.id == note_author_id or is_admin(actor):
+        return True
+    wanted = MAINTAINER if isinstance(s, ProjectSubject) else OWNER
+    return (s.level or 0) >= wanted
+
+
+def may_read_epic(actor: Actor | None, s: GroupSubject, confidential: bool, author_id: int | None) -> bool:
+    """An epic of a group the actor sees; a confidential one only to Reporters and up and its author."""
+    if not may(actor, Action.READ_EPIC, s):
+        return False
+    return (
+        not confidential or sees_confidential(actor, s) or (actor is not None and actor.user.id == author_id)
+    )
 
 
 def may_push_to(

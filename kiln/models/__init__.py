@@ -2,10 +2,16 @@
 
 from kiln.models.badges import Badge
 from kiln.models.base import Base, IdHighWater
+from kiln.models.boards import Board, BoardLabel, BoardList
+from kiln.models.epics import Epic, EpicIssue
 from kiln.models.features import FeatureGate
+from kiln.models.issues import InternalId, Issue, IssueAssignee, IssueLink, Timelog
 from kiln.models.jobs import Job
 from kiln.models.keys import Email, GPGKey, GPGKeySubkey, SSHKey
+from kiln.models.labels import Label, LabelLink, LabelPriority
+from kiln.models.milestones import Milestone
 from kiln.models.namespaces import GroupCustomAttribute, Member, Namespace
+from kiln.models.notes import AwardEmoji, Note
 from kiln.models.projects import (
     Project,
     ProjectCustomAttribute,
@@ -17,16 +23,29 @@ from kiln.models.projects import (
     Upload,
 )
 from kiln.models.repository import CommitNote, Event, ProtectedBranch
+from kiln.models.resource_events import (
+    ResourceLabelEvent,
+    ResourceMilestoneEvent,
+    ResourceStateEvent,
+    ResourceWeightEvent,
+)
 from kiln.models.settings import ApplicationSetting, PlanLimits, Term
+from kiln.models.todos import Subscription, Todo
 from kiln.models.tokens import OAuthAccessToken, PersonalAccessToken, WebSession
 from kiln.models.users import Identity, User, UserCustomAttribute
 
 __all__ = [
     "ApplicationSetting",
+    "AwardEmoji",
     "Badge",
     "Base",
+    "Board",
+    "BoardLabel",
+    "BoardList",
     "CommitNote",
     "Email",
+    "Epic",
+    "EpicIssue",
     "Event",
     "FeatureGate",
     "GPGKey",
@@ -34,9 +53,18 @@ __all__ = [
     "GroupCustomAttribute",
     "IdHighWater",
     "Identity",
+    "InternalId",
+    "Issue",
+    "IssueAssignee",
+    "IssueLink",
     "Job",
+    "Label",
+    "LabelLink",
+    "LabelPriority",
     "Member",
+    "Milestone",
     "Namespace",
+    "Note",
     "OAuthAccessToken",
     "PersonalAccessToken",
     "PlanLimits",
@@ -48,8 +76,15 @@ __all__ = [
     "ProjectTopic",
     "ProjectVisibilityCount",
     "ProtectedBranch",
+    "ResourceLabelEvent",
+    "ResourceMilestoneEvent",
+    "ResourceStateEvent",
+    "ResourceWeightEvent",
     "SSHKey",
+    "Subscription",
     "Term",
+    "Timelog",
+    "Todo",
     "Upload",
     "User",
     "UserCustomAttribute",

@@ -48,6 +48,8 @@ _SCALE = 1_000
 # The flags behaviour in kiln is gated by, under GitLab's names.
 VULNERABILITY_EXPORTS = "first_class_vulnerabilities"  # vulnerability exports API (alpha)
 CONFIDENTIAL_EPICS = "confidential_epics"  # `confidential` on epics; ignored while off
+# Epics at all: off, the epics endpoints answer 403 (the feature unavailable).
+EPICS = "epics"
 
 DEFINITIONS: dict[str, Definition] = {
     d.name: d
@@ -58,6 +60,13 @@ DEFINITIONS: dict[str, Definition] = {
             group="group::threat insights",
             milestone="12.10",
             default_enabled=False,
+        ),
+        Definition(
+            EPICS,
+            type="ops",
+            group="group::portfolio management",
+            milestone="10.2",
+            default_enabled=True,
         ),
         Definition(
             CONFIDENTIAL_EPICS,

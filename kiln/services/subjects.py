@@ -1,6 +1,6 @@
 """The subject of a project-, group- or user-scoped route: the project (with its namespace) or
-the group, and the caller's level on it, loaded for one caller and one action; or the user
-whose keys, addresses or memberships a route reads.
+the group, and the caller's level on it, loaded for one caller and one action; an issue or an
+epic with its project or group; or the user whose keys, addresses or memberships a route reads.
 
 Every project- or group-scoped service starts here, never from another resource's service:
 `project` and `group` answer the route's 404 or 403 through `policy.authorize`; the `find_*`
@@ -12,14 +12,17 @@ from sqlalchemy.orm import Session
 
 from kiln import policy
 from kiln.auth.actor import Actor
-from kiln.errors import NotFound
+from kiln.errors import Forbidden, NotFound
 from kiln.models import Namespace
-from kiln.policy import Action, GroupSubject, ProjectSubject
+from kiln.policy import Action, EpicSubject, GroupSubject, IssueSubject, ProjectSubject
 from kiln.queries import access
+from kiln.queries import epics as epic_finder
 from kiln.queries import groups as group_finder
+from kiln.queries import issues as issue_finder
 from kiln.queries import projects as project_finder
 from kiln.queries import users as user_finder
 from kiln.queries.users import UserRow
+from kiln.services import features
 
 
 def find_project(
@@ -73,6 +76,64 @@ def group(
         raise NotFound("Group")
     policy.authorize(actor, action, s, "Group")
     return s
+
+
+def issue(
+    db: Session,
+    actor: Actor | None,
+    ident: str,
+    iid: int,
+    action: Action = Action.READ_ISSUE,
+    *,
+    rows: bool = True,
+) -> IssueSubject:
+    """Issue `iid` of the project: 404 "Project" for a project hidden from the actor, 403 when
+    its issues are closed to them, 404 "Issue" when the issue is absent or confidential and
+    hidden; then 403 if `action` (an Action on the project) is refused. The issue is the model."""
+    s = project(db, actor, ident, Action.READ_ISSUE, rows=rows)
+    found = issue_finder.subject_row(db, s.project.id, iid)
+    if found is None:
+        raise NotFound("Issue")
+    row, assignee_ids = found
+    if not policy.may_read_issue(actor, s, row.confidential, row.author_id, assignee_ids):
+        raise NotFound("Issue")
+    if action is not Action.READ_ISSUE:
+        policy.require(actor, action, s)
+    return IssueSubject(project=s, issue=row, assignee_ids=tuple(assignee_ids))
+
+
+def epics_group(
+    db: Session, actor: Actor | None, ident: str, action: Action = Action.READ_EPIC, *, rows: bool = True
+) -> GroupSubject:
+    """The group whose epics a route reads or changes: 404 "Group" when hidden, 403 while the
+    epics feature is off for it, then 403 if `action` is refused."""
+    s = group(db, actor, ident, Action.READ_GROUP, rows=rows)
+    if not features.enabled(db, features.EPICS, group=s.group):
+        raise Forbidden()
+    if action is not Action.READ_GROUP:
+        policy.authorize(actor, action, s, "Group")
+    return s
+
+
+def epic(
+    db: Session,
+    actor: Actor | None,
+    ident: str,
+    epic_ref: int,
+    action: Action = Action.READ_EPIC,
+    *,
+    by_id: bool = False,
+    rows: bool = True,
+) -> EpicSubject:
+    """Epic `epic_ref` of the group (its iid, or its global id with `by_id`, as epic notes are
+    reached): 404 "Epic" when absent or confidential and hidden, otherwise as epics_group."""
+    s = epics_group(db, actor, ident, rows=rows)
+    row = epic_finder.subject_row(db, s.group.id, epic_ref, by_id=by_id)
+    if row is None or not policy.may_read_epic(actor, s, row.confidential, row.author_id):
+        raise NotFound("Epic")
+    if action is not Action.READ_EPIC:
+        policy.require(actor, action, s)
+    return EpicSubject(group=s, epic=row)
 
 
 def user(db: Session, user_id: int) -> UserRow:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from kiln.config import Settings
+from tests.factories.planning import PlanningFactory
 from tests.factories.projects import ProjectFactory
 from tests.factories.repositories import RepositoryFactory
 from tests.factories.users import MadeUser, UserFactory
@@ -13,7 +14,7 @@ from tests.factories.users import MadeUser, UserFactory
 __all__ = ["Factory", "MadeUser"]
 
 
-class Factory(RepositoryFactory, ProjectFactory, UserFactory):
+class Factory(PlanningFactory, RepositoryFactory, ProjectFactory, UserFactory):
     def __init__(self, db: Session, settings: Settings) -> None:
         self.db = db
         self.settings = settings
