@@ -167,6 +167,19 @@ class ConflictList(KilnError):
         return {"message": self.messages}
 
 
+class ApiError(KilnError):
+    """GitLab's render_api_error!(message, status): any status, `message` as given (a text or
+    an object such as {"error": "Issue could not be moved!"})."""
+
+    def __init__(self, message: str | dict[str, Any], status: int) -> None:
+        super().__init__(str(message))
+        self.message = message
+        self.status = status
+
+    def body(self) -> dict[str, Any]:
+        return {"message": self.message}
+
+
 class PreconditionFailed(KilnError):
     status = 412
 

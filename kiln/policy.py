@@ -85,8 +85,10 @@ class Action(Enum):
     CREATE_ISSUE = auto()  # open an issue; also comment, react, subscribe (signed in)
     ADMIN_ISSUE = auto()  # labels, milestone, assignees, any issue's fields, confidential ones (Reporter)
     DESTROY_ISSUE = auto()  # delete an issue (Owner)
+    ADMIN_ISSUE_LINK = auto()  # link the project's issues to others, unlink them (Guest)
     ADMIN_LABELS = auto()  # create, change, delete, promote labels (project or group Reporter)
     ADMIN_MILESTONES = auto()  # create, change, delete, promote milestones (Reporter)
+    READ_MILESTONE = auto()  # a project's milestones (its issues or merge requests open to the actor)
     ADMIN_BOARDS = auto()  # create, change, delete boards and their lists (Reporter)
     READ_EPIC = auto()  # a group's epics (anyone who sees the group)
     CREATE_EPIC = auto()  # create and change epics, link issues (group Reporter)
@@ -144,6 +146,7 @@ ARCHIVED_REFUSES = frozenset(
         Action.CREATE_ISSUE,
         Action.ADMIN_ISSUE,
         Action.DESTROY_ISSUE,
+        Action.ADMIN_ISSUE_LINK,
         Action.ADMIN_LABELS,
         Action.ADMIN_MILESTONES,
         Action.ADMIN_BOARDS,
@@ -242,6 +245,15 @@ def open_features(actor: Actor | None, s: ProjectSubject) -> dict[str, bool]:
     return out
 
 
+def _feature_open(actor: Actor | None, s: ProjectSubject, feature: str) -> bool:
+    """A project feature (its `<feature>_access_level`) open to the actor: not disabled, and
+    enabled for all who see the project or the actor a member (or an administrator)."""
+    level = getattr(s.project, f"{feature}_access_level")
+    if level == DISABLED or not _may_project(actor, Action.READ_PROJECT, s):
+        return False
+    return level != FEATURE_PRIVATE or is_admin(actor) or (s.level or 0) >= GUEST
+
+
 def _may_project(actor: Actor | None, action: Action, s: ProjectSubject) -> bool:
     level = s.level or 0
     admin = is_admin(actor)
@@ -253,6 +265,8 @@ def _may_project(actor: Actor | None, action: Action, s: ProjectSubject) -> bool
         if s.project.issues_access_level == DISABLED or not _may_project(actor, Action.READ_PROJECT, s):
             return False
         return s.project.issues_access_level != FEATURE_PRIVATE or admin or level >= GUEST
+    if action is Action.READ_MILESTONE:
+        return _may_project(actor, Action.READ_ISSUE, s) or _feature_open(actor, s, "merge_requests")
     if action is Action.READ_CODE:
         # Guests of a private project see no code; on public and internal projects they do.
         if s.project.repository_access_level == DISABLED:
@@ -280,10 +294,14 @@ def _may_project(actor: Actor | None, action: Action, s: ProjectSubject) -> bool
         return admin or level >= MAINTAINER
     if action is Action.CREATE_ISSUE:
         return _may_project(actor, Action.READ_ISSUE, s)
-    if action in (Action.ADMIN_ISSUE, Action.ADMIN_LABELS, Action.ADMIN_MILESTONES, Action.ADMIN_BOARDS):
+    if action in (Action.ADMIN_ISSUE, Action.ADMIN_LABELS, Action.ADMIN_BOARDS):
         return _may_project(actor, Action.READ_ISSUE, s) and (admin or level >= REPORTER)
+    if action is Action.ADMIN_MILESTONES:  # GitLab's admin_milestone: wherever milestones are read
+        return _may_project(actor, Action.READ_MILESTONE, s) and (admin or level >= REPORTER)
     if action is Action.DESTROY_ISSUE:
         return admin or level >= OWNER
+    if action is Action.ADMIN_ISSUE_LINK:  # GitLab's admin_issue_link: Guests and up
+        return _may_project(actor, Action.READ_ISSUE, s) and (admin or level >= GUEST)
     if action in (
         Action.UPDATE_PROJECT,
         Action.SHARE_PROJECT,
@@ -404,6 +422,31 @@ def may_admin_note(actor: Actor | None, s: ProjectSubject | GroupSubject, note_a
         return True
     wanted = MAINTAINER if isinstance(s, ProjectSubject) else OWNER
     return (s.level or 0) >= wanted
+
+
+def may_backdate_note(actor: Actor | None, s: ProjectSubject | GroupSubject) -> bool:
+    """A note's created_at given by the caller (imports): administrators and Owners."""
+    return is_admin(actor) or (actor is not None and (s.level or 0) >= OWNER)
+
+
+def may_resolve_note(
+    actor: Actor | None, s: ProjectSubject | GroupSubject, noteable_author_id: int | None
+) -> bool:
+    """Resolving a resolvable thread: the noteable's author, Developers and up, administrators."""
+    if actor is None:
+        return False
+    return actor.user.id == noteable_author_id or is_admin(actor) or (s.level or 0) >= DEVELOPER
+
+
+def may_award(actor: Actor | None, s: ProjectSubject | GroupSubject) -> bool:
+    """An emoji reaction on something the actor can read: anyone signed in (an archived
+    project's issues take none)."""
+    return may_comment(actor, s, discussion_locked=False)
+
+
+def may_revoke_award(actor: Actor | None, awarder_id: int) -> bool:
+    """Removing an emoji reaction: whoever gave it, and administrators."""
+    return actor is not None and (actor.user.id == awarder_id or is_admin(actor))
 
 
 def may_read_epic(actor: Actor | None, s: GroupSubject, confidential: bool, author_id: int | None) -> bool:

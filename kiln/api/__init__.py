@@ -18,6 +18,7 @@ from kiln.api import (
     git_http,
     gpg_keys,
     groups,
+    issues,
     keys,
     members,
     meta,
@@ -116,6 +117,7 @@ API_ROUTES: list[HTTPRouteHandler] = [
     *application_settings.ROUTES,
     *plan_limits.ROUTES,
     *application_statistics.ROUTES,
+    *issues.ROUTES,
 ]
 
 # Mounted at the root: web sign-in, OAuth, health, public files.

@@ -8,12 +8,17 @@ functions decide nothing, for callers with answers of their own (git over HTTP, 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
 from sqlalchemy.orm import Session
 
 from kiln import policy
 from kiln.auth.actor import Actor
 from kiln.errors import Forbidden, NotFound
-from kiln.models import Namespace
+from kiln.models import Epic, Issue, Namespace
+from kiln.models.notes import EPIC, ISSUE
 from kiln.policy import Action, EpicSubject, GroupSubject, IssueSubject, ProjectSubject
 from kiln.queries import access
 from kiln.queries import epics as epic_finder
@@ -134,6 +139,95 @@ def epic(
     if action is not Action.READ_EPIC:
         policy.require(actor, action, s)
     return EpicSubject(group=s, epic=row)
+
+
+# ----------------------------------------------------------------------------- noteables
+# What takes notes, threads and emoji reactions: one table of kinds (merge requests and
+# snippets join with a row and a loader), each loaded as its own subject above.
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    """A kind of noteable: how its routes name it and what its notes may do."""
+
+    noteable_type: str  # as the API spells it ("Issue")
+    parent: Literal["projects", "groups"]
+    path: str  # the collection in the URL ("issues")
+    # Whether its threads can be resolved (GitLab: merge requests); issues' and epics' cannot.
+    resolvable: bool = False
+
+
+ISSUES = Kind(ISSUE, "projects", "issues")
+EPICS = Kind(EPIC, "groups", "epics")
+KINDS: dict[str, Kind] = {kind.path: kind for kind in (ISSUES, EPICS)}
+
+
+@dataclass(frozen=True, slots=True)
+class Noteable:
+    """An issue or epic the caller may read, with what notes need to know of it."""
+
+    kind: Kind
+    subject: ProjectSubject | GroupSubject
+    model: Issue | Epic
+    id: int
+    iid: int
+    project_id: int | None
+    group_id: int | None
+    author_id: int | None
+    confidential: bool
+    locked: bool
+
+    @property
+    def owner(self) -> dict[str, int | None]:
+        return {"project_id": self.project_id, "group_id": self.group_id}
+
+
+def _noteable_issue(db: Session, actor: Actor | None, ident: str, ref: int, by_id: bool) -> Noteable:
+    s = issue(db, actor, ident, ref)
+    found = s.issue
+    return Noteable(
+        ISSUES,
+        s.project,
+        found,
+        found.id,
+        found.iid,
+        found.project_id,
+        None,
+        found.author_id,
+        bool(found.confidential),
+        bool(found.discussion_locked),
+    )
+
+
+def _noteable_epic(db: Session, actor: Actor | None, ident: str, ref: int, by_id: bool) -> Noteable:
+    s = epic(db, actor, ident, ref, by_id=by_id)
+    found = s.epic
+    return Noteable(
+        EPICS,
+        s.group,
+        found,
+        found.id,
+        found.iid,
+        None,
+        found.group_id,
+        found.author_id,
+        bool(found.confidential),
+        False,
+    )
+
+
+_LOADERS: dict[str, Callable[[Session, Actor | None, str, int, bool], Noteable]] = {
+    ISSUE: _noteable_issue,
+    EPIC: _noteable_epic,
+}
+
+
+def noteable(
+    db: Session, actor: Actor | None, kind: Kind, ident: str, ref: int, *, by_id: bool = False
+) -> Noteable:
+    """The noteable `ref` (iid, or global id with `by_id`) of project or group `ident`: 404 when
+    it or its parent is hidden from the caller."""
+    return _LOADERS[kind.noteable_type](db, actor, ident, ref, by_id)
 
 
 def user(db: Session, user_id: int) -> UserRow:

@@ -1,0 +1,278 @@
+"""Request contracts for issues (GitLab's lib/api/issues.rb and its issuable filters)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field, create_model, field_validator, model_validator
+
+from kiln.schemas._types import (
+    CommaList,
+    Day,
+    Flag,
+    GrapeMessage,
+    Int,
+    OptionalInt,
+    PageParams,
+    Params,
+    SearchText,
+    When,
+)
+
+# GitLab's Issuable::DESCRIPTION_LENGTH_MAX.
+DESCRIPTION_LIMIT = 1_048_576
+TITLE_LIMIT = 255
+
+ISSUE_TYPES = ("issue", "incident", "test_case", "task")
+ORDERS = (
+    "created_at",
+    "updated_at",
+    "priority",
+    "due_date",
+    "relative_position",
+    "label_priority",
+    "milestone_due",
+    "popularity",
+    "weight",
+    "title",
+)
+SCOPES = ("created_by_me", "assigned_to_me", "all", "created-by-me", "assigned-to-me")
+DUE_DATES = (
+    "0",
+    "any",
+    "today",
+    "tomorrow",
+    "overdue",
+    "week",
+    "month",
+    "next_month_and_previous_two_weeks",
+)
+
+
+def _listed(value: Any) -> Any:
+    """One value where an array is expected is an array of one (`iids=3`, `assignee_username=a`)."""
+    if isinstance(value, (str, int)):
+        return [value]
+    return value
+
+
+IntArray = Annotated[list[Int], BeforeValidator(_listed)]
+StrArray = Annotated[list[str], BeforeValidator(_listed)]
+
+
+class Negated(Params):
+    """`not[...]`: the filters an issue must not match."""
+
+    labels: CommaList | None = None
+    milestone: str | None = None
+    author_id: OptionalInt = None
+    author_username: str | None = None
+    assignee_id: str | None = None
+    assignee_username: StrArray | None = None
+    my_reaction_emoji: str | None = None
+    search: SearchText | None = None
+    in_: CommaList | None = Field(default=None, alias="in")
+    weight: str | None = None
+    iids: IntArray | None = None
+
+    @field_validator("assignee_id", "weight")
+    @classmethod
+    def _id_or_keyword(cls, value: str | None) -> str | None:
+        return _id_or_keyword(value)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _in_fields(cls, data: Any) -> Any:
+        _in_fields(data, "not[in]")
+        return data
+
+
+def _id_or_keyword(value: Any) -> Any:
+    """An integer, or `None` / `Any` (any capitalisation)."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    if text.lower() in ("none", "any") or text.lstrip("-").isdigit():
+        return text
+    raise ValueError("not an id")
+
+
+def _exclusive(data: Any, *names: str) -> None:
+    if isinstance(data, dict) and all(data.get(n) not in (None, "") for n in names):
+        raise GrapeMessage(f"{', '.join(names)} are mutually exclusive")
+
+
+def _in_fields(data: Any, shown: str = "in") -> None:
+    """`in` names title and description only (comma-joined or an array)."""
+    value = data.get("in") if isinstance(data, dict) else None
+    names = value.split(",") if isinstance(value, str) else value if isinstance(value, list) else []
+    if any(str(n).strip() not in ("title", "description") for n in names if str(n).strip()):
+        raise GrapeMessage(f"{shown} does not have a valid value")
+
+
+class IssueFilters(PageParams):
+    """GET /issues, /groups/:id/issues, /projects/:id/issues (`in` and `not` are added below:
+    Python keywords, they cannot be written as fields here)."""
+
+    id: str | None = None
+    state: Literal["opened", "closed", "all"] | None = None
+    labels: CommaList | None = None
+    with_labels_details: Flag = False
+    milestone: str | None = None
+    milestone_id: str | None = None
+    scope: Literal[SCOPES] | None = None  # type: ignore[valid-type]
+    author_id: OptionalInt = None
+    author_username: str | None = None
+    assignee_id: str | None = None
+    assignee_username: StrArray | None = None
+    my_reaction_emoji: str | None = None
+    weight: str | None = None
+    iids: IntArray | None = None
+    order_by: Literal[ORDERS] = "created_at"  # type: ignore[valid-type]
+    sort: Literal["asc", "desc"] = "desc"  # type: ignore[assignment]
+    search: SearchText | None = None
+    created_after: When | None = None
+    created_before: When | None = None
+    updated_after: When | None = None
+    updated_before: When | None = None
+    due_date: Literal[DUE_DATES] | None = None  # type: ignore[valid-type]
+    confidential: Flag | None = None
+    issue_type: Literal[ISSUE_TYPES] | None = None  # type: ignore[valid-type]
+    non_archived: Flag = True
+
+    @field_validator("assignee_id", "weight")
+    @classmethod
+    def _id_or_keyword(cls, value: str | None) -> str | None:
+        return _id_or_keyword(value)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_of_each(cls, data: Any) -> Any:
+        _exclusive(data, "author_id", "author_username")
+        _exclusive(data, "assignee_id", "assignee_username")
+        _in_fields(data)
+        if isinstance(data, dict) and data.get("state") == "":
+            data = {**data, "state": None}
+        return data
+
+    @property
+    def in_(self) -> list[str] | None:
+        """The `in` parameter: which texts `search` looks in."""
+        return getattr(self, "in")  # type: ignore[no-any-return]
+
+    @property
+    def not_(self) -> Negated | None:
+        """The `not[...]` parameters."""
+        return getattr(self, "not")  # type: ignore[no-any-return]
+
+
+# The route's contract: IssueFilters with `in` and `not` (type hints name IssueFilters).
+IssueList: type[IssueFilters] = create_model(
+    "IssueList",
+    __base__=IssueFilters,
+    **{"in": (CommaList | None, None), "not": (Negated | None, None)},  # type: ignore[call-overload]
+)
+
+
+class IssueGet(Params):
+    id: str
+    issue_iid: Int
+
+
+class IssueById(Params):
+    id: Int
+
+
+def _labels_value(value: Any) -> Any:
+    """Labels as a comma-separated string or an array (of strings, or of comma lists)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [p.strip() for p in value.split(",") if p.strip()]
+    if isinstance(value, list):
+        out: list[str] = []
+        for item in value:
+            out.extend(p.strip() for p in str(item).split(",") if p.strip())
+        return out
+    return value
+
+
+LabelNames = Annotated[list[str] | None, BeforeValidator(_labels_value)]
+
+
+def _ids_value(value: Any) -> Any:
+    """assignee_ids: an array, a comma string, or one id; 0 / "" / [] / null mean nobody."""
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        return [p.strip() for p in value.split(",") if p.strip()]
+    if isinstance(value, int):
+        return [value]
+    return value
+
+
+IdList = Annotated[list[Int], BeforeValidator(_ids_value)]
+
+
+class _IssueFields(Params):
+    keep_null = frozenset({"assignee_ids", "milestone_id", "weight", "due_date", "epic_id", "epic_iid"})
+
+    id: str
+    description: str | None = None
+    confidential: Flag | None = None
+    assignee_ids: IdList | None = None
+    assignee_id: OptionalInt = None
+    milestone_id: OptionalInt = None
+    labels: LabelNames = None
+    due_date: Annotated[Day | None, BeforeValidator(lambda v: None if v == "" else v)] = None
+    weight: OptionalInt = None
+    issue_type: Literal[ISSUE_TYPES] | None = None  # type: ignore[valid-type]
+    discussion_locked: Flag | None = None
+    epic_id: OptionalInt = None
+    epic_iid: OptionalInt = None
+
+    @field_validator("weight")
+    @classmethod
+    def _weight(cls, value: int | None) -> int | None:
+        if value is not None and value < 0:
+            raise GrapeMessage("weight does not have a valid value")
+        return value
+
+
+class IssueCreate(_IssueFields):
+    title: str
+    iid: OptionalInt = None
+    created_at: When | None = None
+    merge_request_to_resolve_discussions_of: OptionalInt = None
+    discussion_to_resolve: str | None = None
+
+
+class IssueUpdate(_IssueFields):
+    issue_iid: Int
+    title: str | None = None
+    state_event: Literal["close", "reopen"] | None = None
+    add_labels: LabelNames = None
+    remove_labels: LabelNames = None
+    updated_at: When | None = None
+
+
+class IssueMove(Params):
+    id: str
+    issue_iid: Int
+    to_project_id: Int
+
+
+class IssueClone(IssueMove):
+    with_notes: Flag = False
+
+
+class IssueReorder(Params):
+    id: str
+    issue_iid: Int
+    move_after_id: OptionalInt = None
+    move_before_id: OptionalInt = None
+
+
+class ParticipantList(PageParams):
+    id: str
+    issue_iid: Int
