@@ -20,6 +20,7 @@ from kiln.api import (
     groups,
     issues,
     keys,
+    labels,
     members,
     meta,
     namespaces,
@@ -118,6 +119,7 @@ API_ROUTES: list[HTTPRouteHandler] = [
     *plan_limits.ROUTES,
     *application_statistics.ROUTES,
     *issues.ROUTES,
+    *labels.ROUTES,
 ]
 
 # Mounted at the root: web sign-in, OAuth, health, public files.
