@@ -23,6 +23,7 @@ from kiln.api import (
     labels,
     members,
     meta,
+    milestones,
     namespaces,
     oauth,
     plan_limits,
@@ -120,6 +121,7 @@ API_ROUTES: list[HTTPRouteHandler] = [
     *application_statistics.ROUTES,
     *issues.ROUTES,
     *labels.ROUTES,
+    *milestones.ROUTES,
 ]
 
 # Mounted at the root: web sign-in, OAuth, health, public files.
