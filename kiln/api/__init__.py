@@ -13,6 +13,8 @@ from kiln.api import (
     compare,
     custom_attributes,
     emails,
+    epic_issues,
+    epics,
     features,
     files,
     git_http,
@@ -122,6 +124,8 @@ API_ROUTES: list[HTTPRouteHandler] = [
     *issues.ROUTES,
     *labels.ROUTES,
     *milestones.ROUTES,
+    *epics.ROUTES,
+    *epic_issues.ROUTES,
 ]
 
 # Mounted at the root: web sign-in, OAuth, health, public files.
