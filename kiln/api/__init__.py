@@ -20,6 +20,7 @@ from kiln.api import (
     git_http,
     gpg_keys,
     groups,
+    issue_links,
     issues,
     keys,
     labels,
@@ -31,11 +32,14 @@ from kiln.api import (
     plan_limits,
     projects,
     protected_branches,
+    resource_events,
     sessions,
     signatures,
     signups,
     tags,
     terms,
+    time_tracking,
+    todos,
     tokens,
     tree,
     uploads,
@@ -126,6 +130,10 @@ API_ROUTES: list[HTTPRouteHandler] = [
     *milestones.ROUTES,
     *epics.ROUTES,
     *epic_issues.ROUTES,
+    *issue_links.ROUTES,
+    *todos.ROUTES,
+    *resource_events.ROUTES,
+    *time_tracking.ROUTES,
 ]
 
 # Mounted at the root: web sign-in, OAuth, health, public files.

@@ -1,15 +1,24 @@
 """Resource events: the history of labels, milestone, state and weight of an issue, epic or
-merge request. Writes call the `*_changed` functions in their own transaction."""
+merge request. Writes call the `*_changed` functions in their own transaction; the routes
+read them back, oldest first, for whoever may read the issue (or epic)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from sqlalchemy.orm import Session
 
 from kiln.auth.actor import Actor
+from kiln.errors import NotFound
 from kiln.models import ResourceLabelEvent, ResourceMilestoneEvent, ResourceStateEvent, ResourceWeightEvent
+from kiln.models.notes import EPIC, ISSUE
 from kiln.models.resource_events import ADD, REMOVE
+from kiln.pagination import Page, PageResult
+from kiln.queries import resource_events as finder
+from kiln.queries import users as user_finder
+from kiln.queries.resource_events import Events, Kind
+from kiln.services import subjects
 
 
 def _user(actor: Actor | None) -> int | None:
@@ -85,3 +94,51 @@ def weight_changed(
     db.add(
         ResourceWeightEvent(target_type=target_type, target_id=target_id, user_id=_user(actor), weight=weight)
     )
+
+
+# ----------------------------------------------------------------------------- reading
+
+EVENT_NOT_FOUND = "404 Not found"
+
+
+def _related(db: Session, kind: Kind, rows: list[Any], page: PageResult | None) -> Events:
+    """One statement each for the users, labels and milestones of `rows`, whatever their number."""
+    user_ids = list(dict.fromkeys(r.user_id for r in rows if r.user_id is not None))
+    users = {u.id: u for u in user_finder.rows_by_ids(db, user_ids)}
+    labels = (
+        finder.labels_by_ids(db, [r.label_id for r in rows if r.label_id is not None])
+        if kind == "label"
+        else {}
+    )
+    milestones = (
+        finder.milestones_by_ids(db, [r.milestone_id for r in rows if r.milestone_id is not None])
+        if kind == "milestone"
+        else {}
+    )
+    return Events(rows, page, users, labels, milestones)
+
+
+def _target(db: Session, actor: Actor | None, parent: str, ident: str, ref: int) -> tuple[str, int]:
+    """The issue (of a project) or epic (of a group, by its global id, as GitLab reaches epics
+    here) whose events are read: 404 when hidden, as it is."""
+    if parent == "projects":
+        return ISSUE, subjects.issue(db, actor, ident, ref).issue.id
+    return EPIC, subjects.epic(db, actor, ident, ref, by_id=True).epic.id
+
+
+def list_events(
+    db: Session, actor: Actor | None, kind: Kind, parent: str, ident: str, ref: int, page: Page
+) -> Events:
+    target_type, target_id = _target(db, actor, parent, ident, ref)
+    result = finder.page_of(db, kind, target_type, target_id, page)
+    return _related(db, kind, result.items, result)
+
+
+def get_event(
+    db: Session, actor: Actor | None, kind: Kind, parent: str, ident: str, ref: int, event_id: int
+) -> Events:
+    target_type, target_id = _target(db, actor, parent, ident, ref)
+    row = finder.one_of(db, kind, target_type, target_id, event_id)
+    if row is None:
+        raise NotFound(message=EVENT_NOT_FOUND)
+    return _related(db, kind, [row], None)

@@ -1,0 +1,28 @@
+"""Request contracts for resource events (GitLab's resource_*_events parameters): an issue
+by its iid, an epic by its global id."""
+
+from __future__ import annotations
+
+from kiln.schemas._types import Int, PageParams, Params
+
+
+class IssueEventList(PageParams):
+    id: str
+    issue_iid: Int
+
+
+class IssueEventGet(Params):
+    id: str
+    issue_iid: Int
+    event_id: Int
+
+
+class EpicEventList(PageParams):
+    id: str
+    epic_id: Int
+
+
+class EpicEventGet(Params):
+    id: str
+    epic_id: Int
+    event_id: Int

@@ -1,0 +1,259 @@
+"""Time tracking of issues (and, through the same functions, merge requests): an estimate and
+the time spent, written as GitLab's time tracking writes them. Durations are GitLab's human
+form ("1mo 2w 3d 4h 30m", "3h30m", "1.5", a bare number being hours; "-1h" subtracts spent
+time), counted as GitLab counts by default: a month is 4 weeks, a week 5 days, a day 8 hours.
+Spent time is a time log per change (a reset logs the total's negative), and the target's
+total_time_spent is kept with each log. Changing either takes GitLab's admin ability on the
+issue (Reporter and up); reading them, sight of the issue."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from kiln import events
+from kiln.auth.actor import Actor
+from kiln.db import transaction
+from kiln.errors import ValidationFailed
+from kiln.models import Issue, Timelog
+from kiln.models.base import utcnow
+from kiln.models.notes import ISSUE
+from kiln.policy import Action
+from kiln.queries.time_tracking import TimeStats
+from kiln.services import subjects, system_notes
+
+MINUTE, HOUR = 60, 3600
+DAY = 8 * HOUR
+WEEK = 5 * DAY
+MONTH = 4 * WEEK
+_UNITS: dict[str, int] = {}
+for _names, _size in (
+    (("mo", "mos", "month", "months"), MONTH),
+    (("w", "wk", "wks", "week", "weeks"), WEEK),
+    (("d", "dy", "day", "days"), DAY),
+    (("h", "hr", "hrs", "hour", "hours"), HOUR),
+    (("m", "min", "mins", "minute", "minutes"), MINUTE),
+    (("s", "sec", "secs", "second", "seconds"), 1),
+):
+    _UNITS.update(dict.fromkeys(_names, _size))
+_HUMAN_UNITS = (("mo", MONTH), ("w", WEEK), ("d", DAY), ("h", HOUR), ("m", MINUTE), ("s", 1))
+
+# A number with an optional unit (a bare number is hours), any number of times.
+_PART = re.compile(r"(\d+(?:\.\d+)?|\.\d+)\s*([a-z]*)")
+_SEPARATORS = re.compile(r",|\band\b")
+# Longer than any duration anyone writes; bounds the work a crafted one costs.
+MAX_DURATION_TEXT = 256
+
+# The most an estimate holds (GitLab keeps a larger one as this: its integer column's limit).
+MAX_ESTIMATE = 2**31 - 1
+# The most time spent an issue may total (GitLab's Timelog::MAX_TOTAL_TIME_SPENT, a year).
+MAX_TOTAL_SPENT = 31_557_600
+SUMMARY_LIMIT = 255
+
+ESTIMATE_INVALID = "must have a valid format and be greater than or equal to zero."
+SPENT_INVALID = "can't be blank"
+SUBTRACT_TOO_MUCH = "Time to subtract exceeds the total time spent"
+SPENT_TOO_MUCH = "Total time spent cannot exceed a year."
+
+
+def parse_duration(text: str) -> int | None:
+    """Seconds in a human duration (negative with a leading `-`), None if it is none."""
+    if len(text) > MAX_DURATION_TEXT:
+        return None
+    s = _SEPARATORS.sub(" ", text.strip().lower())
+    sign = 1
+    if s.startswith("-"):
+        sign, s = -1, s[1:]
+    s = s.strip()
+    if not s:
+        return None
+    total, at = 0.0, 0
+    while at < len(s):
+        if s[at].isspace():
+            at += 1
+            continue
+        m = _PART.match(s, at)
+        if m is None:
+            return None
+        unit = m.group(2)
+        size = HOUR if not unit else _UNITS.get(unit)
+        if size is None:
+            return None
+        total += float(m.group(1)) * size
+        at = m.end()
+    if total > 2**62:
+        return None
+    return sign * int(total)
+
+
+def human(seconds: int) -> str:
+    """Seconds as GitLab writes a duration: "1w 2d 3h 30m" (months, weeks, days of 8 hours)."""
+    sign, left = ("-" if seconds < 0 else ""), abs(seconds)
+    parts = []
+    for unit, size in _HUMAN_UNITS:
+        if left >= size:
+            parts.append(f"{left // size}{unit}")
+            left %= size
+    return sign + (" ".join(parts) or "0m")
+
+
+@dataclass(slots=True, frozen=True)
+class Trackable:
+    """What time is tracked on: an issue or a merge request (the model), its type for time
+    logs and notes, where it lives, and what its hook events are called."""
+
+    target: Any  # the model: time_estimate, total_time_spent, id, iid
+    target_type: str
+    project_id: int
+    hook: str
+
+
+def _of_issue(issue: Issue) -> Trackable:
+    return Trackable(issue, ISSUE, issue.project_id, "confidential_issue" if issue.confidential else "issue")
+
+
+def _stats(t: Trackable) -> TimeStats:
+    return TimeStats(t.target.time_estimate or 0, t.target.total_time_spent or 0)
+
+
+def _changed(db: Session, actor: Actor, t: Trackable, changes: dict[str, Any]) -> None:
+    events.record(
+        db,
+        "updated",
+        project_id=t.project_id,
+        actor=actor,
+        target_type=t.target_type,
+        target_id=t.target.id,
+        data={"hook": t.hook, "hook_action": "update", "iid": t.target.iid, "changes": changes},
+    )
+
+
+# ----------------------------------------------------------------------------- any trackable
+
+
+def set_estimate(db: Session, actor: Actor, t: Trackable, seconds: int) -> TimeStats:
+    """The estimate becomes `seconds` (0: none), noted in the thread when it changes."""
+    seconds = min(seconds, MAX_ESTIMATE)
+    with transaction(db):
+        _fresh(db, t)
+        previous = t.target.time_estimate or 0
+        if seconds != previous:
+            t.target.time_estimate = seconds
+            t.target.updated_at = utcnow()
+            body = f"changed time estimate to {human(seconds)}" if seconds else "removed time estimate"
+            system_notes.add(
+                db,
+                actor,
+                noteable_type=t.target_type,
+                noteable_id=t.target.id,
+                body=body,
+                project_id=t.project_id,
+            )
+            _changed(db, actor, t, {"time_estimate": {"previous": previous, "current": seconds}})
+    return _stats(t)
+
+
+def spend(db: Session, actor: Actor, t: Trackable, seconds: int, summary: str | None) -> TimeStats:
+    """Log `seconds` spent (negative: subtracted); the total may go neither below zero nor
+    past GitLab's limit. Nothing is logged for no time at all."""
+    if summary is not None and len(summary) > SUMMARY_LIMIT:
+        raise ValidationFailed({"timelogs.summary": [f"is too long (maximum is {SUMMARY_LIMIT} characters)"]})
+    with transaction(db):
+        _fresh(db, t)
+        total = t.target.total_time_spent or 0
+        if seconds < 0 and -seconds > total:
+            raise ValidationFailed({"base": [SUBTRACT_TOO_MUCH]})
+        if total + seconds > MAX_TOTAL_SPENT:
+            raise ValidationFailed({"base": [SPENT_TOO_MUCH]})
+        if seconds:
+            _log(db, actor, t, seconds, summary)
+            verb = "added" if seconds > 0 else "subtracted"
+            _spent_note(db, actor, t, f"{verb} {human(abs(seconds))} of time spent")
+    return _stats(t)
+
+
+def reset_spent(db: Session, actor: Actor, t: Trackable) -> TimeStats:
+    """The total back to zero, by logging its negative (nothing when nothing is spent)."""
+    with transaction(db):
+        _fresh(db, t)
+        total = t.target.total_time_spent or 0
+        if total:
+            _log(db, actor, t, -total, None)
+            _spent_note(db, actor, t, "removed time spent")
+    return _stats(t)
+
+
+def _fresh(db: Session, t: Trackable) -> None:
+    """The counts as the write finds them, the row held until it ends (concurrent writes
+    each add to the total the other left)."""
+    db.refresh(t.target, attribute_names=["time_estimate", "total_time_spent"], with_for_update=True)
+
+
+def _log(db: Session, actor: Actor, t: Trackable, seconds: int, summary: str | None) -> None:
+    previous = t.target.total_time_spent or 0
+    db.add(
+        Timelog(
+            target_type=t.target_type,
+            target_id=t.target.id,
+            project_id=t.project_id,
+            user_id=actor.id,
+            time_spent=seconds,
+            summary=summary,
+        )
+    )
+    t.target.total_time_spent = previous + seconds
+    _changed(
+        db,
+        actor,
+        t,
+        {"total_time_spent": {"previous": previous, "current": previous + seconds}, "time_change": seconds},
+    )
+
+
+def _spent_note(db: Session, actor: Actor, t: Trackable, body: str) -> None:
+    system_notes.add(
+        db, actor, noteable_type=t.target_type, noteable_id=t.target.id, body=body, project_id=t.project_id
+    )
+
+
+# ----------------------------------------------------------------------------- issues
+
+
+def _estimate_seconds(duration: str) -> int:
+    seconds = parse_duration(duration)
+    if seconds is None or seconds < 0:
+        raise ValidationFailed({"time_estimate": [ESTIMATE_INVALID]})
+    return seconds
+
+
+def issue_time_stats(db: Session, actor: Actor | None, ident: str, iid: int) -> TimeStats:
+    s = subjects.issue(db, actor, ident, iid)
+    return TimeStats(s.issue.time_estimate or 0, s.issue.total_time_spent or 0)
+
+
+def set_issue_estimate(db: Session, actor: Actor, ident: str, iid: int, duration: str) -> TimeStats:
+    s = subjects.issue(db, actor, ident, iid, Action.ADMIN_ISSUE)
+    return set_estimate(db, actor, _of_issue(s.issue), _estimate_seconds(duration))
+
+
+def reset_issue_estimate(db: Session, actor: Actor, ident: str, iid: int) -> TimeStats:
+    s = subjects.issue(db, actor, ident, iid, Action.ADMIN_ISSUE)
+    return set_estimate(db, actor, _of_issue(s.issue), 0)
+
+
+def add_issue_spent(
+    db: Session, actor: Actor, ident: str, iid: int, duration: str, summary: str | None
+) -> TimeStats:
+    s = subjects.issue(db, actor, ident, iid, Action.ADMIN_ISSUE)
+    seconds = parse_duration(duration)
+    if seconds is None:
+        raise ValidationFailed({"timelogs.time_spent": [SPENT_INVALID]})
+    return spend(db, actor, _of_issue(s.issue), seconds, summary)
+
+
+def reset_issue_spent(db: Session, actor: Actor, ident: str, iid: int) -> TimeStats:
+    s = subjects.issue(db, actor, ident, iid, Action.ADMIN_ISSUE)
+    return reset_spent(db, actor, _of_issue(s.issue))
