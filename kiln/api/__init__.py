@@ -7,11 +7,13 @@ from litestar.handlers import HTTPRouteHandler
 from kiln.api import (
     application_settings,
     application_statistics,
+    award_emoji,
     badges,
     branches,
     commits,
     compare,
     custom_attributes,
+    discussions,
     emails,
     epic_issues,
     epics,
@@ -28,6 +30,7 @@ from kiln.api import (
     meta,
     milestones,
     namespaces,
+    notes,
     oauth,
     plan_limits,
     projects,
@@ -134,6 +137,9 @@ API_ROUTES: list[HTTPRouteHandler] = [
     *todos.ROUTES,
     *resource_events.ROUTES,
     *time_tracking.ROUTES,
+    *notes.ROUTES,
+    *discussions.ROUTES,
+    *award_emoji.ROUTES,
 ]
 
 # Mounted at the root: web sign-in, OAuth, health, public files.
