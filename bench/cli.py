@@ -34,6 +34,7 @@ import httpx
 from bench import bare as bench_bare
 from bench import cost as bench_cost
 from bench import dataset
+from bench import issues as bench_issues
 from bench import rate_limits as bench_rate_limits
 from bench.load import TIMEOUT_S, LoadGenerator, Measurement, OpenLoop, Target, choose, measure
 from bench.processes import (
@@ -66,6 +67,7 @@ REFERENCE = {
     "kiln_projects_keyset": "bare",
     "kiln_version": "bare_blob",
     **bench_rate_limits.REFERENCE,
+    **bench_issues.REFERENCE,
 }
 AIMS = {
     "kiln_user": 0.6,
@@ -73,6 +75,7 @@ AIMS = {
     "kiln_projects_user": 0.25,
     "kiln_users": 0.3,
     "kiln_file": 0.6,
+    **bench_issues.AIMS,
 }
 EXTRA = ("kiln_projects", "kiln_projects_keyset")
 # kiln_version is kiln's stack alone (no database, no git): a bound on every route's ratio, shown
@@ -158,6 +161,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--open-duration", type=float, default=10.0, help="open loop seconds per target (10)")
     parser.add_argument(
         "--extra", action="store_true", help="also root's project list, with and without keyset pagination"
+    )
+    parser.add_argument(
+        "--issues",
+        type=int,
+        default=bench_issues.ISSUES,
+        help="issues of the issue lists' project; 0 skips them",
     )
     parser.add_argument("--loadgen", choices=("auto", "wrk", "python"), default="auto")
     parser.add_argument("--no-install", action="store_true", help="never apt-get install wrk")
@@ -268,6 +277,10 @@ def run_backend(
         project_id = dataset.middle_public_project_id(url)
         # The bare route's user doubles as the ordinary viewer: a bench user, not an admin.
         dataset.user_token(url, user_id, USER_TOKEN)
+        issues = None
+        if args.issues:
+            step(f"[{backend}] inserting {args.issues:,} issues (bench.issues)")
+            issues = bench_issues.populate(url, user_id, args.issues)
         dataset.analyze(url)
         step(f"[{backend}] writing project {project_id}'s repository")
         content = dataset.repository(data_dir, project_id)
@@ -290,6 +303,9 @@ def run_backend(
 
         targets = bench_targets(kiln_port, bare_port, user_id, project_id, args.extra)
         targets += bench_rate_limits.targets(targets)
+        if issues is not None:
+            api = f"http://127.0.0.1:{kiln_port}/api/v4"
+            targets += bench_issues.targets(api, {"Private-Token": USER_TOKEN}, issues)
         kiln.wait_ready(targets[1].url, targets[1].headers)
         bare.wait_ready(targets[0].url, {})
         check_answers(targets, user_id, project_id, projects, content)
@@ -476,6 +492,8 @@ def answer_ok(
     if key == "kiln_projects_user":
         # An ordinary user sees fewer than root: others' private projects are hidden.
         return _project_page(body, by_id=False) and (total is None or 0 < int(total) < projects)
+    if key in bench_issues.REFERENCE:
+        return bench_issues.answer_ok(key, response)
     raise KeyError(key)
 
 
