@@ -104,7 +104,13 @@ def _reused(db: Session, statement: Executable, params: Mapping[str, Any]) -> Ro
     if stamp is None:
         return _run(db, statement, params)
     try:
-        key: Hashable = (id(statement), tuple(params.items()))
+        # A list (an expanding parameter: a page's ids, names) counts as the tuple of its values.
+        key: Hashable = (
+            id(statement),
+            tuple(
+                (name, tuple(value) if isinstance(value, list) else value) for name, value in params.items()
+            ),
+        )
         hash(key)
     except TypeError:
         return _run(db, statement, params)
