@@ -168,6 +168,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=bench_issues.ISSUES,
         help="issues of the issue lists' project; 0 skips them",
     )
+    parser.add_argument(
+        "--only",
+        default="",
+        help="comma-separated kiln targets to measure (e.g. kiln_issues_labels), with their references",
+    )
     parser.add_argument("--loadgen", choices=("auto", "wrk", "python"), default="auto")
     parser.add_argument("--no-install", action="store_true", help="never apt-get install wrk")
     parser.add_argument("--no-pin", action="store_true", help="do not pin server and load generator to CPUs")
@@ -306,6 +311,7 @@ def run_backend(
         if issues is not None:
             api = f"http://127.0.0.1:{kiln_port}/api/v4"
             targets += bench_issues.targets(api, {"Private-Token": USER_TOKEN}, issues)
+        targets = selected(targets, args.only)
         kiln.wait_ready(targets[1].url, targets[1].headers)
         bare.wait_ready(targets[0].url, {})
         check_answers(targets, user_id, project_id, projects, content)
@@ -339,6 +345,19 @@ def run_backend(
             if server.proc.poll() is not None:
                 raise RuntimeError(f"{server.name} died during the run:\n{server.tail()}")
         return result
+
+
+def selected(targets: list[Target], only: str) -> list[Target]:
+    """The targets `--only` names and the references they are measured against (all of them
+    without it), in their order: references first."""
+    wanted = {key.strip() for key in only.split(",") if key.strip()}
+    if not wanted:
+        return targets
+    unknown = wanted - {t.key for t in targets}
+    if unknown:
+        raise SystemExit(f"--only: no such target {sorted(unknown)}")
+    keep = wanted | {REFERENCE[key] for key in wanted if key in REFERENCE}
+    return [t for t in targets if t.key in keep]
 
 
 def bench_targets(kiln_port: int, bare_port: int, user_id: int, project_id: int, extra: bool) -> list[Target]:
