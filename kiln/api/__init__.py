@@ -27,6 +27,7 @@ from kiln.api import (
     issues,
     keys,
     labels,
+    markdown,
     members,
     meta,
     milestones,
@@ -142,6 +143,7 @@ API_ROUTES: list[HTTPRouteHandler] = [
     *discussions.ROUTES,
     *award_emoji.ROUTES,
     *boards.ROUTES,
+    *markdown.ROUTES,
 ]
 
 # Mounted at the root: web sign-in, OAuth, health, public files.
