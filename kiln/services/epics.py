@@ -349,9 +349,10 @@ def _parent_for(
     """The parent named by `parent_id` on a create or an update, or the 400 GitLab answers."""
     parent = db.get(Epic, parent_id)
     try:
+        # Readable first: a confidential parent hidden from the caller is "No epic", not named.
+        check_link(db, actor, parent, child, group)
         if child is None and parent is not None and parent.confidential and not confidential:
             raise LinkRefused(CONFIDENTIAL_PARENT, 409)
-        check_link(db, actor, parent, child, group)
     except LinkRefused as refused:
         key = "confidential" if refused.message == CONFIDENTIAL_PARENT else "base"
         raise ValidationFailed({key: [refused.message]}) from None
@@ -613,15 +614,6 @@ def update_epic(db: Session, actor: Actor, p: EpicUpdate) -> OneEpic:
             _note(db, actor, epic, "changed the description")
             epic.description = p.description
             epic.last_edited_at, epic.last_edited_by_id = utcnow(), actor.id
-            mentions.record(
-                db,
-                actor,
-                p.description,
-                target_type=EPIC,
-                target_id=epic.id,
-                group_id=epic.group_id,
-                previous_text=previous,
-            )
         if (
             p.confidential is not None
             and p.confidential != epic.confidential
@@ -637,6 +629,19 @@ def update_epic(db: Session, actor: Actor, p: EpicUpdate) -> OneEpic:
                 actor,
                 epic,
                 "made the epic confidential" if p.confidential else "made the epic visible to everyone",
+            )
+        if "description" in changes:
+            # After a change of confidentiality: only those who may read the epic as it ends
+            # are given a to-do.
+            db.flush()
+            mentions.record(
+                db,
+                actor,
+                p.description,
+                target_type=EPIC,
+                target_id=epic.id,
+                group_id=epic.group_id,
+                previous_text=changes["description"]["previous"],
             )
         _update_labels(db, actor, epic, s.group, p, changes)
         before = (epic.start_date, epic.due_date)

@@ -115,7 +115,8 @@ def create_link(
     """Link the issue to another the actor may see (404 otherwise): 400 for itself, 409 when
     the two are linked already, either way round."""
     s = subjects.issue(db, actor, ident, iid, Action.ADMIN_ISSUE_LINK)
-    t = subjects.issue(db, actor, target_project, target_iid)
+    # Both ends take GitLab's admin_issue_link: a link writes a note into each.
+    t = subjects.issue(db, actor, target_project, target_iid, Action.ADMIN_ISSUE_LINK)
     if s.issue.id == t.issue.id:
         raise BadRequest(f"{_reference(t, s)} cannot be added: cannot be related to itself", raw=True)
     source, target = (t, s) if link_type == IS_BLOCKED_BY else (s, t)
@@ -150,7 +151,7 @@ def delete_link(db: Session, actor: Actor, ident: str, iid: int, link_id: int) -
     s = subjects.issue(db, actor, ident, iid, Action.ADMIN_ISSUE_LINK)
     found = _one(db, actor, s, link_id)
     other_row = found.target if found.source.id == s.issue.id else found.source
-    other = subjects.issue(db, actor, str(other_row.project_id), other_row.iid)
+    other = subjects.issue(db, actor, str(other_row.project_id), other_row.iid, Action.ADMIN_ISSUE_LINK)
     with transaction(db):
         link = db.get(IssueLink, link_id)
         if link is None:

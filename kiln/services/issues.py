@@ -17,7 +17,7 @@ from kiln import events, policy
 from kiln.auth.actor import Actor
 from kiln.db import transaction
 from kiln.entities.issues import ANYWHERE, Context
-from kiln.errors import BadRequest, Forbidden, NotFound, ValidationFailed
+from kiln.errors import ApiError, BadRequest, Forbidden, NotFound, ValidationFailed
 from kiln.models import (
     AwardEmoji,
     Epic,
@@ -222,16 +222,21 @@ def _validate_text(title: str | None, description: str | None, *, creating: bool
         raise ValidationFailed(errors)
 
 
-def _assignable(db: Session, s: ProjectSubject, ids: list[int]) -> list[int]:
-    """The ids of users who may be assigned: they exist and may read the project's issues
-    (GitLab leaves out the others); 0 and unknown ids are left out, each id kept once."""
+def _assignable(db: Session, s: ProjectSubject, ids: list[int], issue: Issue | None = None) -> list[int]:
+    """The ids of users who may be assigned: they exist and may read the issue as it is
+    (a confidential one: Reporters, its author; being assigned is no way in), as GitLab
+    leaves out the others; 0 and unknown ids are left out, each id kept once."""
     wanted = list(dict.fromkeys(i for i in ids if i and i > 0))
+    confidential = bool(issue.confidential) if issue is not None else False
+    author_id = issue.author_id if issue is not None else None
     out = []
     today = date.today()
     for user in user_finder.rows_by_ids(db, wanted):
         level = db.scalar(select(access.project_level_of(user.id, s.project.id, today)))
         seen_as = Actor(user=user, via="personal_access_token", scopes=None)
-        if user.is_active and policy.may(seen_as, Action.READ_ISSUE, replace(s, level=level)):
+        if user.is_active and policy.may_read_issue(
+            seen_as, replace(s, level=level), confidential, author_id, ()
+        ):
             out.append(user.id)
     return out
 
@@ -246,15 +251,42 @@ def _milestone(db: Session, s: ProjectSubject, milestone_id: int) -> Milestone |
     return None
 
 
-def _epic(db: Session, s: ProjectSubject, epic_id: int | None, epic_iid: int | None) -> Epic | None:
-    """The epic named by global id or by iid in the project's group (an ancestor's by id)."""
+CONFIDENTIAL_EPIC = (
+    "Cannot assign a confidential epic to a non-confidential issue. Make the issue confidential and try again"
+)
+PUBLIC_IN_CONFIDENTIAL_EPIC = "this issue cannot be made public since it belongs to a confidential epic"
+
+
+def _epic(
+    db: Session, actor: Actor, s: ProjectSubject, issue: Issue, epic_id: int | None, epic_iid: int | None
+) -> Epic | None:
+    """The epic named by global id or by iid in the project's group (an ancestor's by id),
+    which the caller may read and add issues to (404 "Epic" for one hidden from them, 403
+    without a Reporter's place in its group); a confidential one only for a confidential issue."""
     groups = _group_ids(s)
     if not groups:
         return None
     if epic_id is not None:
-        epic = db.get(Epic, epic_id)
-        return epic if epic is not None and epic.group_id in groups else None
-    return db.scalars(select(Epic).where(Epic.group_id == groups[-1], Epic.iid == epic_iid)).first()
+        found = db.get(Epic, epic_id)
+        epic = found if found is not None and found.group_id in groups else None
+    else:
+        epic = db.scalars(select(Epic).where(Epic.group_id == groups[-1], Epic.iid == epic_iid)).first()
+    if epic is None:
+        return None
+    subjects.epic(db, actor, str(epic.group_id), epic.iid, Action.CREATE_EPIC)
+    if epic.confidential and not issue.confidential:
+        raise ApiError(CONFIDENTIAL_EPIC, 400)
+    return epic
+
+
+def _in_confidential_epic(db: Session, issue_id: int) -> bool:
+    return bool(
+        db.scalar(
+            select(Epic.confidential)
+            .join(EpicIssue, EpicIssue.epic_id == Epic.id)
+            .where(EpicIssue.issue_id == issue_id)
+        )
+    )
 
 
 def _set_epic(db: Session, issue: Issue, epic: Epic | None) -> None:
@@ -411,7 +443,7 @@ def create_issue(db: Session, actor: Actor, p: IssueCreate) -> OneIssue:
         db.flush()
         if admin:
             wanted = p.assignee_ids if "assignee_ids" in given else ([p.assignee_id] if p.assignee_id else [])
-            for uid in _assignable(db, s, wanted or []):
+            for uid in _assignable(db, s, wanted or [], issue):
                 db.add(IssueAssignee(issue_id=issue.id, user_id=uid))
                 if uid != actor.id:
                     todos.add(
@@ -434,7 +466,7 @@ def create_issue(db: Session, actor: Actor, p: IssueCreate) -> OneIssue:
             if issue.weight is not None:
                 resource_events.weight_changed(db, actor, ISSUE, issue.id, issue.weight)
             if p.epic_id is not None or p.epic_iid is not None:
-                _set_epic(db, issue, _epic(db, s, p.epic_id, p.epic_iid))
+                _set_epic(db, issue, _epic(db, actor, s, issue, p.epic_id, p.epic_iid))
         mentions.record(
             db, actor, p.description, target_type=ISSUE, target_id=issue.id, project_id=issue.project_id
         )
@@ -479,6 +511,15 @@ def update_issue(db: Session, actor: Actor, p: IssueUpdate) -> OneIssue:
             changed("title", issue.title, new_title)
             issue.title = new_title
             issue.last_edited_at, issue.last_edited_by_id = _now(), actor.id
+        if p.confidential is not None and p.confidential != issue.confidential:
+            if not p.confidential and _in_confidential_epic(db, issue.id):
+                raise ValidationFailed({"confidential": [PUBLIC_IN_CONFIDENTIAL_EPIC]})
+            word = "made the issue confidential" if p.confidential else "made the issue visible to everyone"
+            _note(db, actor, issue, word)
+            changed("confidential", issue.confidential, p.confidential)
+            # Before mentions are recorded: only those who may read the issue as it ends get a to-do.
+            issue.confidential = p.confidential
+            db.flush()
         if "description" in given and (p.description or None) != (issue.description or None):
             before = issue.description
             _note(db, actor, issue, "changed the description")
@@ -494,11 +535,6 @@ def update_issue(db: Session, actor: Actor, p: IssueUpdate) -> OneIssue:
                 project_id=issue.project_id,
                 previous_text=before,
             )
-        if p.confidential is not None and p.confidential != issue.confidential:
-            word = "made the issue confidential" if p.confidential else "made the issue visible to everyone"
-            _note(db, actor, issue, word)
-            changed("confidential", issue.confidential, p.confidential)
-            issue.confidential = p.confidential
         if p.issue_type is not None and p.issue_type != issue.issue_type:
             changed("issue_type", issue.issue_type, p.issue_type)
             issue.issue_type = p.issue_type
@@ -580,7 +616,7 @@ def _update_planning(
             _refresh_epic_dates(db, issue.id)
     if "assignee_ids" in given or "assignee_id" in given:
         wanted_ids = p.assignee_ids if "assignee_ids" in given else ([p.assignee_id] if p.assignee_id else [])
-        wanted = _assignable(db, project, wanted_ids or [])
+        wanted = _assignable(db, project, wanted_ids or [], issue)
         if _set_assignees(db, actor, issue, current_assignees, wanted):
             changed("assignees", current_assignees, wanted)
             touched = True
@@ -610,7 +646,7 @@ def _update_planning(
         changed("discussion_locked", issue.discussion_locked, p.discussion_locked)
         issue.discussion_locked = p.discussion_locked
     if "epic_id" in given or "epic_iid" in given:
-        epic = _epic(db, project, p.epic_id, p.epic_iid) if (p.epic_id or p.epic_iid) else None
+        epic = _epic(db, actor, project, issue, p.epic_id, p.epic_iid) if (p.epic_id or p.epic_iid) else None
         _set_epic(db, issue, epic)
         touched = True
     return touched
@@ -672,16 +708,16 @@ def participants(db: Session, actor: Actor | None, ident: str, iid: int, page: P
         ids[issue.author_id] = None
     for uid in s.assignee_ids:
         ids[uid] = None
-    commenters = db.scalars(
-        select(Note.author_id)
-        .where(
-            Note.noteable_type == ISSUE,
-            Note.noteable_id == issue.id,
-            Note.system.is_(False),
-            Note.author_id.is_not(None),
-        )
-        .order_by(Note.created_at, Note.id)
+    stmt = select(Note.author_id).where(
+        Note.noteable_type == ISSUE,
+        Note.noteable_id == issue.id,
+        Note.system.is_(False),
+        Note.author_id.is_not(None),
     )
+    if not policy.sees_confidential(actor, s.project):
+        # Who wrote only internal notes is not shown to those who cannot read them.
+        stmt = stmt.where(Note.internal.is_(False))
+    commenters = db.scalars(stmt.order_by(Note.created_at, Note.id))
     for uid in commenters:
         ids[uid] = None
     users: list[UserRow] = user_finder.rows_by_ids(db, list(ids))

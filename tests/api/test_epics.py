@@ -946,3 +946,13 @@ def test_child_epics_cost_the_same_for_one_and_many(api, make, runtime):
         make.epic(sub if n % 2 else g, make.user(), parent_id=parent.id, labels=[make.label(group=g)])
     assert len(call().json()) == 6
     assert count(runtime, call) == one
+
+
+def test_mentions_in_the_change_that_makes_an_epic_confidential_reach_only_its_readers(api, make, db):
+    flag(api, "confidential_epics", True)
+    owner, stranger = make.user(), make.user()
+    g = make.group(owners=[owner], visibility="public")
+    make.epic(g, owner)
+    body = {"description": f"@{stranger.username} see this", "confidential": True}
+    assert api(owner).put(url(g, 1), json=body).status_code == 200
+    assert count_of(db, Todo, Todo.user_id == stranger.id) == 0

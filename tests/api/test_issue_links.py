@@ -251,3 +251,19 @@ def test_ids_past_any_row_are_not_found(api, setup):
     )
     assert r.status_code == 404
     assert api(dev).get(links_url(project, one, big)).status_code == 404
+
+
+def test_linking_takes_the_right_to_link_on_both_ends(api, make, db):
+    owner, stranger = make.user(), make.user()
+    public = make.project(owner=owner, visibility="public")
+    own = make.project(owner=stranger, visibility="private")
+    target = make.issue(public, owner)
+    source = make.issue(own, stranger)
+    r = api(stranger).post(
+        f"/projects/{own.id}/issues/{source.iid}/links",
+        json={"target_project_id": public.id, "target_issue_iid": target.iid},
+    )
+    assert r.status_code == 403
+    db.expire_all()
+    assert db.scalars(select(IssueLink.id)).all() == []
+    assert db.scalars(select(Note.id).where(Note.noteable_id == target.id)).all() == []

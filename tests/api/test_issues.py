@@ -383,8 +383,8 @@ def test_update_fields_with_their_system_notes_and_events(api, make, db):
     )
     assert notes_of(db, issue.id) == [
         "changed title from **old** to **new**",
-        "changed the description",
         "made the issue confidential",
+        "changed the description",
         'added ~"bug" label',
         'changed milestone to %"v1"',
         f"assigned to @{helper.username}",
@@ -673,3 +673,93 @@ def test_owners_may_choose_an_iid_and_later_ones_follow_it(api, make, db):
     r = api(owner).post(url(p), json={"title": "t", "iid": 10})
     assert (r.status_code, r.json()) == (400, {"message": {"iid": ["has already been taken"]}})
     assert counted(db, Issue) == 2
+
+
+# ----------------------------------------------------------------------------- confidentiality
+
+
+def _flag(api, name: str) -> None:
+    assert api("root").post(f"/features/{name}", json={"value": "true"}).status_code == 201
+
+
+def test_an_issue_joins_only_an_epic_the_caller_may_add_issues_to(api, make):
+    _flag(api, "confidential_epics")
+    owner, reporter = make.user(), make.user()
+    group = make.group(owners=[owner], visibility="public")
+    project = make.project(namespace=group, visibility="public", members={reporter: REPORTER})
+    secret = make.epic(group, owner, title="Hidden plan", confidential=True)
+    issue = make.issue(project, reporter)
+    r = api(reporter).put(f"/projects/{project.id}/issues/{issue.iid}", json={"epic_id": secret.id})
+    assert r.status_code == 404
+    assert r.json() == {"message": "404 Epic Not Found"}
+    shown = api().get(f"/projects/{project.id}/issues/{issue.iid}").json()
+    assert shown["epic"] is None
+
+
+def test_a_confidential_epic_takes_only_confidential_issues(api, make):
+    _flag(api, "confidential_epics")
+    owner = make.user()
+    group = make.group(owners=[owner])
+    project = make.project(namespace=group, owner=owner)
+    secret = make.epic(group, owner, confidential=True)
+    issue = make.issue(project, owner)
+    r = api(owner).put(f"/projects/{project.id}/issues/{issue.iid}", json={"epic_id": secret.id})
+    assert r.status_code == 400
+    assert "Make the issue confidential" in r.json()["message"]
+    assert api(owner).get(f"/projects/{project.id}/issues/{issue.iid}").json()["epic"] is None
+
+
+def test_an_issue_in_a_confidential_epic_cannot_be_made_public(api, make, db):
+    _flag(api, "confidential_epics")
+    owner, guest = make.user(), make.user()
+    group = make.group(owners=[owner], visibility="public")
+    project = make.project(namespace=group, visibility="public", members={guest: GUEST})
+    issue = make.issue(project, guest, confidential=True)
+    make.epic(group, owner, confidential=True, issues=[issue])
+    r = api(guest).put(f"/projects/{project.id}/issues/{issue.iid}", json={"confidential": False})
+    assert r.status_code == 400
+    assert r.json() == {
+        "message": {
+            "confidential": ["this issue cannot be made public since it belongs to a confidential epic"]
+        }
+    }
+    db.expire_all()
+    assert db.get(Issue, issue.id).confidential is True
+    assert api().get(f"/projects/{project.id}/issues/{issue.iid}").status_code == 404
+
+
+def test_mentions_in_the_change_that_makes_an_issue_confidential_reach_only_its_readers(api, make, db):
+    owner, stranger = make.user(), make.user()
+    project = make.project(owner=owner, visibility="public")
+    issue = make.issue(project, owner)
+    body = {"description": f"@{stranger.username} see this", "confidential": True}
+    assert api(owner).put(f"/projects/{project.id}/issues/{issue.iid}", json=body).status_code == 200
+    db.expire_all()
+    assert db.scalars(select(Todo).where(Todo.user_id == stranger.id)).all() == []
+
+
+def test_a_confidential_issue_is_assigned_only_to_those_who_may_read_it(api, make):
+    owner, reporter, stranger = make.user(), make.user(), make.user()
+    project = make.project(owner=owner, visibility="public", members={reporter: REPORTER})
+    issue = make.issue(project, owner, confidential=True)
+    r = api(reporter).put(
+        f"/projects/{project.id}/issues/{issue.iid}", json={"assignee_ids": [stranger.id, reporter.id]}
+    )
+    assert r.status_code == 200, r.text
+    assert [a["id"] for a in r.json()["assignees"]] == [reporter.id]
+    assert api(stranger).get(f"/projects/{project.id}/issues/{issue.iid}").status_code == 404
+
+
+def test_participants_leave_out_authors_of_internal_notes_for_those_who_cannot_read_them(api, make):
+    owner, reporter, guest = make.user(), make.user(), make.user()
+    project = make.project(owner=owner, visibility="public", members={reporter: REPORTER, guest: GUEST})
+    issue = make.issue(project, owner)
+    make.note(issue, reporter, body="between us", internal=True)
+    seen_by_guest = [
+        u["id"] for u in api(guest).get(f"/projects/{project.id}/issues/{issue.iid}/participants").json()
+    ]
+    assert reporter.id not in seen_by_guest
+    seen_by_owner = [
+        u["id"] for u in api(owner).get(f"/projects/{project.id}/issues/{issue.iid}/participants").json()
+    ]
+    assert reporter.id in seen_by_owner
