@@ -164,3 +164,77 @@ def test_group_endpoint(api, make, endpoint, role, visibility):
     r = _call(client, rule, names)
     want = expected(rule, role, visibility)
     assert r.status_code == want, (endpoint, role, visibility, r.status_code, r.text[:200])
+
+
+# ----------------------------------------------------------------------------- issues
+# An issue of a project whose issues are open to all who see it: plain issues are read by
+# whoever sees the project; confidential ones only by Reporters and up, administrators, and
+# (below) their author. Lists hold exactly the issues a caller may read.
+
+
+def _issue_readable(role: str, visibility: str, confidential: bool) -> bool:
+    level = LEVEL.get(role, 0)
+    admin = role == "admin"
+    visible = (
+        admin or level >= 10 or visibility == "public" or (visibility == "internal" and role != "anonymous")
+    )
+    if not visible:
+        return False
+    return not confidential or admin or level >= 20
+
+
+@pytest.mark.parametrize("confidential", [False, True], ids=["plain", "confidential"])
+@pytest.mark.parametrize("visibility", VISIBILITIES)
+@pytest.mark.parametrize("role", ROLES)
+def test_issue_read(api, make, role, visibility, confidential):
+    client, user = _caller(api, make, role)
+    owner = make.user()
+    members = {user: LEVEL[role]} if role in LEVEL else {}
+    project = make.project(owner=owner, visibility=visibility, members=members)
+    issue = make.issue(project, owner, confidential=confidential)
+    readable = _issue_readable(role, visibility, confidential)
+    one = client.get(f"/projects/{project.id}/issues/{issue.iid}")
+    assert one.status_code == (200 if readable else 404), (role, visibility, confidential, one.text[:200])
+    listed = client.get(f"/projects/{project.id}/issues")
+    if listed.status_code == 200:
+        assert [i["iid"] for i in listed.json()] == ([issue.iid] if readable else [])
+        assert listed.headers["X-Total"] == ("1" if readable else "0")
+    else:
+        assert not readable
+        assert listed.status_code == 404
+    if role != "anonymous":
+        everywhere = client.get("/issues", params={"scope": "all"})
+        assert [i["id"] for i in everywhere.json() if i["project_id"] == project.id] == (
+            [issue.id] if readable else []
+        )
+
+
+@pytest.mark.parametrize("visibility", VISIBILITIES)
+def test_a_guest_reads_the_confidential_issue_they_wrote(api, make, visibility):
+    owner, guest = make.user(), make.user()
+    project = make.project(owner=owner, visibility=visibility, members={guest: 10})
+    mine = make.issue(project, guest, confidential=True)
+    theirs = make.issue(project, owner, confidential=True)
+    assert api(guest).get(f"/projects/{project.id}/issues/{mine.iid}").status_code == 200
+    assert api(guest).get(f"/projects/{project.id}/issues/{theirs.iid}").status_code == 404
+    assert [i["iid"] for i in api(guest).get(f"/projects/{project.id}/issues").json()] == [mine.iid]
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_issue_writes(api, make, role):
+    """Open one (anyone signed in who sees the project), change another's (Reporter), delete (Owner)."""
+    client, user = _caller(api, make, role)
+    owner = make.user()
+    members = {user: LEVEL[role]} if role in LEVEL else {}
+    project = make.project(owner=owner, visibility="public", members=members)
+    issue = make.issue(project, owner)
+    level = LEVEL.get(role, 0)
+    admin = role == "admin"
+    created = client.post(f"/projects/{project.id}/issues", json={"title": "Mine"})
+    assert created.status_code == (401 if role == "anonymous" else 201), created.text[:200]
+    changed = client.put(f"/projects/{project.id}/issues/{issue.iid}", json={"title": "Changed"})
+    want = 401 if role == "anonymous" else 200 if admin or level >= 20 else 403
+    assert changed.status_code == want, changed.text[:200]
+    deleted = client.delete(f"/projects/{project.id}/issues/{issue.iid}")
+    want = 401 if role == "anonymous" else 204 if admin or level >= 50 else 403
+    assert deleted.status_code == want, deleted.text[:200]
