@@ -28,12 +28,19 @@ class ParamError(KilnError):
 
 
 class BadRequest(KilnError):
-    """400 {"message": "400 Bad request - <what>"} as GitLab's bad_request!."""
+    """400 {"message": "400 Bad request - <what>"} as GitLab's bad_request!; `raw`: the
+    message as given (render_api_error!), which may be an object ({"error": "…"})."""
 
     status = 400
 
-    def __init__(self, what: str, *, raw: bool = False) -> None:
-        super().__init__(what if raw else f"400 Bad request - {what}")
+    def __init__(self, what: str | dict[str, Any], *, raw: bool = False) -> None:
+        self.message: str | dict[str, Any] = (
+            what if raw or isinstance(what, dict) else f"400 Bad request - {what}"
+        )
+        super().__init__(str(self.message))
+
+    def body(self) -> dict[str, Any]:
+        return {"message": self.message}
 
 
 class ValidationFailed(KilnError):
@@ -165,19 +172,6 @@ class ConflictList(KilnError):
 
     def body(self) -> dict[str, Any]:
         return {"message": self.messages}
-
-
-class ApiError(KilnError):
-    """GitLab's render_api_error!(message, status): any status, `message` as given (a text or
-    an object such as {"error": "Issue could not be moved!"})."""
-
-    def __init__(self, message: str | dict[str, Any], status: int) -> None:
-        super().__init__(str(message))
-        self.message = message
-        self.status = status
-
-    def body(self) -> dict[str, Any]:
-        return {"message": self.message}
 
 
 class PreconditionFailed(KilnError):

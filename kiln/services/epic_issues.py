@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from kiln import policy
 from kiln.auth.actor import Actor
 from kiln.db import transaction
-from kiln.errors import ApiError, NotFound
+from kiln.errors import BadRequest, Conflict, NotFound
 from kiln.models import Epic, EpicIssue, Issue, IssueAssignee, Namespace, Project
 from kiln.models.notes import EPIC, ISSUE
 from kiln.pagination import TOTAL_LIMIT, Page, PageResult
@@ -154,15 +154,15 @@ def assign_issue(db: Session, actor: Actor, p: EpicIssueAssign) -> OneLink:
         raise NotFound(message=LINK_NOT_FOUND)
     project_s = _issue_subject(db, actor, issue)
     if project_s is None or not epics.within(project_s.namespace, s.group.group):
-        raise ApiError(NO_ISSUE, 404)
+        raise NotFound(message=NO_ISSUE)
     with transaction(db):
         epic = db.get(Epic, s.epic.id)
         assert epic is not None
         existing = db.scalars(select(EpicIssue).where(EpicIssue.issue_id == issue.id)).first()
         if existing is not None and existing.epic_id == epic.id:
-            raise ApiError(ASSIGNED, 409)
+            raise Conflict(ASSIGNED)
         if epic.confidential and not issue.confidential:
-            raise ApiError(CONFIDENTIAL_EPIC, 409)
+            raise Conflict(CONFIDENTIAL_EPIC)
         previous = None
         if existing is not None:
             previous = db.get(Epic, existing.epic_id)
@@ -209,7 +209,7 @@ def move_issue(db: Session, actor: Actor, p: EpicIssueMove, page: Page) -> EpicI
         ids = [row.id for row in finder.links_of(db, s.epic.id)]
         order = epics.reorder(ids, link.id, p.move_before_id, p.move_after_id)
         if order is None:
-            raise ApiError({"error": NOT_MOVED}, 400)
+            raise BadRequest({"error": NOT_MOVED})
         for position, link_id in enumerate(order):
             db.execute(
                 update(EpicIssue)

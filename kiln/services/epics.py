@@ -22,7 +22,7 @@ from kiln import events, policy
 from kiln.auth.actor import Actor
 from kiln.db import transaction
 from kiln.entities.epics import Related, Seen
-from kiln.errors import ApiError, NotFound, ValidationFailed
+from kiln.errors import Conflict, KilnError, NotFound, ValidationFailed
 from kiln.models import (
     AwardEmoji,
     Epic,
@@ -40,7 +40,7 @@ from kiln.models import (
 )
 from kiln.models.base import utcnow
 from kiln.models.epics import CLOSED, OPENED
-from kiln.models.namespaces import OWNER, ancestor_ids
+from kiln.models.namespaces import ancestor_ids
 from kiln.models.notes import EPIC
 from kiln.models.todos import MARKED
 from kiln.pagination import Page, PageResult
@@ -481,11 +481,6 @@ def _link(db: Session, actor: Actor, parent: Epic, child: Epic) -> None:
     refresh_dates(db, [previous, parent.id])
 
 
-def _created_at_allowed(actor: Actor, s: GroupSubject) -> bool:
-    """Setting created_at / updated_at by hand: administrators and the group's Owners."""
-    return policy.is_admin(actor) or (s.level or 0) >= OWNER
-
-
 def _new_epic(
     db: Session,
     actor: Actor,
@@ -541,7 +536,7 @@ def create_epic(db: Session, actor: Actor, p: EpicCreate) -> OneEpic:
     s = subjects.epics_group(db, actor, p.id, Action.CREATE_EPIC, rows=False)
     _validate_text(p.title, p.description, creating=True)
     confidential = bool(p.confidential) if _confidential_allowed(db, s.group) else False
-    created_at = p.created_at if p.created_at is not None and _created_at_allowed(actor, s) else None
+    created_at = p.created_at if p.created_at is not None and policy.may_backdate(actor, s) else None
     with transaction(db):
         parent = None
         if p.parent_id is not None:
@@ -662,7 +657,7 @@ def update_epic(db: Session, actor: Actor, p: EpicUpdate) -> OneEpic:
             resource_events.state_changed(db, actor, EPIC, epic.id, "reopened")
             changes["state"] = {"previous": CLOSED, "current": OPENED}
             action, hook_action = "reopened", "reopen"
-        if p.updated_at is not None and _created_at_allowed(actor, s.group):
+        if p.updated_at is not None and policy.may_backdate(actor, s.group):
             epic.updated_at = p.updated_at
         elif changes:
             epic.updated_at = utcnow()
@@ -799,9 +794,9 @@ def mark_todo(db: Session, actor: Actor, ident: str, iid: int) -> MarkedTodo | N
 # ----------------------------------------------------------------------------- child epics
 
 
-def _refused(exc: LinkRefused) -> ApiError:
+def _refused(exc: LinkRefused) -> KilnError:
     """The links API's answer: 404 or 409 with GitLab's message."""
-    return ApiError(exc.message, exc.status)
+    return NotFound(message=exc.message) if exc.status == 404 else Conflict(exc.message)
 
 
 def assign_child(db: Session, actor: Actor, p: ChildEpicRef) -> OneEpic:
