@@ -370,10 +370,15 @@ def _may_group(actor: Actor | None, action: Action, s: GroupSubject) -> bool:
     return False
 
 
+# The level from which confidential issues and epics (and internal notes) are read; the
+# queries that say may_read_issue in SQL compare levels with it.
+CONFIDENTIAL_LEVEL = REPORTER
+
+
 def sees_confidential(actor: Actor | None, s: ProjectSubject | GroupSubject) -> bool:
     """Confidential issues (of a project) and epics (of a group) are open to Reporters and up
     and administrators; others see only those they wrote or are assigned (may_read_issue)."""
-    return is_admin(actor) or (s.level or 0) >= REPORTER
+    return is_admin(actor) or (s.level or 0) >= CONFIDENTIAL_LEVEL
 
 
 def may_read_issue(
@@ -424,8 +429,9 @@ def may_admin_note(actor: Actor | None, s: ProjectSubject | GroupSubject, note_a
     return (s.level or 0) >= wanted
 
 
-def may_backdate_note(actor: Actor | None, s: ProjectSubject | GroupSubject) -> bool:
-    """A note's created_at given by the caller (imports): administrators and Owners."""
+def may_backdate(actor: Actor | None, s: ProjectSubject | GroupSubject) -> bool:
+    """Times and iids given by the caller (imports: an issue's, epic's or note's created_at,
+    updated_at, iid): administrators and Owners."""
     return is_admin(actor) or (actor is not None and (s.level or 0) >= OWNER)
 
 
@@ -447,6 +453,11 @@ def may_award(actor: Actor | None, s: ProjectSubject | GroupSubject) -> bool:
 def may_revoke_award(actor: Actor | None, awarder_id: int) -> bool:
     """Removing an emoji reaction: whoever gave it, and administrators."""
     return actor is not None and (actor.user.id == awarder_id or is_admin(actor))
+
+
+def may_mention_all(actor: Actor | None, s: ProjectSubject) -> bool:
+    """`@all` names every member of the project: its members' to use (GitLab ignores it from others)."""
+    return actor is not None and (s.level or 0) >= GUEST
 
 
 def may_read_epic(actor: Actor | None, s: GroupSubject, confidential: bool, author_id: int | None) -> bool:

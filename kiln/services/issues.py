@@ -17,7 +17,7 @@ from kiln import events, policy
 from kiln.auth.actor import Actor
 from kiln.db import transaction
 from kiln.entities.issues import ANYWHERE, Context
-from kiln.errors import ApiError, BadRequest, Forbidden, NotFound, ValidationFailed
+from kiln.errors import BadRequest, Forbidden, NotFound, ValidationFailed
 from kiln.models import (
     AwardEmoji,
     Epic,
@@ -33,13 +33,13 @@ from kiln.models import (
     User,
 )
 from kiln.models.issues import CLOSED, OPENED
-from kiln.models.namespaces import OWNER
 from kiln.models.notes import ISSUE
 from kiln.models.todos import ASSIGNED
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action, IssueSubject, ProjectSubject
 from kiln.queries import access
 from kiln.queries import issues as finder
+from kiln.queries import projects as project_finder
 from kiln.queries import users as user_finder
 from kiln.queries.issues import IssueRow, ListScope, Related
 from kiln.queries.paging import list_page
@@ -85,12 +85,6 @@ class Issues:
 # ----------------------------------------------------------------------------- reading
 
 
-def _viewer(actor: Actor | None) -> Any:
-    if actor is None:
-        return None
-    return "admin" if actor.is_admin else policy.open_visibilities(actor)
-
-
 def list_issues(db: Session, actor: Actor | None, kind: ListKind, q: IssueFilters, page: Page) -> Issues:
     """A project's issues, a group's (its subgroups' included), or every issue the caller
     sees (`all`: their own by default, `scope=all` for all)."""
@@ -108,7 +102,7 @@ def list_issues(db: Session, actor: Actor | None, kind: ListKind, q: IssueFilter
         if q.scope is None:
             q = q.model_copy(update={"scope": "created_by_me"})
     stmt, values = finder.list_statement(
-        q, _viewer(actor), actor.id if actor is not None else None, scope, date.today()
+        q, project_finder.viewer_of(actor), actor.id if actor is not None else None, scope, date.today()
     )
     result = finder.page(db, stmt, values, page)
     return Issues(result, finder.related_of(db, result.items), context)
@@ -275,7 +269,7 @@ def _epic(
         return None
     subjects.epic(db, actor, str(epic.group_id), epic.iid, Action.CREATE_EPIC)
     if epic.confidential and not issue.confidential:
-        raise ApiError(CONFIDENTIAL_EPIC, 400)
+        raise BadRequest(CONFIDENTIAL_EPIC, raw=True)
     return epic
 
 
@@ -380,11 +374,6 @@ def _long_date(value: date) -> str:
     return f"{value.strftime('%B')} {value.day}, {value.year}"
 
 
-def _may_backdate(actor: Actor, s: ProjectSubject) -> bool:
-    """created_at / updated_at given by hand: administrators and the project's Owners."""
-    return policy.is_admin(actor) or (s.level or 0) >= OWNER
-
-
 def _locked(db: Session, issue_id: int) -> Issue:
     """The issue as the write's transaction sees it, locked against concurrent writers
     (PostgreSQL; SQLite has one writer at a time)."""
@@ -411,7 +400,7 @@ def create_issue(db: Session, actor: Actor, p: IssueCreate) -> OneIssue:
     admin = policy.may(actor, Action.ADMIN_ISSUE, s)
     given = p.given()
     with transaction(db):
-        if p.iid is not None and p.iid > 0 and _may_backdate(actor, s):
+        if p.iid is not None and p.iid > 0 and policy.may_backdate(actor, s):
             # An iid chosen by an administrator or Owner (imports): later ones go above it.
             taken = db.scalar(select(Issue.id).where(Issue.project_id == s.project.id, Issue.iid == p.iid))
             if taken is not None:
@@ -429,7 +418,7 @@ def create_issue(db: Session, actor: Actor, p: IssueCreate) -> OneIssue:
             confidential=bool(p.confidential),
             issue_type=p.issue_type or "issue",
         )
-        if p.created_at is not None and _may_backdate(actor, s):
+        if p.created_at is not None and policy.may_backdate(actor, s):
             issue.created_at = issue.updated_at = p.created_at
         if admin:
             issue.due_date = p.due_date
@@ -556,7 +545,7 @@ def update_issue(db: Session, actor: Actor, p: IssueUpdate) -> OneIssue:
             action, hook_action = "reopened", "reopen"
         if changes or touched:
             issue.updated_at = _now()
-            if p.updated_at is not None and _may_backdate(actor, project):
+            if p.updated_at is not None and policy.may_backdate(actor, project):
                 issue.updated_at = p.updated_at
             _event(db, actor, issue, action, hook_action, changes)
         db.flush()

@@ -16,6 +16,7 @@ Writes call `record` in their transaction."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import func, select
@@ -24,7 +25,7 @@ from sqlalchemy.orm import Session
 from kiln import policy, references
 from kiln.auth.actor import Actor
 from kiln.models import Epic, Issue, IssueAssignee, Namespace, Note, User
-from kiln.models.namespaces import GUEST, KIND_GROUP
+from kiln.models.namespaces import KIND_GROUP
 from kiln.models.notes import EPIC, ISSUE
 from kiln.models.todos import DIRECTLY_ADDRESSED, MENTIONED
 from kiln.policy import Action, GroupSubject, ProjectSubject
@@ -143,7 +144,7 @@ def _is_member(db: Session, project: ProjectSubject, actor: Actor | None) -> boo
     if actor is None:
         return False
     levels = _members(db, _project_params(project), on_project=True, user_ids=[actor.id])
-    return (levels.get(actor.id) or 0) >= GUEST
+    return policy.may_mention_all(actor, replace(project, level=levels.get(actor.id)))
 
 
 def _members(

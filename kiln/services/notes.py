@@ -153,7 +153,7 @@ def add_note(
     if internal and not sees_internal(actor, n):
         raise Forbidden()
     check_body(body)
-    when = created_at if created_at is not None and policy.may_backdate_note(actor, n.subject) else None
+    when = created_at if created_at is not None and policy.may_backdate(actor, n.subject) else None
     note = Note(
         noteable_type=n.kind.noteable_type,
         noteable_id=n.id,
