@@ -31,6 +31,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.types import Boolean
 
+from kiln import policy
 from kiln.models import (
     AwardEmoji,
     Epic,
@@ -47,11 +48,12 @@ from kiln.models import (
     User,
 )
 from kiln.models.issues import BLOCKS, OPENED
-from kiln.models.namespaces import PUBLIC, REPORTER
+from kiln.models.namespaces import PUBLIC
 from kiln.models.notes import ISSUE
 from kiln.models.projects import DISABLED, ENABLED
 from kiln.pagination import TOTAL_LIMIT, Page, PageResult
 from kiln.queries import access
+from kiln.queries import projects as project_finder
 from kiln.queries import users as user_finder
 from kiln.queries.paging import capped_count, offset_page
 from kiln.queries.reads import reusable, row_column, row_columns, run, unindexed
@@ -528,14 +530,6 @@ def list_statement(
     return _LISTS.get(key, build), values
 
 
-def _reached(min_level: int | None = None) -> Select[Any]:
-    """Ids of the projects the viewer's memberships reach (at `min_level` or more)."""
-    today = bindparam("viewer_today", type_=Date())
-    ways = access.project_level_rows(bindparam("viewer_id"), None, today).subquery("reach")
-    ids = select(ways.c.project_id)
-    return ids if min_level is None else ids.where(ways.c.level >= min_level)
-
-
 def _projects_with_issues(viewer: Any, where: str, non_archived: bool, *, scan: bool) -> ColumnElement[bool]:
     """Issues of projects in the list's scope whose issues the viewer may read. `scan`: the
     list reads every issue's text anyway (a search): SQLite reads the table in order rather
@@ -558,9 +552,18 @@ def _projects_with_issues(viewer: Any, where: str, non_archived: bool, *, scan: 
         conditions.append(and_(Project.visibility == PUBLIC, Project.issues_access_level == ENABLED))
     elif viewer != "admin":
         opened = and_(unindexed(Project.visibility).in_(viewer), Project.issues_access_level == ENABLED)
-        conditions.append(or_(opened, Project.id.in_(_reached())))
+        conditions.append(or_(opened, Project.id.in_(project_finder.reachable(None))))
     column = unindexed(_ISSUES.c.project_id) if scan else _ISSUES.c.project_id
     return column.in_(select(Project.id).where(*conditions))
+
+
+def readable(viewer: Any) -> ColumnElement[bool]:
+    """Issues the viewer (project_finder.viewer_of) may read, in any project:
+    policy.may_read_issue said in SQL, for statements over issues that other resources keep
+    (label counts, a milestone's issues). Values: project_finder.viewer_params."""
+    confidential = _confidential(viewer, "all", False)
+    projects = _projects_with_issues(viewer, "all", False, scan=False)
+    return projects if confidential is None else and_(projects, confidential)
 
 
 def _assigned(user: Any) -> ColumnElement[bool]:
@@ -578,7 +581,7 @@ def _confidential(viewer: Any, where: str, sees_all: bool) -> ColumnElement[bool
     me = bindparam("viewer_id")
     ways = [public, _ISSUES.c.author_id == me, _assigned(me)]
     if where != "project":
-        ways.append(_ISSUES.c.project_id.in_(_reached(REPORTER)))
+        ways.append(_ISSUES.c.project_id.in_(project_finder.reachable(policy.CONFIDENTIAL_LEVEL)))
     return or_(*ways)
 
 

@@ -9,14 +9,13 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, bindparam, case, exists, func, or_, select, true
+from sqlalchemy import ColumnElement, Select, and_, bindparam, case, func, or_, select, true
 from sqlalchemy.orm import Session, aliased
 
 from kiln import policy
 from kiln.auth.actor import Actor
 from kiln.models import (
     Issue,
-    IssueAssignee,
     Label,
     LabelLink,
     LabelPriority,
@@ -25,11 +24,11 @@ from kiln.models import (
     Subscription,
 )
 from kiln.models.issues import CLOSED, OPENED
-from kiln.models.namespaces import KIND_GROUP, REPORTER
+from kiln.models.namespaces import KIND_GROUP
 from kiln.models.notes import ISSUE
-from kiln.models.projects import DISABLED, ENABLED
 from kiln.pagination import Page, PageResult
 from kiln.queries import access
+from kiln.queries import issues as issue_finder
 from kiln.queries import projects as project_finder
 from kiln.queries.paging import offset_page
 from kiln.queries.reads import run
@@ -47,13 +46,6 @@ Counts = namedtuple("Counts", ["open_issues", "closed_issues"])  # type: ignore[
 NO_COUNTS = Counts(0, 0)
 
 SUBSCRIBABLE = "Label"
-
-
-def _viewer_key(actor: Actor | None) -> Any:
-    """What the viewer's part of a statement depends on (policy.open_visibilities)."""
-    if actor is None:
-        return None
-    return "admin" if actor.is_admin else policy.open_visibilities(actor)
 
 
 # ----------------------------------------------------------------------------- which labels
@@ -105,7 +97,7 @@ def _list_statement(actor: Actor | None, with_projects: bool, searched: bool) ->
             )
         return stmt.order_by(_LABELS.c.title, _LABELS.c.id)
 
-    key = (_viewer_key(actor) if with_projects else None, with_projects, searched)
+    key = (project_finder.viewer_of(actor) if with_projects else None, with_projects, searched)
     return _LISTS.get(key, build)
 
 
@@ -168,14 +160,14 @@ def find_label(
     values = _values(actor, project_ids, group_ids, project_group_ids, priority_project)
     if ident.isascii() and ident.isdigit() and len(ident) < 19:
         by_id = _ONE.get(
-            ("id", _viewer_key(actor) if with_projects else None, with_projects),
+            ("id", project_finder.viewer_of(actor) if with_projects else None, with_projects),
             lambda: _selected().where(_owned(with_projects, actor), _LABELS.c.id == bindparam("label_id")),
         )
         row = run(db, by_id, {**values, "label_id": int(ident)}).first()
         if row is not None:
             return LabelRow._make(row)
     by_title = _ONE.get(
-        ("title", _viewer_key(actor) if with_projects else None, with_projects),
+        ("title", project_finder.viewer_of(actor) if with_projects else None, with_projects),
         lambda: (
             _selected()
             .where(_owned(with_projects, actor), _LABELS.c.title == bindparam("title"))
@@ -237,7 +229,7 @@ def _visible_group(actor: Actor | None) -> ColumnElement[bool]:
 def groups_below(db: Session, actor: Actor | None, traversal: str, group_id: int) -> list[int]:
     """Ids of the groups below a group that the caller sees."""
     stmt = _GROUPS_BELOW.get(
-        _viewer_key(actor),
+        project_finder.viewer_of(actor),
         lambda: (
             select(Namespace.id)
             .where(
@@ -279,29 +271,6 @@ def subscribed_ids(db: Session, user_id: int | None, label_ids: Sequence[int]) -
 _COUNTS: Shapes[Select[Any]] = Shapes()
 
 
-def _issue_visible(actor: Actor | None) -> ColumnElement[bool]:
-    """Issues the caller may read (policy.may_read_issue, said in SQL): in a project they
-    see whose issues are open to them; a confidential one only where they are a Reporter,
-    or as its author or an assignee."""
-    if actor is not None and actor.is_admin:
-        return Project.issues_access_level != DISABLED
-    if actor is None:
-        return and_(
-            project_finder.visible_to(None), Project.issues_access_level == ENABLED, ~Issue.confidential
-        )
-    viewer, today = bindparam("viewer_id"), bindparam("viewer_today")
-    ways = access.project_level_rows(viewer, None, today).subquery("label_reach")
-    reached = select(ways.c.project_id)
-    reporter = select(ways.c.project_id).where(ways.c.level >= REPORTER)
-    assigned = exists().where(IssueAssignee.issue_id == Issue.id, IssueAssignee.user_id == viewer)
-    return and_(
-        project_finder.visible_to(actor),
-        Project.issues_access_level != DISABLED,
-        or_(Project.issues_access_level == ENABLED, Project.id.in_(reached)),
-        or_(~Issue.confidential, Issue.author_id == viewer, assigned, Project.id.in_(reporter)),
-    )
-
-
 def _counts_statement(actor: Actor | None) -> Select[Any]:
     """Per label, its open and closed issues in its owner (a project label: its project; a
     group label: the projects in the group and below), as the caller may see them."""
@@ -325,12 +294,12 @@ def _counts_statement(actor: Actor | None) -> Select[Any]:
             .where(
                 LabelLink.label_id.in_(bindparam("label_ids", expanding=True)),
                 in_owner,
-                _issue_visible(actor),
+                issue_finder.readable(project_finder.viewer_of(actor)),
             )
             .group_by(LabelLink.label_id)
         )
 
-    return _COUNTS.get(_viewer_key(actor), build)
+    return _COUNTS.get(project_finder.viewer_of(actor), build)
 
 
 def issue_counts(db: Session, actor: Actor | None, label_ids: Sequence[int]) -> dict[int, Counts]:

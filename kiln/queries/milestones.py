@@ -14,7 +14,6 @@ from typing import Any
 from sqlalchemy import Boolean, ColumnElement, Date, Select, and_, bindparam, false, func, or_, select, true
 from sqlalchemy.orm import Session
 
-from kiln import policy
 from kiln.auth.actor import Actor
 from kiln.models import (
     Issue,
@@ -26,11 +25,12 @@ from kiln.models import (
     Project,
     ResourceStateEvent,
 )
-from kiln.models.namespaces import GUEST, KIND_GROUP, PUBLIC, REPORTER
+from kiln.models.namespaces import GUEST, KIND_GROUP, PUBLIC
 from kiln.models.notes import ISSUE
 from kiln.models.projects import DISABLED, ENABLED, FEATURE_PRIVATE
 from kiln.pagination import Page, PageResult
 from kiln.queries import access
+from kiln.queries import issues as issue_finder
 from kiln.queries import projects as project_finder
 from kiln.queries.paging import offset_page
 from kiln.queries.reads import row_column, run
@@ -92,21 +92,9 @@ _VIEWER = bindparam("viewer_id")
 _TODAY = bindparam("viewer_today", type_=Date())
 
 
-# Who reads: "anonymous", "admin", or the visibilities open to a signed-in viewer
-# (policy.open_visibilities): statements are kept per kind of viewer, their ids are values.
-Viewer = str | tuple[str, ...]
-
-
-def viewer_of(actor: Actor | None) -> Viewer:
-    if actor is None:
-        return "anonymous"
-    return "admin" if actor.is_admin else policy.open_visibilities(actor)
-
-
-def _reached(min_level: int) -> Select[Any]:
-    """Ids of the projects the viewer's memberships reach at `min_level` or more."""
-    ways = access.project_level_rows(_VIEWER, None, _TODAY).subquery("milestone_reach")
-    return select(ways.c.project_id).where(ways.c.level >= min_level)
+# Statements are kept per kind of viewer (project_finder.viewer_of); their ids are values.
+Viewer = project_finder.Viewer
+viewer_of = project_finder.viewer_of
 
 
 def _feature_open(viewer: Viewer, column: Any, project_id: Any) -> ColumnElement[bool]:
@@ -114,16 +102,16 @@ def _feature_open(viewer: Viewer, column: Any, project_id: Any) -> ColumnElement
     or private and the viewer a member; administrators see any feature not disabled."""
     if viewer == "admin":
         return column != DISABLED
-    if viewer == "anonymous":
+    if viewer is None:
         return column == ENABLED
-    return or_(column == ENABLED, and_(column == FEATURE_PRIVATE, project_id.in_(_reached(GUEST))))
+    return or_(column == ENABLED, and_(column == FEATURE_PRIVATE, project_id.in_(project_finder.reachable(GUEST))))
 
 
 def _group_visible(viewer: Viewer, ns: Any) -> ColumnElement[bool]:
     """Groups the viewer may read: open ones, and those a membership reaches or relates them to."""
     if viewer == "admin":
         return true()
-    if viewer == "anonymous":
+    if viewer is None:
         return ns.c.visibility == PUBLIC
     levels = access.group_levels(_VIEWER, today=_TODAY)
     related = access.related_group_ids(_VIEWER, _TODAY).subquery("milestone_related")
@@ -132,15 +120,6 @@ def _group_visible(viewer: Viewer, ns: Any) -> ColumnElement[bool]:
         ns.c.id.in_(select(levels.c.namespace_id)),
         ns.c.id.in_(select(related.c.id)),
     )
-
-
-def _project_visible(viewer: Viewer) -> ColumnElement[bool]:
-    """Projects the viewer may read: open ones, and those a membership reaches."""
-    if viewer == "admin":
-        return true()
-    if viewer == "anonymous":
-        return Project.visibility == PUBLIC
-    return or_(Project.visibility.in_(viewer), Project.id.in_(_reached(GUEST)))
 
 
 def _viewer_values(actor: Actor | None) -> dict[str, Any]:
@@ -206,7 +185,7 @@ def _projects_below(viewer: Viewer) -> Select[Any]:
         .join(pn, pn.c.id == Project.namespace_id)
         .where(
             access.within_range(pn.c, bindparam("tree_start"), bindparam("tree_end")),
-            _project_visible(viewer),
+            project_finder.visible_for(viewer),
             or_(
                 _feature_open(viewer, Project.issues_access_level, Project.id),
                 _feature_open(viewer, Project.merge_requests_access_level, Project.id),
@@ -317,7 +296,7 @@ def page_of(
     shape = scope.shape(viewer)
     stmt = _LISTS.get((shape, filters), lambda: _list_statement(shape, filters))
     values = scope.values()
-    if shape[0] == "group_tree" and viewer not in ("anonymous", "admin"):
+    if shape[0] == "group_tree" and viewer not in (None, "admin"):
         values.update(_viewer_values(actor))
     if state != "all":
         values["state"] = state
@@ -374,19 +353,11 @@ def _issue_visible(viewer: Viewer, scoped: bool) -> list[ColumnElement[bool]]:
         Issue.id.in_(select(IssueAssignee.issue_id).where(IssueAssignee.user_id == _VIEWER)),
     )
     if scoped:
-        if viewer == "anonymous":
+        if viewer is None:
             return [Issue.project_id == bindparam("project_id"), Issue.confidential == false()]
         confidential = or_(Issue.confidential == false(), bindparam("see_all", type_=Boolean()), mine)
         return [Issue.project_id == bindparam("project_id"), confidential]
-    projects = select(Project.id).where(
-        _project_visible(viewer), _feature_open(viewer, Project.issues_access_level, Project.id)
-    )
-    if viewer == "admin":
-        return [Issue.project_id.in_(projects)]
-    if viewer == "anonymous":
-        return [Issue.project_id.in_(projects), Issue.confidential == false()]
-    confidential = or_(Issue.confidential == false(), mine, Issue.project_id.in_(_reached(REPORTER)))
-    return [Issue.project_id.in_(projects), confidential]
+    return [issue_finder.readable(viewer)]
 
 
 def _label_priority() -> Any:

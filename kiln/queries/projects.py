@@ -129,24 +129,42 @@ def subject_row(
     return ProjectRow(*row[:_P]), NamespaceRow._make(row[_P : _P + _N]), row[_P + _N]
 
 
+# Who reads, as far as what a statement says depends on it (statements are kept per kind,
+# the viewer's id and day are values, viewer_params): None (anonymous), "admin", or the
+# visibilities open to a signed-in viewer (policy.open_visibilities).
+Viewer = None | str | tuple[str, ...]
+
+
+def viewer_of(actor: Actor | None) -> Viewer:
+    if actor is None:
+        return None
+    return "admin" if actor.is_admin else policy.open_visibilities(actor)
+
+
 def visible_to(actor: Actor | None) -> ColumnElement[bool]:
     """Projects the actor may see: public ones, internal ones when signed in (not external),
     and private ones some membership reaches. Admins see everything. A signed-in caller's
     condition is built once per set of open visibilities; its values come from viewer_params."""
-    if actor is None:
+    return visible_for(viewer_of(actor))
+
+
+def visible_for(viewer: Viewer) -> ColumnElement[bool]:
+    """visible_to, for a kind of viewer (viewer_of)."""
+    if viewer is None:
         return access.opened_by(Project.visibility, policy.open_visibilities(None))
-    if actor.is_admin:
+    if viewer == "admin":
         return true()
-    return _visible_through(policy.open_visibilities(actor))
+    assert isinstance(viewer, tuple)
+    return _visible_through(viewer)
 
 
 @cache
 def _visible_through(open_levels: tuple[str, ...]) -> ColumnElement[bool]:
-    return or_(unindexed(Project.visibility).in_(open_levels), Project.id.in_(_reachable(None)))
+    return or_(unindexed(Project.visibility).in_(open_levels), Project.id.in_(reachable(None)))
 
 
 @cache
-def _reachable(min_level: int | None, *, estimated: bool = False) -> Select[Any]:
+def reachable(min_level: int | None, *, estimated: bool = False) -> Select[Any]:
     """Ids of the projects the viewer's memberships reach (at `min_level` or more);
     `estimated`: see access.project_level_rows. Each way in counts, unreduced: a project is
     reached at a level when some way reaches it there, and `IN` ignores repeats; reducing
@@ -410,7 +428,7 @@ def _visible_count(
     opened = _kept_count(open_levels) if filters is None else part(Project.visibility.in_(open_levels))
     if not signed_in:
         return select(opened) if filters is None else None
-    reached = _reachable(None, estimated=True)
+    reached = reachable(None, estimated=True)
     reached_closed = and_(Project.id.in_(reached), unindexed(Project.visibility).not_in(open_levels))
     return select(opened + part(reached_closed))
 
@@ -435,7 +453,7 @@ def _reached(
     if personal_only:
         own_ns = select(Namespace.id).where(Namespace.owner_id == user_id)
         return Project.namespace_id.in_(own_ns)
-    return Project.id.in_(_reachable(min_level))
+    return Project.id.in_(reachable(min_level))
 
 
 def _ordered(stmt: Select[Any], q: ProjectList) -> Select[Any]:
