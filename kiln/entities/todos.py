@@ -15,7 +15,7 @@ from kiln.models.notes import EPIC, ISSUE
 from kiln.models.todos import ACTION_NAMES
 
 if TYPE_CHECKING:
-    from kiln.queries.issue_links import ProjectAccess
+    from kiln.queries.projects import ProjectAccess
     from kiln.queries.todos import TodoRow, TodoSet
 
 

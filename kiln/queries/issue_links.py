@@ -1,24 +1,18 @@
-"""Issue link reads, and the projects of issues shown beside another's (linked issues, to-do
-targets) with the caller's level on each, read in one statement for any number of them, so
-whoever shows those issues can tell which the caller may see."""
+"""Issue link reads."""
 
 from __future__ import annotations
 
 from collections import namedtuple
-from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import date
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Date, Select, bindparam, null, or_, select
+from sqlalchemy import Select, bindparam, or_, select
 from sqlalchemy.orm import Session
 
 from kiln.models import IssueLink, Namespace, Project
 from kiln.policy import IssueSubject
-from kiln.queries import access
 from kiln.queries.issues import IssueRow, Related
-from kiln.queries.projects import NamespaceRow, ProjectRow
 from kiln.queries.reads import row_columns, run
 
 _LINKS = IssueLink.__table__
@@ -27,16 +21,6 @@ _NAMESPACES = Namespace.__table__
 
 LinkRow = namedtuple("LinkRow", [c.key for c in _LINKS.c])  # type: ignore[misc]
 _P, _N = len(_PROJECTS.c), len(_NAMESPACES.c)
-
-
-@dataclass(frozen=True, slots=True)
-class ProjectAccess:
-    """A project an issue lives in, with the caller's level there: what deciding whether
-    they may see the issue takes."""
-
-    project: ProjectRow
-    namespace: NamespaceRow
-    level: int | None
 
 
 @dataclass(slots=True)
@@ -64,35 +48,6 @@ class OneLink:
     target: IssueRow
     link_type: str
     related: Related
-
-
-@cache
-def _projects_statement(signed_in: bool) -> Select[Any]:
-    ids = bindparam("ids", expanding=True)
-    stmt = select(*row_columns(_PROJECTS), *row_columns(_NAMESPACES)).join(
-        _NAMESPACES, _NAMESPACES.c.id == _PROJECTS.c.namespace_id
-    )
-    if signed_in:
-        levels = access.project_levels(bindparam("user_id"), ids, bindparam("today", type_=Date()))
-        stmt = stmt.outerjoin(levels, levels.c.project_id == _PROJECTS.c.id).add_columns(levels.c.level)
-    else:
-        stmt = stmt.add_columns(null().label("level"))
-    return stmt.where(_PROJECTS.c.id.in_(ids))
-
-
-def projects_of(db: Session, user_id: int | None, project_ids: Iterable[int]) -> dict[int, ProjectAccess]:
-    """The projects by id with `user_id`'s level on each, in one statement whatever their number."""
-    ids = sorted(set(project_ids))
-    if not ids:
-        return {}
-    values: dict[str, Any] = {"ids": ids}
-    if user_id is not None:
-        values.update(user_id=user_id, today=date.today())
-    found: dict[int, ProjectAccess] = {}
-    for row in run(db, _projects_statement(user_id is not None), values):
-        project = ProjectRow(*row[:_P])
-        found[project.id] = ProjectAccess(project, NamespaceRow._make(row[_P : _P + _N]), row[_P + _N])
-    return found
 
 
 # ----------------------------------------------------------------------------- links

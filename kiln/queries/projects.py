@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import namedtuple
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
 from functools import cache
@@ -781,3 +782,43 @@ def shared_groups_of(db: Session, project_ids: list[int]) -> dict[int, list[Shar
         for row in run(db, _shared_groups_statement(), {"ids": project_ids}):
             out[row[0]].append(SharedGroupRow._make(row))
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectAccess:
+    """A project with its namespace and a user's level there: what deciding what they may
+    see of it takes (policy, through a ProjectSubject)."""
+
+    project: ProjectRow
+    namespace: NamespaceRow
+    level: int | None
+
+
+@cache
+def _access_statement(signed_in: bool) -> Select[Any]:
+    ids = bindparam("ids", expanding=True)
+    stmt = select(*row_columns(_PROJECTS), *row_columns(_NAMESPACES)).join(
+        _NAMESPACES, _NAMESPACES.c.id == _PROJECTS.c.namespace_id
+    )
+    if signed_in:
+        levels = access.project_levels(bindparam("user_id"), ids, bindparam("today", type_=Date()))
+        stmt = stmt.outerjoin(levels, levels.c.project_id == _PROJECTS.c.id).add_columns(levels.c.level)
+    else:
+        stmt = stmt.add_columns(null().label("level"))
+    return stmt.where(_PROJECTS.c.id.in_(ids))
+
+
+def access_of(db: Session, user_id: int | None, project_ids: Iterable[int]) -> dict[int, ProjectAccess]:
+    """The projects by id with `user_id`'s level on each, in one statement whatever their
+    number (the projects of issues shown beside another's: links, to-dos, an epic's issues)."""
+    ids = sorted(set(project_ids))
+    if not ids:
+        return {}
+    values: dict[str, Any] = {"ids": ids}
+    if user_id is not None:
+        values.update(user_id=user_id, today=date.today())
+    found: dict[int, ProjectAccess] = {}
+    for row in run(db, _access_statement(user_id is not None), values):
+        project = ProjectRow(*row[:_P])
+        found[project.id] = ProjectAccess(project, NamespaceRow._make(row[_P : _P + _N]), row[_P + _N])
+    return found

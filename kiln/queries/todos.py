@@ -19,10 +19,9 @@ from kiln.pagination import Page, PageResult
 from kiln.queries import access
 from kiln.queries.epics import EpicRow
 from kiln.queries.epics import LabelRow as EpicLabelRow
-from kiln.queries.issue_links import ProjectAccess
 from kiln.queries.issues import IssueRow, Related
 from kiln.queries.paging import offset_page
-from kiln.queries.projects import NamespaceRow
+from kiln.queries.projects import NamespaceRow, ProjectAccess
 from kiln.queries.reads import row_columns, run
 from kiln.queries.users import UserRow
 

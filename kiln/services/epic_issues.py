@@ -59,19 +59,10 @@ def _visible(db: Session, actor: Actor | None, epic_id: int) -> list[tuple[LinkR
     links = finder.links_of(db, epic_id)
     if not links:
         return []
-    rows = {r.id: r for r in issue_finder.rows_by_ids(db, [link.issue_id for link in links])}
-    projects = finder.projects_of(
-        db, list(dict.fromkeys(link.project_id for link in links)), actor.id if actor is not None else None
+    rows = subjects.readable_issues(
+        db, actor, issue_finder.rows_by_ids(db, [link.issue_id for link in links])
     )
-    out = []
-    for link in links:
-        row, found = rows.get(link.issue_id), projects.get(link.project_id)
-        if row is None or found is None:
-            continue
-        s = ProjectSubject(project=found[0], namespace=found[1], level=found[2])
-        if policy.may_read_issue(actor, s, row.confidential, row.author_id, row.assignee_ids):
-            out.append((link, row))
-    return out
+    return [(link, rows[link.issue_id]) for link in links if link.issue_id in rows]
 
 
 def _page(found: list[tuple[LinkRow, IssueRow]], page: Page) -> PageResult:

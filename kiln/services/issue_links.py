@@ -12,14 +12,13 @@ from sqlalchemy import and_, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from kiln import policy
 from kiln.auth.actor import Actor
 from kiln.db import transaction
 from kiln.errors import BadRequest, Conflict, NotFound
 from kiln.models import IssueLink
 from kiln.models.issues import BLOCKS, IS_BLOCKED_BY, RELATES_TO
 from kiln.models.notes import ISSUE
-from kiln.policy import Action, IssueSubject, ProjectSubject
+from kiln.policy import Action, IssueSubject
 from kiln.queries import issue_links as finder
 from kiln.queries import issues as issue_finder
 from kiln.queries.issue_links import Linked, LinkedIssues, LinkRow, OneLink
@@ -32,19 +31,8 @@ ALREADY_LINKED = "Issue(s) already assigned"
 
 
 def _readable(db: Session, actor: Actor | None, ids: list[int]) -> dict[int, IssueRow]:
-    """The issues `ids` the actor may read, by id: their rows, their projects and the actor's
-    level on each, in two statements whatever their number."""
-    rows = issue_finder.rows_by_ids(db, ids)
-    projects = finder.projects_of(db, actor.id if actor is not None else None, {r.project_id for r in rows})
-    shown: dict[int, IssueRow] = {}
-    for row in rows:
-        p = projects.get(row.project_id)
-        if p is None:
-            continue
-        s = ProjectSubject(project=p.project, namespace=p.namespace, level=p.level)
-        if policy.may_read_issue(actor, s, row.confidential, row.author_id, row.assignee_ids):
-            shown[row.id] = row
-    return shown
+    """The issues `ids` the actor may read, by id, in two statements whatever their number."""
+    return subjects.readable_issues(db, actor, issue_finder.rows_by_ids(db, ids))
 
 
 def _seen_from(link: LinkRow, issue_id: int) -> tuple[int, str]:

@@ -8,7 +8,7 @@ functions decide nothing, for callers with answers of their own (git over HTTP, 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -26,6 +26,8 @@ from kiln.queries import groups as group_finder
 from kiln.queries import issues as issue_finder
 from kiln.queries import projects as project_finder
 from kiln.queries import users as user_finder
+from kiln.queries.issues import IssueRow
+from kiln.queries.projects import ProjectAccess
 from kiln.queries.users import UserRow
 from kiln.services import features
 
@@ -105,6 +107,31 @@ def issue(
     if action is not Action.READ_ISSUE:
         policy.require(actor, action, s)
     return IssueSubject(project=s, issue=row, assignee_ids=tuple(assignee_ids))
+
+
+def readable_issues(
+    db: Session,
+    actor: Actor | None,
+    rows: Iterable[IssueRow],
+    projects: Mapping[int, ProjectAccess] | None = None,
+) -> dict[int, IssueRow]:
+    """Of issues shown beside another's (links, to-dos, an epic's issues), those the actor may
+    read, by id: their projects with the actor's level in one statement (or `projects` the
+    caller already read), then policy.may_read_issue for each."""
+    rows = list(rows)
+    if projects is None:
+        projects = project_finder.access_of(
+            db, actor.id if actor is not None else None, {r.project_id for r in rows}
+        )
+    shown: dict[int, IssueRow] = {}
+    for row in rows:
+        p = projects.get(row.project_id)
+        if p is None:
+            continue
+        s = ProjectSubject(project=p.project, namespace=p.namespace, level=p.level)
+        if policy.may_read_issue(actor, s, row.confidential, row.author_id, row.assignee_ids):
+            shown[row.id] = row
+    return shown
 
 
 def epics_group(

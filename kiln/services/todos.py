@@ -17,10 +17,10 @@ from kiln.models.base import utcnow
 from kiln.models.notes import EPIC, ISSUE
 from kiln.models.todos import ACTION_NAMES, DONE, MARKED, PENDING
 from kiln.pagination import Page
-from kiln.policy import GroupSubject, ProjectSubject
+from kiln.policy import GroupSubject
 from kiln.queries import epics as epic_finder
-from kiln.queries import issue_links as project_finder
 from kiln.queries import issues as issue_finder
+from kiln.queries import projects as project_finder
 from kiln.queries import todos as finder
 from kiln.queries import users as user_finder
 from kiln.queries.todos import TodoRow, TodoSet
@@ -97,14 +97,8 @@ def _gather(db: Session, actor: Actor, rows: list[TodoRow]) -> TodoSet:
     project_ids = {r.project_id for r in rows if r.project_id is not None} | {
         i.project_id for i in issue_rows
     }
-    out.projects = project_finder.projects_of(db, actor.id, project_ids)
-    for issue in issue_rows:
-        p = out.projects.get(issue.project_id)
-        if p is None:
-            continue
-        s = ProjectSubject(project=p.project, namespace=p.namespace, level=p.level)
-        if policy.may_read_issue(actor, s, issue.confidential, issue.author_id, issue.assignee_ids):
-            out.issues[issue.id] = issue
+    out.projects = project_finder.access_of(db, actor.id, project_ids)
+    out.issues = subjects.readable_issues(db, actor, issue_rows, out.projects)
     out.issue_related = issue_finder.related_of(db, list(out.issues.values()))
     epic_rows = epic_finder.rows_by_ids(db, [r.target_id for r in rows if r.target_type == EPIC])
     group_ids = {r.group_id for r in rows if r.group_id is not None} | {e.group_id for e in epic_rows}
