@@ -104,7 +104,9 @@ def _feature_open(viewer: Viewer, column: Any, project_id: Any) -> ColumnElement
         return column != DISABLED
     if viewer is None:
         return column == ENABLED
-    return or_(column == ENABLED, and_(column == FEATURE_PRIVATE, project_id.in_(project_finder.reachable(GUEST))))
+    return or_(
+        column == ENABLED, and_(column == FEATURE_PRIVATE, project_id.in_(project_finder.reachable(GUEST)))
+    )
 
 
 def _group_visible(viewer: Viewer, ns: Any) -> ColumnElement[bool]:
