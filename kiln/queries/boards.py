@@ -11,7 +11,7 @@ from datetime import date
 from functools import cache
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, bindparam, case, func, literal, select
+from sqlalchemy import ColumnElement, Select, and_, bindparam, select
 from sqlalchemy.orm import Session
 
 from kiln.models import Board, BoardLabel, BoardList, Label, Milestone, Namespace, Project, User
@@ -19,8 +19,9 @@ from kiln.models.boards import ASSIGNEE, ITERATION, LABEL, MILESTONE
 from kiln.pagination import Page, PageResult
 from kiln.queries import access
 from kiln.queries import users as user_finder
+from kiln.queries.milestones import MilestoneRow
 from kiln.queries.paging import offset_page
-from kiln.queries.reads import row_column, run
+from kiln.queries.reads import run
 from kiln.queries.users import UserRow
 
 _BOARDS = Board.__table__
@@ -53,24 +54,6 @@ BoardRow = namedtuple("BoardRow", _BOARD_COLUMNS)  # type: ignore[misc]
 LabelRow = namedtuple("LabelRow", _LABEL_COLUMNS)  # type: ignore[misc]
 # A list with its label (None unless a label list).
 ListRow = namedtuple("ListRow", [*_LIST_COLUMNS, "label"])  # type: ignore[misc]
-# A milestone with the full path of the project or group it belongs to (its web_url).
-MilestoneRow = namedtuple(  # type: ignore[misc]
-    "MilestoneRow",
-    [
-        "id",
-        "iid",
-        "project_id",
-        "group_id",
-        "title",
-        "description",
-        "state",
-        "created_at",
-        "updated_at",
-        "start_date",
-        "due_date",
-        "owner_path",
-    ],
-)
 
 
 @dataclass(slots=True)
@@ -206,51 +189,6 @@ def labels_of_boards(db: Session, board_ids: list[int]) -> dict[int, list[LabelR
 def users_by_id(db: Session, user_ids: Iterable[int]) -> dict[int, UserRow]:
     ids = sorted(set(user_ids))
     return {user.id: user for user in user_finder.rows_by_ids(db, ids)}
-
-
-@cache
-def _milestones_statement() -> Select[Any]:
-    ns = _NAMESPACES.alias("milestone_ns")
-    project_ns = _NAMESPACES.alias("milestone_project_ns")
-    owner_path = case(
-        (
-            _MILESTONES.c.project_id.is_not(None),
-            func.coalesce(project_ns.c.full_path, literal("")) + literal("/") + _PROJECTS.c.path,
-        ),
-        else_=ns.c.full_path,
-    )
-    columns = [
-        row_column(_MILESTONES.c[name])
-        for name in (
-            "id",
-            "iid",
-            "project_id",
-            "group_id",
-            "title",
-            "description",
-            "state",
-            "created_at",
-            "updated_at",
-            "start_date",
-            "due_date",
-        )
-    ]
-    return (
-        select(*columns, owner_path.label("owner_path"))
-        .select_from(
-            _MILESTONES.outerjoin(_PROJECTS, _PROJECTS.c.id == _MILESTONES.c.project_id)
-            .outerjoin(project_ns, project_ns.c.id == _PROJECTS.c.namespace_id)
-            .outerjoin(ns, ns.c.id == _MILESTONES.c.group_id)
-        )
-        .where(_MILESTONES.c.id.in_(bindparam("ids", expanding=True)))
-    )
-
-
-def milestones_by_id(db: Session, milestone_ids: Iterable[int]) -> dict[int, MilestoneRow]:
-    ids = sorted(set(milestone_ids))
-    if not ids:
-        return {}
-    return {row[0]: MilestoneRow._make(row) for row in run(db, _milestones_statement(), {"ids": ids})}
 
 
 # ----------------------------------------------------------------------------- for writes

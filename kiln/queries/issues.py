@@ -53,10 +53,12 @@ from kiln.models.notes import ISSUE
 from kiln.models.projects import DISABLED, ENABLED
 from kiln.pagination import TOTAL_LIMIT, Page, PageResult
 from kiln.queries import access
+from kiln.queries import milestones as milestone_finder
 from kiln.queries import projects as project_finder
 from kiln.queries import users as user_finder
+from kiln.queries.milestones import MilestoneRow
 from kiln.queries.paging import capped_count, offset_page
-from kiln.queries.reads import reusable, row_column, row_columns, run, unindexed
+from kiln.queries.reads import reusable, row_columns, run, unindexed
 from kiln.queries.shapes import Shapes
 from kiln.queries.text import contains
 from kiln.queries.users import UserRow
@@ -201,9 +203,6 @@ def project_and_iid(db: Session, issue_id: int) -> tuple[int, int] | None:
 LabelRow = namedtuple(  # type: ignore[misc]
     "LabelRow", ["target_id", "id", "title", "color", "description", "project_id", "group_id"]
 )
-_MILESTONES = Milestone.__table__
-_MILESTONE_FIELDS = [c.key for c in _MILESTONES.c]
-MilestoneRow = namedtuple("MilestoneRow", [*_MILESTONE_FIELDS, "owner_path"])  # type: ignore[misc]
 # An issue's epic as the issue view shows it (`group_path`: the epic's group's full path).
 EpicRef = namedtuple(  # type: ignore[misc]
     "EpicRef", ["issue_id", "id", "iid", "title", "group_id", "group_path", "due_date"]
@@ -234,34 +233,6 @@ def _labels_statement() -> Select[Any]:
         )
         .join(Label, Label.id == LabelLink.label_id)
         .where(LabelLink.target_type == ISSUE, LabelLink.target_id.in_(bindparam("ids", expanding=True)))
-    )
-
-
-def _owner_path() -> Any:
-    """A milestone's project's full path, or its group's."""
-    project_path = (
-        select(Namespace.full_path + "/" + Project.path)
-        .select_from(Project)
-        .join(Namespace, Namespace.id == Project.namespace_id)
-        .where(Project.id == _MILESTONES.c.project_id)
-        .correlate(_MILESTONES)
-        .scalar_subquery()
-    )
-    group_path = (
-        select(Namespace.full_path)
-        .where(Namespace.id == _MILESTONES.c.group_id)
-        .correlate(_MILESTONES)
-        .scalar_subquery()
-    )
-    return func.coalesce(project_path, group_path)
-
-
-@cache
-def _milestones_statement() -> Select[Any]:
-    return reusable(
-        select(*[row_column(c) for c in _MILESTONES.c], _owner_path().label("owner_path")).where(
-            _MILESTONES.c.id.in_(bindparam("ids", expanding=True))
-        )
     )
 
 
@@ -300,8 +271,7 @@ def related_of(db: Session, rows: list[IssueRow], *, epics: bool = True) -> Rela
     out.users = {u.id: u for u in user_finder.rows_by_ids(db, list(user_ids))}
     milestone_ids = list(dict.fromkeys(row.milestone_id for row in rows if row.milestone_id is not None))
     if milestone_ids:
-        for m in run(db, _milestones_statement(), {"ids": milestone_ids}):
-            out.milestones[m[0]] = MilestoneRow._make(m)
+        out.milestones = dict(milestone_finder.rows_by_ids(db, milestone_ids))
     if epics:
         for e in run(db, _epics_statement(), {"ids": ids}):
             out.epics[e[0]] = EpicRef._make(e)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections import namedtuple
+from collections.abc import Iterable
 from datetime import date, datetime
 from functools import cache
 from typing import Any
@@ -33,7 +34,7 @@ from kiln.queries import access
 from kiln.queries import issues as issue_finder
 from kiln.queries import projects as project_finder
 from kiln.queries.paging import offset_page
-from kiln.queries.reads import row_column, run
+from kiln.queries.reads import reusable, row_column, run
 from kiln.queries.shapes import Shapes
 from kiln.queries.text import ESCAPE, escape_like
 
@@ -84,6 +85,20 @@ def _joined(stmt: Select[Any]) -> Select[Any]:
 
 def _row(row: Any) -> MilestoneRow:
     return MilestoneRow._make(row)
+
+
+@cache
+def _by_ids_statement() -> Select[Any]:
+    return reusable(_joined(select(*_selected())).where(_M.c.id.in_(bindparam("ids", expanding=True))))
+
+
+def rows_by_ids(db: Session, ids: Iterable[int]) -> dict[int, MilestoneRow]:
+    """Milestones by id, as the views of what is planned for them show them (issues, boards,
+    resource events), in one statement."""
+    wanted = sorted(set(ids))
+    if not wanted:
+        return {}
+    return {row[0]: _row(row) for row in run(db, _by_ids_statement(), {"ids": wanted})}
 
 
 # ----------------------------------------------------------------------------- visibility

@@ -8,22 +8,21 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal
 
-from sqlalchemy import Select, Table, bindparam, func, select
+from sqlalchemy import Select, Table, bindparam, select
 from sqlalchemy.orm import Session
 
 from kiln.models import (
     Label,
     Milestone,
-    Namespace,
-    Project,
     ResourceLabelEvent,
     ResourceMilestoneEvent,
     ResourceStateEvent,
     ResourceWeightEvent,
 )
 from kiln.pagination import Page, PageResult
+from kiln.queries.milestones import MilestoneRow
 from kiln.queries.paging import offset_page
-from kiln.queries.reads import reusable, row_column, row_columns, run
+from kiln.queries.reads import reusable, row_columns, run
 from kiln.queries.users import UserRow
 
 Kind = Literal["label", "milestone", "state", "weight"]
@@ -40,8 +39,6 @@ EVENT_ROWS = {
 _LABELS = Label.__table__
 _MILESTONES = Milestone.__table__
 LabelRow = namedtuple("LabelRow", ["id", "title", "color", "description"])  # type: ignore[misc]
-# A milestone with its project's full path or its group's (`owner_path`), for its web_url.
-MilestoneRow = namedtuple("MilestoneRow", [*(c.key for c in _MILESTONES.c), "owner_path"])  # type: ignore[misc]
 
 
 @dataclass(slots=True)
@@ -103,36 +100,3 @@ def labels_by_ids(db: Session, ids: list[int]) -> dict[int, LabelRow]:
     if not ids:
         return {}
     return {r[0]: LabelRow._make(r) for r in run(db, _labels_statement(), {"ids": sorted(set(ids))})}
-
-
-def _owner_path() -> Any:
-    project_path = (
-        select(Namespace.full_path + "/" + Project.path)
-        .select_from(Project)
-        .join(Namespace, Namespace.id == Project.namespace_id)
-        .where(Project.id == _MILESTONES.c.project_id)
-        .correlate(_MILESTONES)
-        .scalar_subquery()
-    )
-    group_path = (
-        select(Namespace.full_path)
-        .where(Namespace.id == _MILESTONES.c.group_id)
-        .correlate(_MILESTONES)
-        .scalar_subquery()
-    )
-    return func.coalesce(project_path, group_path)
-
-
-@cache
-def _milestones_statement() -> Select[Any]:
-    return reusable(
-        select(*[row_column(c) for c in _MILESTONES.c], _owner_path().label("owner_path")).where(
-            _MILESTONES.c.id.in_(bindparam("ids", expanding=True))
-        )
-    )
-
-
-def milestones_by_ids(db: Session, ids: list[int]) -> dict[int, MilestoneRow]:
-    if not ids:
-        return {}
-    return {r[0]: MilestoneRow._make(r) for r in run(db, _milestones_statement(), {"ids": sorted(set(ids))})}

@@ -23,6 +23,7 @@ from kiln.models.boards import ASSIGNEE, BACKLOG, CLOSED, LABEL, MILESTONE
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action, GroupSubject, ProjectSubject
 from kiln.queries import boards as finder
+from kiln.queries import milestones as milestone_finder
 from kiln.queries.boards import MOVABLE, BoardRow, ListRow, Named
 from kiln.schemas.boards import BoardCreate, BoardUpdate, ListCreate, ListMove
 from kiln.services import label_links, subjects
@@ -111,7 +112,7 @@ def _named(db: Session, boards: Iterable[BoardRow], lists: Iterable[ListRow]) ->
     milestone_ids += [item.milestone_id for item in lists if item.milestone_id is not None]
     return Named(
         users=finder.users_by_id(db, user_ids) if user_ids else {},
-        milestones=finder.milestones_by_id(db, milestone_ids),
+        milestones=milestone_finder.rows_by_ids(db, milestone_ids),
         labels=finder.labels_of_boards(db, [b.id for b in boards]),
     )
 

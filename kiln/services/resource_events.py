@@ -15,6 +15,7 @@ from kiln.models import ResourceLabelEvent, ResourceMilestoneEvent, ResourceStat
 from kiln.models.notes import EPIC, ISSUE
 from kiln.models.resource_events import ADD, REMOVE
 from kiln.pagination import Page, PageResult
+from kiln.queries import milestones as milestone_finder
 from kiln.queries import resource_events as finder
 from kiln.queries import users as user_finder
 from kiln.queries.resource_events import Events, Kind
@@ -111,7 +112,7 @@ def _related(db: Session, kind: Kind, rows: list[Any], page: PageResult | None) 
         else {}
     )
     milestones = (
-        finder.milestones_by_ids(db, [r.milestone_id for r in rows if r.milestone_id is not None])
+        milestone_finder.rows_by_ids(db, [r.milestone_id for r in rows if r.milestone_id is not None])
         if kind == "milestone"
         else {}
     )
