@@ -4,64 +4,18 @@ editions): the board, the project or group it belongs to, its scope and its show
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from kiln.entities._format import day, iso
+from kiln.entities.labels import label_basic
+from kiln.entities.milestones import milestone as milestone_view
 from kiln.entities.users import user_basic
-from kiln.markdown import render
 
 if TYPE_CHECKING:
-    from kiln.queries.boards import BoardRow, LabelRow, ListRow, MilestoneRow, Named
+    from kiln.queries.boards import BoardRow, ListRow, Named
 
 # Text on a label: dark on a light colour, white on a dark one (GitLab's Color#contrast).
 DARK_TEXT, LIGHT_TEXT = "#333333", "#FFFFFF"
 _LIGHT_SUM = 500
-
-
-def text_color(color: str) -> str:
-    hex_digits = color[1:] if color.startswith("#") else ""
-    if len(hex_digits) == 3:
-        hex_digits = "".join(ch * 2 for ch in hex_digits)
-    try:
-        rgb = [int(hex_digits[i : i + 2], 16) for i in (0, 2, 4)] if len(hex_digits) == 6 else []
-    except ValueError:
-        rgb = []
-    return DARK_TEXT if rgb and sum(rgb) > _LIGHT_SUM else LIGHT_TEXT
-
-
-def label_basic(label: LabelRow) -> dict[str, Any]:
-    return {
-        "id": label.id,
-        "name": label.title,
-        "color": label.color,
-        "description": label.description,
-        "description_html": render(label.description),
-        "text_color": text_color(label.color),
-    }
-
-
-def milestone_view(m: MilestoneRow, base: str) -> dict[str, Any]:
-    """GitLab's Milestone entity; `project_id` or `group_id` as the milestone is one's."""
-    view: dict[str, Any] = {"id": m.id, "iid": m.iid}
-    if m.project_id is not None:
-        view["project_id"] = m.project_id
-        web_url = f"{base}/{m.owner_path}/-/milestones/{m.iid}"
-    else:
-        view["group_id"] = m.group_id
-        web_url = f"{base}/groups/{m.owner_path}/-/milestones/{m.iid}"
-    view.update(
-        title=m.title,
-        description=m.description,
-        state=m.state,
-        created_at=iso(m.created_at),
-        updated_at=iso(m.updated_at),
-        due_date=day(m.due_date),
-        start_date=day(m.start_date),
-        expired=m.due_date is not None and m.due_date < datetime.now(UTC).date(),
-        web_url=web_url,
-    )
-    return view
 
 
 def board_list(row: ListRow, named: Named, base: str) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kiln.entities._format import day, iso
-from kiln.entities.issues import label_basic
+from kiln.entities.labels import label_basic
 from kiln.entities.users import user_basic
 from kiln.models.todos import ACTION_NAMES
 

@@ -11,11 +11,12 @@ from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from kiln.entities._format import day, iso
+from kiln.entities.labels import label_basic
+from kiln.entities.milestones import milestone as milestone_view
 from kiln.entities.users import user_basic
-from kiln.markdown import render
 
 if TYPE_CHECKING:
-    from kiln.queries.issues import IssueRow, LabelRow, MilestoneRow, Related
+    from kiln.queries.issues import IssueRow, Related
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,53 +76,6 @@ def time_stats(time_estimate: int | None, total_time_spent: int | None) -> dict[
         "human_time_estimate": human_duration(time_estimate),
         "human_total_time_spent": human_duration(total_time_spent),
     }
-
-
-def text_color(color: str) -> str:
-    """The text color GitLab puts on a label's background: dark on light colors."""
-    hexa = color.lstrip("#")
-    if len(hexa) == 3:
-        hexa = "".join(c * 2 for c in hexa)
-    try:
-        r, g, b = (int(hexa[i : i + 2], 16) for i in (0, 2, 4))
-    except ValueError:
-        return "#FFFFFF"
-    return "#333333" if r + g + b > 500 else "#FFFFFF"
-
-
-def label_basic(label: LabelRow) -> dict[str, Any]:
-    """A label as `with_labels_details` shows it."""
-    return {
-        "id": label.id,
-        "name": label.title,
-        "color": label.color,
-        "description": label.description,
-        "description_html": render(label.description) if label.description else "",
-        "text_color": text_color(label.color),
-    }
-
-
-def milestone_view(m: MilestoneRow, base: str) -> dict[str, Any]:
-    """A milestone as issues show it (GitLab's Milestone entity)."""
-    view: dict[str, Any] = {"id": m.id, "iid": m.iid}
-    if m.project_id is not None:
-        view["project_id"] = m.project_id
-        web_url = f"{base}/{m.owner_path}/-/milestones/{m.iid}"
-    else:
-        view["group_id"] = m.group_id
-        web_url = f"{base}/groups/{m.owner_path}/-/milestones/{m.iid}"
-    view.update(
-        title=m.title,
-        description=m.description,
-        state=m.state,
-        created_at=iso(m.created_at),
-        updated_at=iso(m.updated_at),
-        due_date=day(m.due_date),
-        start_date=day(m.start_date),
-        expired=bool(m.due_date is not None and m.due_date < date.today()),
-        web_url=web_url,
-    )
-    return view
 
 
 def _epic_view(e: Any) -> dict[str, Any]:

@@ -34,6 +34,19 @@ def text_color(color: str) -> str:
     return DARK_TEXT if rgb is not None and sum(rgb) > _LIGHT_ABOVE else LIGHT_TEXT
 
 
+def label_basic(label: Any) -> dict[str, Any]:
+    """A label as what carries it shows it (issues' `with_labels_details`, epics, boards,
+    resource events): GitLab's LabelBasic."""
+    return {
+        "id": label.id,
+        "name": label.title,
+        "color": label.color,
+        "description": label.description,
+        "description_html": markdown.render(label.description) if label.description else "",
+        "text_color": text_color(label.color),
+    }
+
+
 def label(
     row: LabelRow,
     *,

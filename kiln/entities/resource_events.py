@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kiln.entities._format import iso
-from kiln.entities.issues import label_basic, milestone_view
+from kiln.entities.labels import label_basic
+from kiln.entities.milestones import milestone as milestone_view
 from kiln.entities.users import user_basic
 
 if TYPE_CHECKING:
