@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
+from kiln import durations
 from kiln.entities._format import day, iso
 from kiln.entities.labels import label_basic
 from kiln.entities.milestones import milestone as milestone_view
@@ -53,20 +54,9 @@ def task_status(text: str | None) -> str:
 
 
 # GitLab's time tracking units: a day is 8 hours, a week 5 days, a month 4 weeks.
-_UNITS = (("mo", 4 * 5 * 8 * 3600), ("w", 5 * 8 * 3600), ("d", 8 * 3600), ("h", 3600), ("m", 60), ("s", 1))
-
-
 def human_duration(seconds: int | None) -> str | None:
     """Seconds as time tracking shows them ("1w 2d 3h 30m"); None for none."""
-    if not seconds:
-        return None
-    sign, left = ("-" if seconds < 0 else ""), abs(seconds)
-    parts = []
-    for unit, size in _UNITS:
-        if left >= size:
-            parts.append(f"{left // size}{unit}")
-            left %= size
-    return sign + " ".join(parts)
+    return durations.human(seconds) if seconds else None
 
 
 def time_stats(time_estimate: int | None, total_time_spent: int | None) -> dict[str, Any]:
