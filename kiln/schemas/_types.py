@@ -120,6 +120,14 @@ def _day(value: Any) -> date:
 Day = Annotated[date, PlainValidator(_day), WithJsonSchema({"type": "string", "format": "date"})]
 
 
+def _blank_day(value: Any) -> Any:
+    # An empty date clears it, as Rails casts "" to nil.
+    return None if isinstance(value, str) and not value.strip() else value
+
+
+OptionalDay = Annotated[Day | None, BeforeValidator(_blank_day)]
+
+
 def _string_list(value: Any) -> Any:
     # `labels=a,b` in a query and ["a", "b"] in JSON mean the same thing.
     if isinstance(value, str):
@@ -130,12 +138,38 @@ def _string_list(value: Any) -> Any:
 CommaList = Annotated[list[str], BeforeValidator(_string_list)]
 
 
+def _one_as_list(value: Any) -> Any:
+    """One value where an array is expected is an array of one (`iids=3`, `assignee_username=a`)."""
+    if isinstance(value, (str, int)):
+        return [value]
+    return value
+
+
+def _label_names(value: Any) -> Any:
+    """Labels as a comma-separated string or an array (of strings, or of comma lists)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [p.strip() for p in value.split(",") if p.strip()]
+    if isinstance(value, list):
+        out: list[str] = []
+        for item in value:
+            out.extend(p.strip() for p in str(item).split(",") if p.strip())
+        return out
+    return value
+
+
+LabelNames = Annotated[list[str] | None, BeforeValidator(_label_names)]
+
+
 def _blank_is_none(value: Any) -> Any:
     return None if value == "" else value
 
 
 # Every integer a database column can hold (BIGINT); beyond that a value is invalid, not a 500.
 Int = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
+IntArray = Annotated[list[Int], BeforeValidator(_one_as_list)]
+StrArray = Annotated[list[str], BeforeValidator(_one_as_list)]
 # An optional integer where an empty string means "not given".
 OptionalInt = Annotated[Int | None, BeforeValidator(_blank_is_none)]
 # An optional string where an empty string means "not given".

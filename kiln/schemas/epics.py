@@ -4,16 +4,18 @@ epic_links.rb parameters)."""
 from __future__ import annotations
 
 from datetime import date
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BeforeValidator, create_model, model_validator
+from pydantic import create_model, model_validator
 
 from kiln.schemas._types import (
     CommaList,
-    Day,
     Flag,
     GrapeMessage,
     Int,
+    IntArray,
+    LabelNames,
+    OptionalDay,
     OptionalInt,
     PageParams,
     Params,
@@ -24,41 +26,6 @@ from kiln.schemas._types import (
 # GitLab's Issuable::DESCRIPTION_LENGTH_MAX and the title column's length.
 DESCRIPTION_LIMIT = 1_048_576
 TITLE_LIMIT = 255
-
-
-def _listed(value: Any) -> Any:
-    """One value where an array is expected is an array of one (`iids=3`)."""
-    if isinstance(value, (str, int)):
-        return [value]
-    return value
-
-
-IntArray = Annotated[list[Int], BeforeValidator(_listed)]
-
-
-def _labels_value(value: Any) -> Any:
-    """Labels as a comma-separated string or an array (of strings, or of comma lists)."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return [p.strip() for p in value.split(",") if p.strip()]
-    if isinstance(value, list):
-        out: list[str] = []
-        for item in value:
-            out.extend(p.strip() for p in str(item).split(",") if p.strip())
-        return out
-    return value
-
-
-LabelNames = Annotated[list[str] | None, BeforeValidator(_labels_value)]
-
-
-def _blank_day(value: Any) -> Any:
-    return None if value == "" else value
-
-
-# A date where "" means none (a fixed date cleared).
-OptionalDay = Annotated[Day | None, BeforeValidator(_blank_day)]
 
 
 def _exclusive(data: Any, *names: str, prefix: str = "") -> None:

@@ -12,10 +12,13 @@ from kiln.schemas._types import (
     Flag,
     GrapeMessage,
     Int,
+    IntArray,
+    LabelNames,
     OptionalInt,
     PageParams,
     Params,
     SearchText,
+    StrArray,
     When,
 )
 
@@ -47,17 +50,6 @@ DUE_DATES = (
     "month",
     "next_month_and_previous_two_weeks",
 )
-
-
-def _listed(value: Any) -> Any:
-    """One value where an array is expected is an array of one (`iids=3`, `assignee_username=a`)."""
-    if isinstance(value, (str, int)):
-        return [value]
-    return value
-
-
-IntArray = Annotated[list[Int], BeforeValidator(_listed)]
-StrArray = Annotated[list[str], BeforeValidator(_listed)]
 
 
 class Negated(Params):
@@ -181,23 +173,6 @@ class IssueGet(Params):
 
 class IssueById(Params):
     id: Int
-
-
-def _labels_value(value: Any) -> Any:
-    """Labels as a comma-separated string or an array (of strings, or of comma lists)."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return [p.strip() for p in value.split(",") if p.strip()]
-    if isinstance(value, list):
-        out: list[str] = []
-        for item in value:
-            out.extend(p.strip() for p in str(item).split(",") if p.strip())
-        return out
-    return value
-
-
-LabelNames = Annotated[list[str] | None, BeforeValidator(_labels_value)]
 
 
 def _ids_value(value: Any) -> Any:

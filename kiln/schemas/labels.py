@@ -3,19 +3,14 @@ the same under /projects/:id and /groups/:id; a label is named by its id or its 
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar
+from typing import ClassVar
 
-from pydantic import BeforeValidator, model_validator
+from pydantic import model_validator
 
-from kiln.schemas._types import Flag, GrapeMessage, Int, PageParams, Params, SearchText
-
-
-def _blank_is_none(value: object) -> object:
-    return None if value == "" else value
-
+from kiln.schemas._types import Flag, GrapeMessage, OptionalInt, PageParams, Params, SearchText
 
 # A priority given as null or "" takes the label's priority away (Grape's allow_blank).
-Priority = Annotated[Int | None, BeforeValidator(_blank_is_none)]
+Priority = OptionalInt
 
 
 class LabelList(PageParams):

@@ -7,12 +7,17 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import BeforeValidator, model_validator
 
-from kiln.schemas._types import Day, Flag, GrapeMessage, Int, PageParams, Params, SearchText, When
-
-
-def _blank_day(value: object) -> object:
-    # An empty date clears it, as Rails casts "" to nil.
-    return None if isinstance(value, str) and not value.strip() else value
+from kiln.schemas._types import (
+    Day,
+    Flag,
+    GrapeMessage,
+    Int,
+    OptionalDay,
+    PageParams,
+    Params,
+    SearchText,
+    When,
+)
 
 
 def _iids(value: object) -> object:
@@ -22,9 +27,6 @@ def _iids(value: object) -> object:
     if isinstance(value, int):
         return [value]
     return value
-
-
-OptionalDay = Annotated[Day | None, BeforeValidator(_blank_day)]
 
 
 class MilestoneList(PageParams):
