@@ -24,8 +24,6 @@ from kiln.schemas._types import (
 )
 
 # GitLab's Issuable::DESCRIPTION_LENGTH_MAX and the title column's length.
-DESCRIPTION_LIMIT = 1_048_576
-TITLE_LIMIT = 255
 
 
 def _exclusive(data: Any, *names: str, prefix: str = "") -> None:

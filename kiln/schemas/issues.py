@@ -23,8 +23,6 @@ from kiln.schemas._types import (
 )
 
 # GitLab's Issuable::DESCRIPTION_LENGTH_MAX.
-DESCRIPTION_LIMIT = 1_048_576
-TITLE_LIMIT = 255
 
 ISSUE_TYPES = ("issue", "incident", "test_case", "task")
 ORDERS = (

@@ -50,8 +50,6 @@ from kiln.queries import users as user_finder
 from kiln.queries.epics import EpicRow
 from kiln.queries.paging import offset_page
 from kiln.schemas.epics import (
-    DESCRIPTION_LIMIT,
-    TITLE_LIMIT,
     ChildEpicCreate,
     ChildEpicMove,
     ChildEpicRef,
@@ -63,6 +61,7 @@ from kiln.schemas.epics import (
 from kiln.services import (
     features,
     internal_ids,
+    issuables,
     label_links,
     mentions,
     resource_events,
@@ -249,19 +248,6 @@ def list_children(db: Session, actor: Actor | None, p: ChildEpics) -> ChildList:
 
 
 # ----------------------------------------------------------------------------- validation
-
-
-def _validate_text(title: str | None, description: str | None, *, creating: bool) -> None:
-    errors: dict[str, list[str]] = {}
-    if title is not None or creating:
-        if not (title or "").strip():
-            errors["title"] = ["can't be blank"]
-        elif len(title or "") > TITLE_LIMIT:
-            errors["title"] = [f"is too long (maximum is {TITLE_LIMIT} characters)"]
-    if description is not None and len(description) > DESCRIPTION_LIMIT:
-        errors["description"] = [f"is too long (maximum is {DESCRIPTION_LIMIT} characters)"]
-    if errors:
-        raise ValidationFailed(errors)
 
 
 def _ancestors(db: Session, epic: Epic) -> list[Epic]:
@@ -534,7 +520,7 @@ def _confidential_allowed(db: Session, group: Any) -> bool:
 
 def create_epic(db: Session, actor: Actor, p: EpicCreate) -> OneEpic:
     s = subjects.epics_group(db, actor, p.id, Action.CREATE_EPIC, rows=False)
-    _validate_text(p.title, p.description, creating=True)
+    issuables.validate_text(p.title, p.description, creating=True)
     confidential = bool(p.confidential) if _confidential_allowed(db, s.group) else False
     created_at = p.created_at if p.created_at is not None and policy.may_backdate(actor, s) else None
     with transaction(db):
@@ -593,7 +579,7 @@ def _label_titles(db: Session, ids: Iterable[int]) -> dict[int, str]:
 def update_epic(db: Session, actor: Actor, p: EpicUpdate) -> OneEpic:
     s = subjects.epic(db, actor, p.id, p.epic_iid, Action.CREATE_EPIC, rows=False)
     given = p.given()
-    _validate_text(p.title if "title" in given else None, p.description, creating=False)
+    issuables.validate_text(p.title if "title" in given else None, p.description, creating=False)
     group = s.group.group
     with transaction(db):
         epic = db.get(Epic, s.epic.id)
@@ -820,7 +806,7 @@ def assign_child(db: Session, actor: Actor, p: ChildEpicRef) -> OneEpic:
 def create_child(db: Session, actor: Actor, p: ChildEpicCreate) -> LinkedChild:
     """A new epic in the group, under this one; confidential as its parent unless told."""
     s = subjects.epic(db, actor, p.id, p.epic_iid, Action.CREATE_EPIC, rows=False)
-    _validate_text(p.title, None, creating=True)
+    issuables.validate_text(p.title, None, creating=True)
     group = s.group.group
     with transaction(db):
         parent = db.get(Epic, s.epic.id)

@@ -45,8 +45,6 @@ from kiln.queries.issues import IssueRow, ListScope, Related
 from kiln.queries.paging import list_page
 from kiln.queries.users import UserRow
 from kiln.schemas.issues import (
-    DESCRIPTION_LIMIT,
-    TITLE_LIMIT,
     IssueCreate,
     IssueFilters,
     IssueUpdate,
@@ -54,6 +52,7 @@ from kiln.schemas.issues import (
 from kiln.services import (
     epics,
     internal_ids,
+    issuables,
     label_links,
     mentions,
     resource_events,
@@ -201,19 +200,6 @@ def _note(db: Session, actor: Actor, issue: Issue, body: str) -> None:
     system_notes.add(
         db, actor, noteable_type=ISSUE, noteable_id=issue.id, body=body, project_id=issue.project_id
     )
-
-
-def _validate_text(title: str | None, description: str | None, *, creating: bool) -> None:
-    errors: dict[str, list[str]] = {}
-    if title is not None or creating:
-        if not (title or "").strip():
-            errors["title"] = ["can't be blank"]
-        elif len(title or "") > TITLE_LIMIT:
-            errors["title"] = [f"is too long (maximum is {TITLE_LIMIT} characters)"]
-    if description is not None and len(description) > DESCRIPTION_LIMIT:
-        errors["description"] = [f"is too long (maximum is {DESCRIPTION_LIMIT} characters)"]
-    if errors:
-        raise ValidationFailed(errors)
 
 
 def _assignable(db: Session, s: ProjectSubject, ids: list[int], issue: Issue | None = None) -> list[int]:
@@ -396,7 +382,7 @@ def create_issue(db: Session, actor: Actor, p: IssueCreate) -> OneIssue:
     """Open an issue. Without GitLab's admin_issue (a Guest, a non-member of a public
     project) labels, milestone, assignees, due date, weight, lock and epic are dropped."""
     s = subjects.project(db, actor, p.id, Action.CREATE_ISSUE, rows=True)
-    _validate_text(p.title, p.description, creating=True)
+    issuables.validate_text(p.title, p.description, creating=True)
     admin = policy.may(actor, Action.ADMIN_ISSUE, s)
     given = p.given()
     with transaction(db):
@@ -476,7 +462,7 @@ def update_issue(db: Session, actor: Actor, p: IssueUpdate) -> OneIssue:
     project = s.project
     if not policy.may_update_issue(actor, project, s.issue.author_id, s.assignee_ids):
         raise Forbidden()
-    _validate_text(p.title, p.description, creating=False)
+    issuables.validate_text(p.title, p.description, creating=False)
     admin = policy.may(actor, Action.ADMIN_ISSUE, project)
     given = p.given()
     with transaction(db):
