@@ -80,6 +80,10 @@ def test_an_issue_of_a_hidden_project_stays_text(db, make, place):
     issue = make.issue(hidden, stranger)
     text = f"{stranger.username}/secret#{issue.iid}"
     assert anchors(render(db, dev, text, project=p)) == []
+    make.member(hidden, dev, GUEST)
+    assert anchors(render(db, dev, text, project=p)) == [
+        (f"{BASE}/{stranger.username}/secret/-/issues/{issue.iid}", text)
+    ]
 
 
 def test_a_confidential_issue_links_only_for_those_who_see_it(db, make, place):
@@ -90,7 +94,9 @@ def test_a_confidential_issue_links_only_for_those_who_see_it(db, make, place):
     secret = make.issue(p, dev, confidential=True, title="<b>secret</b>")
     text = f"#{secret.iid}"
     assert anchors(render(db, guest, text, project=p)) == []
-    assert "secret" not in render(db, guest, text, project=p)
+    assert render(db, guest, text, project=p) == f"<p>#{secret.iid}</p>"
+    shown = make.issue(p, dev)
+    assert len(anchors(render(db, guest, f"#{shown.iid}", project=p))) == 1
     assert len(anchors(render(db, reporter, text, project=p))) == 1
     # Its author sees it too.
     assert len(anchors(render(db, dev, text, project=p))) == 1
@@ -127,6 +133,7 @@ def test_a_label_of_another_project_stays_text(db, make, place):
     other = make.project(owner=dev)
     make.label(project=other, title="elsewhere")
     assert anchors(render(db, dev, "~elsewhere", project=p)) == []
+    assert len(anchors(render(db, dev, "~elsewhere", project=other))) == 1
 
 
 def test_milestone_references_by_title_quoted_title_and_iid(db, make, place):
@@ -147,7 +154,7 @@ def test_an_epic_reference_links_in_the_projects_group(db, make, place):
     html = render(db, dev, f"Part of &{epic.iid}", project=p)
     assert anchors(html) == [(f"{BASE}/groups/acme/-/epics/{epic.iid}", f"&amp;{epic.iid}")]
     html = render(db, dev, f"Part of acme&{epic.iid}", group=g)
-    assert len(anchors(html)) == 1
+    assert anchors(html) == [(f"{BASE}/groups/acme/-/epics/{epic.iid}", f"acme&amp;{epic.iid}")]
 
 
 def test_a_confidential_epic_stays_text_for_a_guest(db, make, place):
@@ -174,8 +181,10 @@ def test_user_group_and_all_mentions_link(db, make, place):
 
 def test_a_private_group_the_viewer_cannot_see_is_not_linked(db, make, place):
     dev, _, p = place
-    make.group(path="hidden-team")
+    hidden = make.group(path="hidden-team")
     assert anchors(render(db, dev, "@hidden-team", project=p)) == []
+    make.member(hidden, dev, GUEST)
+    assert anchors(render(db, dev, "@hidden-team", project=p)) == [(f"{BASE}/hidden-team", "@hidden-team")]
 
 
 def test_references_in_code_spans_and_blocks_are_untouched(db, make, place):
@@ -186,6 +195,7 @@ def test_references_in_code_spans_and_blocks_are_untouched(db, make, place):
     html = render(db, dev, text, project=p)
     assert "<a" not in html
     assert html == markdown.render(text)
+    assert len(anchors(render(db, dev, f"#{issue.iid} ~bug @dev", project=p))) == 3
 
 
 def test_references_in_link_text_are_not_linked_again(db, make, place):
@@ -216,6 +226,7 @@ def test_an_issue_title_holding_html_is_escaped(db, make, place):
     assert "<img" not in html
     assert "onerror=alert" not in html.replace("onerror=alert(1)&gt;", "")
     assert len(anchors(html)) == 1
+    assert 'title="&quot;&gt;&lt;img src=x onerror=alert(1)&gt;"' in html
 
 
 def test_typed_html_and_javascript_links_stay_harmless(db, make, place):

@@ -91,10 +91,10 @@ def test_mention_matching_ignores_case(db, make, team):
 
 
 def test_a_non_member_of_a_private_project_gets_nothing(db, make, team):
-    author, _, _, p = team
+    author, colleague, _, p = team
     outsider = make.user(username="outsider")
     issue = make.issue(p, author)
-    assert mention(db, author, "@outsider", issue) == []
+    assert mention(db, author, "@outsider and @colleague", issue) == [colleague.id]
     assert todos_of(db, outsider) == []
 
 
@@ -132,15 +132,19 @@ def test_an_internal_note_mentions_only_those_who_see_confidential_content(db, m
 
 
 def test_the_author_is_never_mentioned(db, make, team):
-    author, _, _, p = team
+    author, colleague, _, p = team
     issue = make.issue(p, author)
-    assert mention(db, author, "@author note to self", issue) == []
+    assert mention(db, author, "@author note to self, and @colleague", issue) == [colleague.id]
+    assert todos_of(db, author) == []
 
 
 def test_mentions_in_code_do_not_count(db, make, team):
-    author, colleague, _, p = team
+    author, colleague, g, p = team
+    other = make.user(username="other")
+    make.member(g, other, DEVELOPER)
     issue = make.issue(p, author)
-    assert mention(db, author, "`@colleague`\n\n    @colleague\n\n```\n@colleague\n```", issue) == []
+    text = "see `@colleague`\n\n    @colleague\n\n```\n@colleague\n```\n\nand @other"
+    assert mention(db, author, text, issue) == [other.id]
     assert todos_of(db, colleague) == []
 
 
@@ -156,9 +160,10 @@ def test_an_unchanged_mention_is_not_mentioned_again(db, make, team):
 
 
 def test_unknown_names_are_ignored(db, make, team):
-    author, _, _, p = team
+    author, colleague, _, p = team
     issue = make.issue(p, author)
     assert mention(db, author, "@nobody and mail@example.com", issue) == []
+    assert mention(db, author, "@nobody and @colleague", issue) == [colleague.id]
 
 
 def test_a_group_mention_reaches_its_members_who_may_read(db, make, team):
@@ -173,10 +178,16 @@ def test_a_group_mention_reaches_its_members_who_may_read(db, make, team):
     assert author.id not in found
     # A sub-group member alone does not reach the team's project: no to-do.
     assert sub_member.id not in found
+    assert found == [colleague.id]
+    # On a project of the sub-group, its own member is reached too.
+    deep = make.issue(make.project(namespace=sub, path="deep"), author)
+    assert sorted(mention(db, author, "@team/sub heads up", deep)) == sorted([colleague.id, sub_member.id])
 
 
 def test_a_group_with_mentions_disabled_reaches_no_one(db, make, team):
-    author, _, g, p = team
+    author, colleague, g, p = team
+    before = make.issue(p, author)
+    assert mention(db, author, "@team", before) == [colleague.id]
     g.mentions_disabled = True
     db.commit()
     issue = make.issue(p, author)
@@ -187,18 +198,22 @@ def test_a_private_group_the_author_cannot_see_reaches_no_one(db, make):
     author = make.user()
     insider = make.user(username="insider")
     make.group(path="closed", members={insider: DEVELOPER})
+    make.group(path="joined", members={insider: DEVELOPER, author: DEVELOPER})
     p = make.project(owner=author, visibility="public")
     issue = make.issue(p, author)
     assert mention(db, author, "@closed", issue) == []
+    # A private group the author belongs to does reach its members.
+    assert mention(db, author, "@joined", issue) == [insider.id]
 
 
 def test_a_group_mention_stops_at_the_limit(db, make, team, monkeypatch):
     author, _, g, p = team
     for n in range(3):
         make.member(g, make.user(username=f"many{n}"), DEVELOPER)
+    assert len(mention(db, author, "@team", make.issue(p, author))) == 4  # all but the author
     monkeypatch.setattr(mentions, "MEMBERS_LIMIT", 2)
     issue = make.issue(p, author)
-    assert len(mention(db, author, "@team", issue)) <= 2
+    assert 1 <= len(mention(db, author, "@team", issue)) <= 2
 
 
 def test_all_reaches_the_projects_members(db, make, team):
@@ -215,14 +230,19 @@ def test_all_from_a_non_member_reaches_no_one(db, make):
     issue = make.issue(p, outsider)
     assert mention(db, outsider, "@all look", issue) == []
     assert todos_of(db, owner) == []
+    member = make.user()
+    make.member(p, member, DEVELOPER)
+    assert sorted(mention(db, member, "@all look", issue)) == sorted([owner.id])
 
 
 def test_a_blocked_user_gets_nothing(db, make, team):
-    author, _, g, p = team
+    author, colleague, g, p = team
     blocked = make.user(username="blocked", state="blocked")
     make.member(g, blocked, DEVELOPER)
     issue = make.issue(p, author)
-    assert mention(db, author, "@blocked", issue) == []
+    assert mention(db, author, "@blocked @colleague", issue) == [colleague.id]
+    assert mention(db, author, "@team", make.issue(p, author)) == [colleague.id]
+    assert todos_of(db, blocked) == []
 
 
 def test_a_confidential_epic_mentions_reporters_and_up(db, make, team):

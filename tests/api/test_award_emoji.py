@@ -102,10 +102,12 @@ def test_name_is_required(api, make, db):
     assert award_count(db) == 0
 
 
-def test_anonymous_callers_read_but_cannot_react(api, make):
-    _owner, p, i = public_issue(make)
-    assert api().get(awards_url(p, i)).status_code == 200
+def test_anonymous_callers_read_but_cannot_react(api, make, db):
+    owner, p, i = public_issue(make)
+    api(owner).post(awards_url(p, i), json={"name": "heart"})
+    assert [a["name"] for a in api().get(awards_url(p, i)).json()] == ["heart"]
     assert api().post(awards_url(p, i), json={"name": "tada"}).status_code == 401
+    assert award_count(db) == 1
 
 
 def test_reactions_of_a_private_project_are_hidden(api, make, db):
@@ -149,7 +151,7 @@ def test_only_the_awarder_or_an_admin_takes_a_reaction_back(api, make, db):
     assert tuple(votes(db, i)) == (0, 0)
 
 
-def test_an_unknown_reaction_is_not_found(api, make):
+def test_an_unknown_reaction_is_not_found(api, make, db):
     owner, p, i = public_issue(make)
     other = make.issue(p, owner)
     award = api(owner).post(awards_url(p, other), json={"name": "tada"}).json()
@@ -158,13 +160,16 @@ def test_an_unknown_reaction_is_not_found(api, make):
         api(owner).delete(awards_url(p, i, award["id"])),
     ):
         assert (r.status_code, r.json()) == (404, {"message": "404 Award Emoji Not Found"})
+    assert award_count(db) == 1
 
 
 def test_reacting_marks_the_awarders_todos_done(api, make, db):
     owner, p, i = public_issue(make)
     mentioned = make.user()
     api(owner).post(f"/projects/{p.id}/issues/{i.iid}/notes", json={"body": f"@{mentioned.username}"})
-    api(mentioned).post(awards_url(p, i), json={"name": "eyes"})
+    assert db.scalars(select(Todo.state).where(Todo.user_id == mentioned.id)).all() == [PENDING]
+    assert api(mentioned).post(awards_url(p, i), json={"name": "eyes"}).status_code == 201
+    db.expire_all()
     states = db.scalars(select(Todo.state).where(Todo.user_id == mentioned.id)).all()
     assert states
     assert PENDING not in states
@@ -208,11 +213,17 @@ def test_a_system_note_takes_no_reaction(api, make, db):
     assert award_count(db) == 0
 
 
-def test_an_internal_note_and_its_reactions_are_hidden_below_reporter(api, make):
+def test_an_internal_note_and_its_reactions_are_hidden_below_reporter(api, make, db):
     owner, p, i = public_issue(make)
     note = make.note(i, owner, internal=True)
-    r = api(make.user()).get(awards_url(p, i, note=note))
+    assert api(owner).post(awards_url(p, i, note=note), json={"name": "tada"}).status_code == 201
+    assert [a["name"] for a in api(owner).get(awards_url(p, i, note=note)).json()] == ["tada"]
+    stranger = make.user()
+    r = api(stranger).get(awards_url(p, i, note=note))
     assert (r.status_code, r.json()) == (404, {"message": "404 Note Not Found"})
+    r = api(stranger).post(awards_url(p, i, note=note), json={"name": "eyes"})
+    assert (r.status_code, r.json()) == (404, {"message": "404 Note Not Found"})
+    assert award_count(db) == 1
 
 
 def test_deleting_a_note_takes_its_reactions(api, make, db):
@@ -220,7 +231,7 @@ def test_deleting_a_note_takes_its_reactions(api, make, db):
     note = api(owner).post(f"/projects/{p.id}/issues/{i.iid}/notes", json={"body": "x"}).json()
     api(owner).post(f"/projects/{p.id}/issues/{i.iid}/notes/{note['id']}/award_emoji", json={"name": "tada"})
     assert award_count(db) == 1
-    api(owner).delete(f"/projects/{p.id}/issues/{i.iid}/notes/{note['id']}")
+    assert api(owner).delete(f"/projects/{p.id}/issues/{i.iid}/notes/{note['id']}").status_code == 204
     assert award_count(db) == 0
 
 

@@ -154,7 +154,8 @@ def test_a_name_longer_than_255_is_refused(api, make, db):
 
 def test_a_project_holds_several_boards_listed_oldest_first_and_paginated(api, make):
     u, p = reporter_project(make)
-    ids = [add_board(api, u, p, name=f"b{i}")["id"] for i in range(3)]
+    # Named against their age, so an order by name would differ from the oldest-first one.
+    ids = [add_board(api, u, p, name=name)["id"] for name in ("c", "b", "a")]
     r = api(u).get(boards_url(p), params={"per_page": 2})
     assert [b["id"] for b in r.json()] == ids[:2]
     assert (r.headers["X-Total"], r.headers["X-Next-Page"]) == ("3", "2")
@@ -185,8 +186,8 @@ def test_another_projects_board_is_404_here(api, make):
     u, p = reporter_project(make)
     other = make.project(members={u: REPORTER})
     theirs = add_board(api, u, other)
-    assert api(u).get(boards_url(p, theirs["id"])).status_code == 404
-    assert api(u).delete(boards_url(p, theirs["id"])).status_code == 404
+    assert api(u).get(boards_url(p, theirs["id"])).json() == {"message": "404 Board Not Found"}
+    assert api(u).delete(boards_url(p, theirs["id"])).json() == {"message": "404 Board Not Found"}
     assert api(u).get(boards_url(other, theirs["id"])).status_code == 200
 
 
@@ -294,10 +295,11 @@ def test_a_milestone_the_project_cannot_see_clears_the_scope(api, make):
 def test_null_clears_the_assignee_and_the_weight_and_an_unknown_user_does_too(api, make):
     u, p = reporter_project(make)
     url = boards_url(p, add_board(api, u, p)["id"])
-    api(u).put(url, json={"assignee_id": u.id, "weight": 2})
+    set_ = api(u).put(url, json={"assignee_id": u.id, "weight": 2}).json()
+    assert (set_["assignee"]["id"], set_["weight"]) == (u.id, 2)
     cleared = api(u).put(url, json={"assignee_id": None, "weight": None}).json()
     assert (cleared["assignee"], cleared["weight"]) == (None, None)
-    api(u).put(url, json={"assignee_id": u.id})
+    assert api(u).put(url, json={"assignee_id": u.id}).json()["assignee"]["id"] == u.id
     assert api(u).put(url, json={"assignee_id": 999999}).json()["assignee"] is None
 
 
@@ -352,6 +354,8 @@ def test_deleting_a_board_removes_its_lists_and_scope(api, make, db):
     created = add_board(api, u, p)
     add_list(api, u, p, created["id"], label_id=make.label(project=p).id)
     api(u).put(boards_url(p, created["id"]), json={"labels": "scope"})
+    assert db.scalar(select(func.count()).select_from(BoardList)) == 3
+    assert db.scalar(select(func.count()).select_from(BoardLabel)) == 1
     r = api(u).delete(boards_url(p, created["id"]))
     assert (r.status_code, r.content) == (204, b"")
     assert board_count(db) == 0
@@ -474,6 +478,7 @@ def test_no_iteration_can_be_found(api, make, db):
     board_id = add_board(api, u, p)["id"]
     r = api(u).post(lists_url(p, board_id), json={"iteration_id": 1})
     assert (r.status_code, r.json()) == (400, {"error": "Iteration not found!"})
+    assert list_rows(db, board_id) == [(BACKLOG, None), (CLOSED, None)]
 
 
 def test_a_list_needs_exactly_one_target(api, make, db):
@@ -516,7 +521,9 @@ def test_a_list_of_another_board_is_not_found_on_this_one(api, make):
     u, p = reporter_project(make)
     one, two = add_board(api, u, p)["id"], add_board(api, u, p)["id"]
     created = add_list(api, u, p, one, label_id=make.label(project=p).id)
-    assert api(u).get(lists_url(p, two, created["id"])).status_code == 404
+    assert api(u).get(lists_url(p, one, created["id"])).json() == created
+    r = api(u).get(lists_url(p, two, created["id"]))
+    assert (r.status_code, r.json()) == (404, {"message": "404 List Not Found"})
 
 
 def test_lists_are_paginated(api, make):
@@ -526,6 +533,8 @@ def test_lists_are_paginated(api, make):
         add_list(api, u, p, board_id, label_id=make.label(project=p).id)
     r = api(u).get(lists_url(p, board_id), params={"per_page": 2})
     assert ([x["position"] for x in r.json()], r.headers["X-Total"]) == ([0, 1], "3")
+    rest = api(u).get(lists_url(p, board_id), params={"per_page": 2, "page": 2}).json()
+    assert [x["position"] for x in rest] == [2]
 
 
 def _three_lists(api, make, u, p) -> tuple[int, list[int]]:
@@ -563,6 +572,7 @@ def test_a_move_needs_a_position(api, make):
     board_id, ids = _three_lists(api, make, u, p)
     r = api(u).put(lists_url(p, board_id, ids[0]), json={})
     assert (r.status_code, r.json()) == (400, {"error": "position is missing"})
+    assert positions(api, u, p, board_id) == [("a", 0), ("b", 1), ("c", 2)]
 
 
 def test_deleting_a_list_moves_the_later_ones_up(api, make):
@@ -600,8 +610,8 @@ def test_a_guest_reads_boards_but_changes_nothing(api, make, db):
     make.member(p, guest, GUEST)
     board_id = add_board(api, owner, p)["id"]
     list_id = add_list(api, owner, p, board_id, label_id=make.label(project=p).id)["id"]
-    assert api(guest).get(boards_url(p)).status_code == 200
-    assert api(guest).get(lists_url(p, board_id, list_id)).status_code == 200
+    assert [b["id"] for b in api(guest).get(boards_url(p)).json()] == [board_id]
+    assert api(guest).get(lists_url(p, board_id, list_id)).json()["id"] == list_id
     for r in (
         api(guest).post(boards_url(p), json={"name": "x"}),
         api(guest).put(boards_url(p, board_id), json={"name": "x"}),
@@ -612,42 +622,52 @@ def test_a_guest_reads_boards_but_changes_nothing(api, make, db):
     ):
         assert (r.status_code, r.json()) == (403, {"message": "403 Forbidden"})
     assert board_count(db) == 1
+    assert len(list_rows(db, board_id)) == 3
+    assert api(owner).get(boards_url(p, board_id)).json()["name"] == "Development"
 
 
-def test_a_private_project_is_404_to_others(api, make):
+def test_a_private_project_is_404_to_others(api, make, db):
     _owner, p = reporter_project(make)
     stranger = make.user()
     for r in (api(stranger).get(boards_url(p)), api(stranger).post(boards_url(p), json={"name": "x"})):
         assert (r.status_code, r.json()) == (404, {"message": "404 Project Not Found"})
+    assert board_count(db) == 0
 
 
-def test_anyone_signed_in_reads_a_public_projects_boards(api, make):
+def test_anyone_signed_in_reads_a_public_projects_boards(api, make, db):
     owner, p = reporter_project(make, visibility="public")
     add_board(api, owner, p)
     stranger = make.user()
     assert len(api(stranger).get(boards_url(p)).json()) == 1
     assert api(stranger).post(boards_url(p), json={"name": "x"}).status_code == 403
+    assert board_count(db) == 1
 
 
 @pytest.mark.parametrize("issues", [DISABLED, FEATURE_PRIVATE])
-def test_boards_follow_the_issues_feature(api, make, issues):
+def test_boards_follow_the_issues_feature(api, make, db, issues):
     owner, p = reporter_project(make, visibility="public", issues_access_level=issues)
     stranger = make.user()
-    assert api(stranger).get(boards_url(p)).status_code == 403
+    assert api(stranger).get(boards_url(p)).json() == {"message": "403 Forbidden"}
+    assert api(stranger).post(boards_url(p), json={"name": "x"}).status_code == 403
     expected = 403 if issues == DISABLED else 201
     assert api(owner).post(boards_url(p), json={"name": "x"}).status_code == expected
+    assert board_count(db) == (0 if issues == DISABLED else 1)
 
 
-def test_an_archived_projects_boards_are_read_only(api, make):
+def test_an_archived_projects_boards_are_read_only(api, make, db):
     u, p = reporter_project(make, archived=True)
-    assert api(u).get(boards_url(p)).status_code == 200
+    assert api(u).get(boards_url(p)).json() == []
     assert api(u).post(boards_url(p), json={"name": "x"}).status_code == 403
+    assert board_count(db) == 0
 
 
-def test_an_administrator_manages_any_projects_boards(api, make):
+def test_an_administrator_manages_any_projects_boards(api, make, db):
     p = make.project()
     created = api("root").post(boards_url(p), json={"name": "Admin"})
     assert created.status_code == 201
+    assert db.scalars(select(Board.name).where(Board.project_id == p.id)).all() == ["Admin"]
+    assert api("root").delete(boards_url(p, created.json()["id"])).status_code == 204
+    assert board_count(db) == 0
 
 
 # ----------------------------------------------------------------------------- statements

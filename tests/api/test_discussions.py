@@ -32,11 +32,17 @@ def public_issue(make, **fields):
     return owner, project, make.issue(project, owner, **fields)
 
 
+def bodies(db, issue) -> list[str]:
+    db.expire_all()
+    return list(db.scalars(select(Note.body).where(Note.noteable_id == issue.id).order_by(Note.id)))
+
+
 def test_every_note_is_a_thread_of_its_own_until_replied_to(api, make):
     owner, p, i = public_issue(make)
     base = datetime(2024, 1, 1, tzinfo=UTC)
-    first = make.note(i, owner, body="first", created_at=base)
+    # The later note is written first, so creation time and id disagree.
     second = make.note(i, owner, body="second", created_at=base + timedelta(hours=1))
+    first = make.note(i, owner, body="first", created_at=base)
     listed = api().get(threads_url(p, i)).json()
     assert [(d["id"], d["individual_note"], [n["id"] for n in d["notes"]]) for d in listed] == [
         (first.discussion_id, True, [first.id]),
@@ -85,18 +91,20 @@ def test_a_system_note_takes_no_reply(api, make, db):
         {"message": "400 Bad request - Discussion can not be replied to."},
     )
     assert db.scalar(select(Issue.user_notes_count).where(Issue.id == i.id)) == 0
+    assert bodies(db, i) == ["closed"]
 
 
-def test_an_unknown_thread_is_not_found(api, make):
+def test_an_unknown_thread_is_not_found(api, make, db):
     owner, p, i = public_issue(make)
     for r in (
         api().get(threads_url(p, i, "0" * 40)),
         api(owner).post(f"{threads_url(p, i, '0' * 40)}/notes", json={"body": "x"}),
     ):
         assert (r.status_code, r.json()) == (404, {"message": "404 Discussion Not Found"})
+    assert bodies(db, i) == []
 
 
-def test_a_thread_of_internal_notes_is_hidden_below_reporter(api, make):
+def test_a_thread_of_internal_notes_is_hidden_below_reporter(api, make, db):
     owner, p, i = public_issue(make)
     guest, reporter = make.user(), make.user()
     make.member(p, guest, GUEST)
@@ -108,6 +116,7 @@ def test_a_thread_of_internal_notes_is_hidden_below_reporter(api, make):
         api(guest).post(f"{threads_url(p, i, internal.discussion_id)}/notes", json={"body": "x"}).status_code
         == 404
     )
+    assert bodies(db, i) == ["A comment"]
     assert len(api(reporter).get(threads_url(p, i)).json()) == 1
     reply = (
         api(reporter).post(f"{threads_url(p, i, internal.discussion_id)}/notes", json={"body": "x"}).json()
@@ -121,6 +130,7 @@ def test_a_reply_needs_a_body(api, make, db):
     r = api(owner).post(f"{threads_url(p, i, note.discussion_id)}/notes", json={})
     assert (r.status_code, r.json()) == (400, {"error": "body is missing"})
     assert db.scalar(select(Note.type).where(Note.id == note.id)) is None
+    assert bodies(db, i) == ["A comment"]
 
 
 def test_a_locked_issue_takes_no_thread_from_a_guest(api, make, db):
@@ -132,6 +142,7 @@ def test_a_locked_issue_takes_no_thread_from_a_guest(api, make, db):
     r = api(guest).post(f"{threads_url(p, i, note.discussion_id)}/notes", json={"body": "x"})
     assert r.status_code == 403
     assert db.scalar(select(Note.type).where(Note.id == note.id)) is None
+    assert bodies(db, i) == ["A comment"]
 
 
 def test_a_thread_note_is_read_changed_and_deleted(api, make, db):
@@ -141,14 +152,15 @@ def test_a_thread_note_is_read_changed_and_deleted(api, make, db):
     assert api().get(note_url).json()["body"] == "a"
     assert api(owner).put(note_url, json={"body": "b"}).json()["body"] == "b"
     assert api(make.user()).put(note_url, json={"body": "c"}).status_code == 403
+    assert bodies(db, i) == ["b"]
     assert api(owner).delete(note_url).status_code == 204
     assert api().get(threads_url(p, i)).json() == []
     assert db.scalar(select(Issue.user_notes_count).where(Issue.id == i.id)) == 0
 
 
-def test_a_thread_note_update_takes_exactly_one_of_body_and_resolved(api, make):
+def test_a_thread_note_update_takes_exactly_one_of_body_and_resolved(api, make, db):
     owner, p, i = public_issue(make)
-    note = make.note(i, owner)
+    note = make.note(i, owner, type="DiscussionNote", resolvable=True)
     url = f"{threads_url(p, i, note.discussion_id)}/notes/{note.id}"
     r = api(owner).put(url, json={})
     assert (r.status_code, r.json()) == (
@@ -157,33 +169,40 @@ def test_a_thread_note_update_takes_exactly_one_of_body_and_resolved(api, make):
     )
     r = api(owner).put(url, json={"body": "x", "resolved": True})
     assert (r.status_code, r.json()) == (400, {"error": "body, resolved are mutually exclusive"})
+    assert bodies(db, i) == ["A comment"]
+    assert db.scalar(select(Note.resolved_at).where(Note.id == note.id)) is None
 
 
-def test_an_issue_note_is_not_resolvable(api, make):
+def test_an_issue_note_is_not_resolvable(api, make, db):
     owner, p, i = public_issue(make)
     note = make.note(i, owner)
     r = api(owner).put(f"{threads_url(p, i, note.discussion_id)}/notes/{note.id}", json={"resolved": True})
     assert (r.status_code, r.json()) == (400, {"message": "400 Bad request - Note is not resolvable"})
+    db.expire_all()
+    assert db.scalar(select(Note.resolved_at).where(Note.id == note.id)) is None
 
 
-def test_issue_threads_have_no_resolve_route(api, make):
+def test_issue_threads_have_no_resolve_route(api, make, db):
     owner, p, i = public_issue(make)
-    note = make.note(i, owner)
-    assert api(owner).put(threads_url(p, i, note.discussion_id), json={"resolved": True}).status_code in (
-        404,
-        405,
-    )
+    note = make.note(i, owner, type="DiscussionNote", resolvable=True)
+    r = api(owner).put(threads_url(p, i, note.discussion_id), json={"resolved": True})
+    assert (r.status_code, r.json()) == (405, {"error": "405 Not Allowed"})
+    db.expire_all()
+    assert db.scalar(select(Note.resolved_at).where(Note.id == note.id)) is None
 
 
-def test_a_resolvable_note_is_resolved_and_reopened(api, make):
+def test_a_resolvable_note_is_resolved_and_reopened(api, make, db):
     owner, p, i = public_issue(make)
     note = make.note(i, owner, type="DiscussionNote", resolvable=True)
     url = f"{threads_url(p, i, note.discussion_id)}/notes/{note.id}"
     resolved = api(owner).put(url, json={"resolved": True}).json()
     assert (resolved["resolved"], resolved["resolved_by"]["id"]) == (True, owner.id)
     assert resolved["resolved_at"] is not None
+    assert db.scalar(select(Note.resolved_by_id).where(Note.id == note.id)) == owner.id
     reopened = api(owner).put(url, json={"resolved": "false"}).json()
     assert (reopened["resolved"], reopened["resolved_by"], reopened["resolved_at"]) == (False, None, None)
+    db.expire_all()
+    assert db.scalar(select(Note.resolved_at).where(Note.id == note.id)) is None
 
 
 def test_resolving_takes_a_developer_or_the_noteables_author(api, make, db):
@@ -223,7 +242,7 @@ def test_epic_threads_use_the_epics_global_id(api, make):
     url = f"/groups/{g.id}/epics/{e.id}/discussions"
     thread = api(owner).post(url, json={"body": "epic thread"}).json()
     assert thread["notes"][0]["noteable_type"] == "Epic"
-    api(owner).post(f"{url}/{thread['id']}/notes", json={"body": "reply"})
+    assert api(owner).post(f"{url}/{thread['id']}/notes", json={"body": "reply"}).status_code == 201
     assert [len(d["notes"]) for d in api().get(url).json()] == [2]
     assert api(owner).get(f"/groups/{g.id}/epics/{e.iid}/discussions").status_code == 404
 

@@ -69,6 +69,8 @@ def test_the_list_is_paginated(api, make):
     r = api(owner).get(issues_url(g), params={"per_page": 2})
     assert len(r.json()) == 2
     assert (r.headers["X-Total"], r.headers["X-Next-Page"]) == ("3", "2")
+    rest = api(owner).get(issues_url(g), params={"per_page": 2, "page": 2}).json()
+    assert len({v["id"] for v in r.json() + rest}) == 3
 
 
 def test_an_issue_outside_the_groups_hierarchy_is_not_found(api, make, db):
@@ -92,9 +94,10 @@ def test_an_issue_of_a_subgroup_project_may_be_assigned(api, make, db):
     assert links(db) == [(epic.id, issue.id)]
 
 
-def test_a_missing_issue_is_not_found(api, make):
+def test_a_missing_issue_is_not_found(api, make, db):
     owner, g, _, _ = setup(make)
     assert api(owner).post(issues_url(g, 1, "/999999")).status_code == 404
+    assert links(db) == []
 
 
 def test_assigning_twice_conflicts(api, make, db):
@@ -120,13 +123,15 @@ def test_an_issue_moves_from_its_other_epic(api, make, db):
 
 
 def test_assigning_writes_notes_on_both(api, make, db):
-    owner, g, project, _epic = setup(make)
+    owner, g, project, epic = setup(make)
     issue = make.issue(project, owner)
     assign(api, owner, g, issue)
     on_issue = db.scalars(
         select(Note.body).where(Note.noteable_type == "Issue", Note.noteable_id == issue.id)
     )
     assert list(on_issue) == ["added to epic &1"]
+    on_epic = db.scalars(select(Note.body).where(Note.noteable_type == "Epic", Note.noteable_id == epic.id))
+    assert list(on_epic) == [f"added issue {g.path}/app#1"]
 
 
 def test_a_guest_may_not_assign_issues(api, make, db):
@@ -163,6 +168,7 @@ def test_issues_of_projects_hidden_from_the_caller_are_left_out(api, make):
     make.epic(
         g, owner, issues=[make.issue(public, owner, title="seen"), make.issue(private, owner, title="hidden")]
     )
+    assert sorted(v["title"] for v in api(owner).get(issues_url(g)).json()) == ["hidden", "seen"]
     assert [v["title"] for v in api(viewer).get(issues_url(g)).json()] == ["seen"]
 
 
@@ -176,8 +182,10 @@ def test_issues_are_moved_among_the_others(api, make):
     r = api(owner).put(issues_url(g, 1, f"/{ids['c']}"), json={"move_before_id": ids["a"]})
     assert r.status_code == 200
     assert [v["title"] for v in r.json()] == ["b", "a", "c"]
+    assert [v["title"] for v in api(owner).get(issues_url(g)).json()] == ["b", "a", "c"]
     r = api(owner).put(issues_url(g, 1, f"/{ids['c']}"), json={"move_after_id": ids["b"]})
     assert [v["title"] for v in r.json()] == ["c", "b", "a"]
+    assert [v["title"] for v in api(owner).get(issues_url(g)).json()] == ["c", "b", "a"]
 
 
 def test_a_move_without_a_neighbour_is_refused(api, make):
@@ -185,6 +193,7 @@ def test_a_move_without_a_neighbour_is_refused(api, make):
     link = assign(api, owner, g, make.issue(project, owner))
     r = api(owner).put(issues_url(g, 1, f"/{link['id']}"), json={"move_before_id": 999999})
     assert (r.status_code, r.json()) == (400, {"message": {"error": "Issue could not be moved!"}})
+    assert api(owner).get(issues_url(g)).json()[0]["relative_position"] == link["relative_position"]
 
 
 def test_an_issue_is_removed_from_the_epic(api, make, db):
@@ -216,7 +225,7 @@ def test_assigning_and_removing_keep_the_epics_dates(api, make, db):
     issue = make.issue(project, owner, milestone=milestone)
     link = assign(api, owner, g, issue)
     assert (link["epic"]["start_date"], link["epic"]["due_date"]) == ("2024-04-01", "2024-05-01")
-    api(owner).delete(issues_url(g, 1, f"/{link['id']}"))
+    assert api(owner).delete(issues_url(g, 1, f"/{link['id']}")).status_code == 200
     db.expire_all()
     stored = db.get(Epic, epic.id)
     assert (stored.start_date, stored.due_date) == (None, None)

@@ -167,9 +167,12 @@ def test_labels_are_sorted_by_title(api, make):
     assert create(api, owner, g, labels="zeta,alpha")["labels"] == ["alpha", "zeta"]
 
 
-def test_confidential_is_ignored_while_the_flag_is_off(api, make):
+def test_confidential_is_ignored_while_the_flag_is_off(api, make, db):
     owner, g = owned(make)
-    assert create(api, owner, g, confidential=True)["confidential"] is False
+    view = create(api, owner, g, confidential=True)
+    assert view["confidential"] is False
+    db.expire_all()
+    assert db.get(Epic, view["id"]).confidential is False
 
 
 def test_confidential_is_kept_with_the_flag_on(api, make):
@@ -267,11 +270,12 @@ def test_a_private_group_is_hidden_from_strangers(api, make, db):
     assert epic_count(db) == 1
 
 
-def test_a_public_groups_epics_are_open_to_any_signed_in_user(api, make):
+def test_a_public_groups_epics_are_open_to_any_signed_in_user(api, make, db):
     g, owner, _, _, stranger = team(make, visibility="public")
     create(api, owner, g)
     assert [e["iid"] for e in api(stranger).get(url(g)).json()] == [1]
     assert api(stranger).post(url(g), json={"title": "t"}).status_code == 403
+    assert epic_count(db) == 1
 
 
 def test_epics_need_authentication(api, make):
@@ -346,6 +350,7 @@ def test_a_subgroup_the_caller_may_not_see_is_left_out(api, make):
     hidden = make.group(parent=top, visibility="private")
     make.epic(top, owner, title="open")
     make.epic(hidden, owner, title="hidden")
+    assert [v["title"] for v in api(owner).get(url(top)).json()] == ["hidden", "open"]
     assert [v["title"] for v in api(member).get(url(top)).json()] == ["open"]
 
 
@@ -442,6 +447,8 @@ def test_confidential_filter(api, make):
     make.epic(g, owner, title="open")
     views = api(owner).get(url(g), params={"confidential": "true"}).json()
     assert [v["title"] for v in views] == ["secret"]
+    views = api(owner).get(url(g), params={"confidential": "false"}).json()
+    assert [v["title"] for v in views] == ["open"]
 
 
 def test_my_reaction_emoji(api, make, db):
@@ -480,6 +487,8 @@ def test_the_list_is_paginated(api, make):
     r = api(owner).get(url(g), params={"per_page": 2})
     assert len(r.json()) == 2
     assert (r.headers["X-Total"], r.headers["X-Next-Page"]) == ("3", "2")
+    rest = api(owner).get(url(g), params={"per_page": 2, "page": 2}).json()
+    assert sorted(v["iid"] for v in r.json() + rest) == [1, 2, 3]
 
 
 def test_a_list_costs_the_same_for_one_and_many_epics(api, make, runtime):
@@ -573,11 +582,13 @@ def test_closing_and_reopening(api, make, db):
     assert list(actions) == ["closed", "reopened"]
 
 
-def test_an_unknown_state_event_is_refused(api, make):
+def test_an_unknown_state_event_is_refused(api, make, db):
     owner, g = owned(make)
-    make.epic(g, owner)
+    epic = make.epic(g, owner)
     r = api(owner).put(url(g, 1), json={"state_event": "merge"})
     assert (r.status_code, r.json()) == (400, {"error": "state_event does not have a valid value"})
+    db.expire_all()
+    assert db.get(Epic, epic.id).state == "opened"
 
 
 def test_labels_are_replaced_added_and_removed(api, make, db):
@@ -621,7 +632,7 @@ def test_confidential_needs_confidential_issues(api, make, db):
     owner, g = owned(make)
     flag(api, "confidential_epics", True)
     project = make.project(namespace=g, owner=owner)
-    make.epic(g, owner, issues=[make.issue(project, owner)])
+    epic = make.epic(g, owner, issues=[make.issue(project, owner)])
     r = api(owner).put(url(g, 1), json={"confidential": True})
     assert (r.status_code, r.json()) == (
         400,
@@ -631,6 +642,9 @@ def test_confidential_needs_confidential_issues(api, make, db):
             }
         },
     )
+    db.expire_all()
+    assert db.get(Epic, epic.id).confidential is False
+    assert notes_of(db, epic.id) == []
 
 
 def test_confidential_changes_with_a_note(api, make, db):
@@ -684,6 +698,7 @@ def test_inherited_dates_follow_an_issues_milestone_as_it_changes(api, make):
     assert api(owner).delete(f"/projects/{project.id}/milestones/{autumn.id}").status_code == 204
     assert (api(owner).get(url(g, 1)).json()["due_date"]) is None
     api(owner).put(f"/projects/{project.id}/issues/{issue.iid}", json={"milestone_id": spring.id})
+    assert (api(owner).get(url(g, 1)).json()["start_date"]) == "2024-03-01"
     assert api(owner).delete(f"/projects/{project.id}/issues/{issue.iid}").status_code == 204
     assert (api(owner).get(url(g, 1)).json()["start_date"]) is None
 
@@ -749,13 +764,16 @@ def test_a_cycle_is_refused(api, make, db):
     assert db.get(Epic, top.id).parent_id is None
 
 
-def test_an_epic_is_not_its_own_parent(api, make):
+def test_an_epic_is_not_its_own_parent(api, make, db):
     owner, g = owned(make)
     epic = make.epic(g, owner)
     r = api(owner).put(url(g, 1), json={"parent_id": epic.id})
+    assert r.status_code == 400
     assert r.json() == {
         "message": {"base": ["This epic cannot be added. An epic cannot be added to itself."]}
     }
+    db.expire_all()
+    assert db.get(Epic, epic.id).parent_id is None
 
 
 def test_the_tree_is_at_most_seven_levels_deep(api, make, db):
@@ -848,8 +866,8 @@ def test_a_second_to_do_is_not_modified(api, make, db):
 def test_child_epics_are_listed_in_order(api, make):
     owner, g = owned(make)
     parent = make.epic(g, owner)
-    make.epic(g, owner, title="first", parent_id=parent.id, relative_position=1)
     make.epic(g, owner, title="second", parent_id=parent.id, relative_position=2)
+    make.epic(g, owner, title="first", parent_id=parent.id, relative_position=1)
     views = api(owner).get(url(g, 1, "/epics")).json()
     assert [v["title"] for v in views] == ["first", "second"]
 
@@ -860,6 +878,8 @@ def test_an_epic_is_assigned_as_a_child_by_its_global_id(api, make, db):
     r = api(owner).post(url(g, 1, f"/epics/{child.id}"))
     assert r.status_code == 201
     assert (r.json()["id"], r.json()["parent_id"]) == (child.id, parent.id)
+    db.expire_all()
+    assert db.get(Epic, child.id).parent_id == parent.id
 
 
 def test_assigning_a_missing_child_is_not_found(api, make):
@@ -870,7 +890,7 @@ def test_assigning_a_missing_child_is_not_found(api, make):
     assert r.status_code == 404
 
 
-def test_assigning_an_ancestor_as_a_child_conflicts(api, make):
+def test_assigning_an_ancestor_as_a_child_conflicts(api, make, db):
     owner, g = owned(make)
     top = make.epic(g, owner)
     make.epic(g, owner, parent_id=top.id)
@@ -879,6 +899,8 @@ def test_assigning_an_ancestor_as_a_child_conflicts(api, make):
         409,
         {"message": "This epic cannot be added. It is already an ancestor of the parent epic."},
     )
+    db.expire_all()
+    assert db.get(Epic, top.id).parent_id is None
 
 
 def test_a_child_epic_is_made_under_a_parent(api, make):
@@ -908,6 +930,8 @@ def test_a_child_epic_is_removed(api, make, db):
     r = api(owner).delete(url(g, 1, f"/epics/{child.id}"))
     assert r.status_code == 200
     assert (r.json()["id"], r.json()["parent_id"]) == (child.id, None)
+    db.expire_all()
+    assert db.get(Epic, child.id).parent_id is None
     assert api(owner).delete(url(g, 1, f"/epics/{child.id}")).status_code == 404
 
 
@@ -919,6 +943,7 @@ def test_child_epics_are_reordered(api, make):
     r = api(owner).put(url(g, 1, f"/epics/{a.id}"), json={"move_before_id": b.id})
     assert r.status_code == 200
     assert [v["title"] for v in r.json()] == ["b", "a"]
+    assert [v["title"] for v in api(owner).get(url(g, 1, "/epics")).json()] == ["b", "a"]
 
 
 def test_a_guest_may_not_link_epics(api, make, db):
@@ -950,9 +975,10 @@ def test_child_epics_cost_the_same_for_one_and_many(api, make, runtime):
 
 def test_mentions_in_the_change_that_makes_an_epic_confidential_reach_only_its_readers(api, make, db):
     flag(api, "confidential_epics", True)
-    owner, stranger = make.user(), make.user()
-    g = make.group(owners=[owner], visibility="public")
+    owner, stranger, reporter = make.user(), make.user(), make.user()
+    g = make.group(owners=[owner], members={reporter: REPORTER}, visibility="public")
     make.epic(g, owner)
-    body = {"description": f"@{stranger.username} see this", "confidential": True}
+    body = {"description": f"@{stranger.username} @{reporter.username} see this", "confidential": True}
     assert api(owner).put(url(g, 1), json=body).status_code == 200
     assert count_of(db, Todo, Todo.user_id == stranger.id) == 0
+    assert count_of(db, Todo, Todo.user_id == reporter.id) == 1

@@ -82,8 +82,9 @@ def test_a_group_board_is_not_reached_through_another_group_or_a_project(api, ma
     other = make.group(members={u: REPORTER})
     p = make.project(namespace=g)
     created = add_board(api, u, g)
-    assert api(u).get(boards_url(other, created["id"])).status_code == 404
-    assert api(u).get(f"/projects/{p.id}/boards/{created['id']}").status_code == 404
+    assert api(u).get(boards_url(g, created["id"])).json()["id"] == created["id"]
+    assert api(u).get(boards_url(other, created["id"])).json() == {"message": "404 Board Not Found"}
+    assert api(u).get(f"/projects/{p.id}/boards/{created['id']}").json() == {"message": "404 Board Not Found"}
     assert api(u).get(f"/projects/{p.id}/boards").json() == []
 
 
@@ -151,7 +152,7 @@ def test_a_project_label_or_a_subgroups_label_is_not_found(api, make, db):
     assert db.scalar(select(func.count()).select_from(BoardList).where(BoardList.board_id == board_id)) == 2
 
 
-def test_a_group_milestone_list_and_a_member_list(api, make):
+def test_a_group_milestone_list_and_a_member_list(api, make, db):
     u = make.user()
     top = make.group(members={u: REPORTER})
     g = make.group(parent=top)
@@ -162,6 +163,7 @@ def test_a_group_milestone_list_and_a_member_list(api, make):
     assert add_list(api, u, g, board_id, assignee_id=u.id)["assignee"]["id"] == u.id
     r = api(u).post(lists_url(g, board_id), json={"assignee_id": make.user().id})
     assert (r.status_code, r.json()) == (400, {"error": "User not found!"})
+    assert db.scalar(select(func.count()).select_from(BoardList).where(BoardList.board_id == board_id)) == 4
 
 
 def test_group_lists_move_and_go(api, make):
@@ -183,7 +185,7 @@ def test_a_guest_reads_group_boards_but_changes_nothing(api, make, db):
     guest = make.user()
     make.member(g, guest, GUEST)
     board_id = add_board(api, owner, g)["id"]
-    assert api(guest).get(boards_url(g, board_id)).status_code == 200
+    assert api(guest).get(boards_url(g, board_id)).json()["name"] == "Development"
     for r in (
         api(guest).post(boards_url(g), json={"name": "x"}),
         api(guest).put(boards_url(g, board_id), json={"name": "x"}),
@@ -192,9 +194,11 @@ def test_a_guest_reads_group_boards_but_changes_nothing(api, make, db):
     ):
         assert (r.status_code, r.json()) == (403, {"message": "403 Forbidden"})
     assert board_count(db) == 1
+    assert db.scalar(select(func.count()).select_from(BoardList).where(BoardList.board_id == board_id)) == 2
+    assert api(owner).get(boards_url(g, board_id)).json()["name"] == "Development"
 
 
-def test_a_private_group_is_404_to_others_and_a_public_one_readable(api, make):
+def test_a_private_group_is_404_to_others_and_a_public_one_readable(api, make, db):
     _owner, hidden = reporter_group(make)
     owner, public = reporter_group(make, visibility="public")
     add_board(api, owner, public)
@@ -203,6 +207,8 @@ def test_a_private_group_is_404_to_others_and_a_public_one_readable(api, make):
     assert (r.status_code, r.json()) == (404, {"message": "404 Group Not Found"})
     assert len(api(stranger).get(boards_url(public)).json()) == 1
     assert api(stranger).post(boards_url(public), json={"name": "x"}).status_code == 403
+    assert api(stranger).post(boards_url(hidden), json={"name": "x"}).status_code == 404
+    assert board_count(db) == 1
     assert api().get(boards_url(public)).status_code == 401
 
 

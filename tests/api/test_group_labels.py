@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
-from kiln.models import Label
+from kiln.models import Label, LabelLink
 from kiln.models.namespaces import GUEST, REPORTER
 from tests.statements import count
 
@@ -96,10 +96,11 @@ def test_project_labels_listed_are_those_of_projects_the_caller_sees(api, make):
     make.member(g, member, GUEST)
     hidden = make.project(namespace=g, owner=owner)
     make.label(project=hidden, title="hidden")
+    make.label(project=make.project(namespace=g, owner=owner, visibility="public"), title="shown")
     stranger = make.user()
     params = {"only_group_labels": "false"}
-    assert names(api(member).get(group_url(g), params=params)) == ["hidden"]
-    assert names(api(stranger).get(group_url(g), params=params)) == []
+    assert names(api(member).get(group_url(g), params=params)) == ["hidden", "shown"]
+    assert names(api(stranger).get(group_url(g), params=params)) == ["shown"]
 
 
 def test_search_and_get_by_title(api, make):
@@ -170,9 +171,12 @@ def test_deleting_a_group_label_takes_it_off_the_issues(api, make, db):
     g = make.group(owners=[owner])
     p = make.project(namespace=g, owner=owner)
     bug = make.label(group=g, title="bug")
-    make.issue(p, owner, labels=[bug])
-    api(owner).delete(group_url(g, "bug"))
+    issue_id = make.issue(p, owner, labels=[bug]).id
+    assert api(owner).get(f"/projects/{p.id}/labels").json()[0]["name"] == "bug"
+    assert api(owner).delete(group_url(g, "bug")).status_code == 204
     assert api(owner).get(f"/projects/{p.id}/labels").json() == []
+    db.expire_all()
+    assert db.scalar(select(func.count()).select_from(LabelLink).where(LabelLink.target_id == issue_id)) == 0
 
 
 def test_permissions(api, make, db):
@@ -186,6 +190,7 @@ def test_permissions(api, make, db):
     assert api(stranger).post(group_url(g), json={"name": "x", "color": "red"}).status_code == 404
     assert titles(db, g) == ["bug"]
     assert api(reporter).post(group_url(g), json={"name": "x", "color": "red"}).status_code == 201
+    assert titles(db, g) == ["bug", "x"]
     assert api().get(group_url(g)).status_code == 401
 
 
@@ -198,6 +203,7 @@ def test_subscribe_and_unsubscribe(api, make):
     assert api(owner).post(url + "/subscribe").status_code == 304
     assert api(owner).get(url).json()["subscribed"] is True
     assert api(owner).post(url + "/unsubscribe").status_code == 201
+    assert api(owner).get(url).json()["subscribed"] is False
     assert api(owner).post(url + "/unsubscribe").status_code == 304
 
 

@@ -44,12 +44,17 @@ def test_a_group_milestone_is_shown_with_its_group(api, make):
     assert api(user).post(url(g), json={"title": "Q2"}).json()["iid"] == 2
 
 
-def test_a_group_milestone_is_not_reached_through_another_group(api, make):
+def test_a_group_milestone_is_not_reached_through_another_group(api, make, db):
     user = make.user()
     g = make.group(members={user: REPORTER})
     other = make.group(members={user: REPORTER})
-    m = make.milestone(group=other)
+    m = make.milestone(group=other, title="theirs")
+    assert api(user).get(url(other, m)).json()["id"] == m.id
     assert api(user).get(url(g, m)).json() == {"message": "404 Not found"}
+    assert api(user).put(url(g, m), json={"title": "x"}).json() == {"message": "404 Not found"}
+    assert api(user).delete(url(g, m)).json() == {"message": "404 Not found"}
+    db.expire_all()
+    assert db.get(Milestone, m.id).title == "theirs"
 
 
 def test_titles_are_unique_across_the_hierarchy_and_its_projects(api, make, db):
@@ -114,6 +119,8 @@ def test_group_milestone_changes_and_deletion(api, make, db):
     assert (
         api(user).put(url(g, m), json={"state_event": "close", "title": "done"}).json()["state"] == "closed"
     )
+    db.expire_all()
+    assert (db.get(Milestone, m.id).title, db.get(Milestone, m.id).state) == ("done", "closed")
     m_id, issue_id = m.id, make.issue(p, user, milestone=m).id
     assert api(user).delete(url(g, m)).status_code == 204
     db.expire_all()
@@ -125,7 +132,7 @@ def test_guests_read_reporters_change(api, make, db):
     guest = make.user()
     g = make.group(members={guest: GUEST})
     m = make.milestone(group=g)
-    assert api(guest).get(url(g)).status_code == 200
+    assert [listed["id"] for listed in api(guest).get(url(g)).json()] == [m.id]
     for r in (
         api(guest).post(url(g), json={"title": "x"}),
         api(guest).put(url(g, m), json={"title": "x"}),

@@ -5,7 +5,7 @@ readable; each end's thread notes the link and its removal."""
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import delete, select
 
 from kiln.models import IssueLink, Note
 from kiln.models.namespaces import DEVELOPER, GUEST, REPORTER
@@ -127,7 +127,7 @@ def test_a_target_the_caller_cannot_see_is_not_found(api, db, make, setup):
     assert db.scalars(select(IssueLink)).all() == []
 
 
-def test_a_guest_links_but_a_non_member_of_a_public_project_cannot(api, make):
+def test_a_guest_links_but_a_non_member_of_a_public_project_cannot(api, make, db):
     owner, guest, outsider = make.user(), make.user(), make.user()
     public = make.project(visibility="public", members={owner: REPORTER, guest: GUEST})
     one, two = make.issue(public, owner), make.issue(public, owner)
@@ -136,6 +136,10 @@ def test_a_guest_links_but_a_non_member_of_a_public_project_cannot(api, make):
     assert link(api, outsider, public, one, three).status_code == 403
     assert api().get(links_url(public, one)).status_code == 200
     assert link(api, None, public, one, three).status_code == 401
+    pairs = [(k.source_id, k.target_id) for k in db.scalars(select(IssueLink))]
+    assert pairs == [(one.id, two.id)]
+    assert notes_of(db, three) == []
+    assert [i["id"] for i in api().get(links_url(public, one)).json()] == [two.id]
 
 
 def test_cross_project_links_name_the_other_project_and_hide_from_those_who_cannot_see_it(api, make, db):
@@ -155,14 +159,17 @@ def test_cross_project_links_name_the_other_project_and_hide_from_those_who_cann
     assert (r.status_code, r.json()) == (404, {"message": "404 Not found"})
 
 
-def test_a_confidential_issue_is_linked_only_for_those_who_see_it(api, make):
+def test_a_confidential_issue_is_linked_only_for_those_who_see_it(api, make, db):
     owner, guest = make.user(), make.user()
     project = make.project(members={owner: REPORTER, guest: GUEST})
     one = make.issue(project, owner)
     secret = make.issue(project, owner, confidential=True)
     assert link(api, owner, project, one, secret).status_code == 201
     assert api(guest).get(links_url(project, one)).json() == []
+    assert [i["id"] for i in api(owner).get(links_url(project, one)).json()] == [secret.id]
+    db.execute(delete(IssueLink))
     assert link(api, guest, project, one, secret).status_code == 404
+    assert db.scalars(select(IssueLink)).all() == []
 
 
 def test_one_link_and_its_removal(api, db, setup):
@@ -241,6 +248,7 @@ def test_a_membership_elsewhere_does_not_show_an_issue_of_a_private_project(api,
     here, there = make.issue(mine, owner), make.issue(private, owner)
     assert link(api, owner, mine, here, there).status_code == 201
     assert api(guest).get(links_url(mine, here)).json() == []
+    assert [i["id"] for i in api(owner).get(links_url(mine, here)).json()] == [there.id]
 
 
 def test_ids_past_any_row_are_not_found(api, setup):
@@ -249,8 +257,9 @@ def test_ids_past_any_row_are_not_found(api, setup):
     r = api(dev).post(
         links_url(project, one), json={"target_project_id": project.id, "target_issue_iid": big}
     )
-    assert r.status_code == 404
-    assert api(dev).get(links_url(project, one, big)).status_code == 404
+    assert (r.status_code, r.json()) == (404, {"message": "404 Issue Not Found"})
+    r = api(dev).get(links_url(project, one, big))
+    assert (r.status_code, r.json()) == (404, {"message": "404 Not found"})
 
 
 def test_linking_takes_the_right_to_link_on_both_ends(api, make, db):

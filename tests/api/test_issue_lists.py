@@ -110,13 +110,18 @@ def test_cross_project_lists_leave_out_projects_whose_issues_are_closed(api, mak
         make.issue(p, 1, title=f"in {p.path}")
     titles = [i["title"] for i in api(u).get("/issues", params={"scope": "all"}).json()]
     assert titles == [f"in {public.path}"]
-    assert len(api("root").get("/issues", params={"scope": "all"}).json()) == 3  # not the disabled one
+    titles = [i["title"] for i in api("root").get("/issues", params={"scope": "all"}).json()]
+    assert titles == [f"in {p.path}" for p in (hidden, members_only, public)]  # not the disabled one
 
 
 def test_a_project_with_issues_disabled_refuses_its_list(api, make):
     u = make.user()
     p = make.project(owner=u, issues_access_level="disabled")
+    make.issue(p, u)
     assert api(u).get(path(p)).status_code == 403
+    enabled = make.project(owner=u)
+    make.issue(enabled, u)
+    assert listed(api, u, path(enabled)) == [1]
 
 
 def test_group_list_holds_subgroups_and_leaves_out_archived_projects_by_default(api, make):
@@ -203,6 +208,10 @@ def test_milestone_upcoming_and_started(api, make):
     make.issue(p, u, milestone=soon)
     make.issue(p, u, milestone=later)
     make.issue(p, u, milestone=running)
+    past = make.milestone(project=p, title="past", due_date=today - timedelta(days=2))
+    future = make.milestone(project=p, title="future", start_date=today + timedelta(days=2))
+    make.issue(p, u, milestone=past)
+    make.issue(p, u, milestone=future)
     assert listed(api, u, path(p), milestone="Upcoming") == [1]
     assert listed(api, u, path(p), milestone="Started") == [3]
 
@@ -234,9 +243,10 @@ def test_assignee_filters(api, world):
 
 
 def test_my_reaction_emoji(api, make, db, world):
-    owner, _, p, issues = world
+    owner, other, p, issues = world
     db.add(AwardEmoji(name="thumbsup", user_id=owner.id, awardable_type=ISSUE, awardable_id=issues[1].id))
     db.add(AwardEmoji(name="tada", user_id=owner.id, awardable_type=ISSUE, awardable_id=issues[2].id))
+    db.add(AwardEmoji(name="thumbsup", user_id=other.id, awardable_type=ISSUE, awardable_id=issues[0].id))
     db.flush()
     assert listed(api, owner, path(p), my_reaction_emoji="thumbsup") == [2]
     assert listed(api, owner, path(p), my_reaction_emoji="Any") == [3, 2]
@@ -260,12 +270,14 @@ def test_iids_filter_and_its_bad_values(api, world):
     assert (r.status_code, r.json()) == (400, {"error": "iids is invalid"})
 
 
-def test_search_in_title_and_description(api, world):
+def test_search_in_title_and_description(api, make, world):
     owner, _, p, _ = world
     assert listed(api, owner, path(p), search="crash") == [3, 1]
     assert listed(api, owner, path(p), search="crash", **{"in": "title"}) == [1]
     assert listed(api, owner, path(p), search="crash", **{"in": "description"}) == [3]
+    make.issue(p, owner, title="500 error")
     assert listed(api, owner, path(p), search="50%") == []
+    assert listed(api, owner, path(p), search="500") == [5]
     assert api(owner).get(path(p), params={"search": "x", "in": "body"}).status_code == 400
 
 
@@ -330,17 +342,39 @@ def test_order_by_and_sort(api, make, db):
     u = make.user()
     p = make.project(owner=u)
     today = date.today()
-    make.issue(p, u, title="b", due_date=today + timedelta(days=2), weight=1, upvotes=5, relative_position=30)
-    make.issue(p, u, title="c", due_date=today + timedelta(days=1), upvotes=9, relative_position=10)
-    make.issue(p, u, title="a", weight=7, relative_position=20)
-    assert listed(api, u, path(p), sort="asc") == [1, 2, 3]
+    at = [datetime(2020, 1, d, tzinfo=UTC) for d in (1, 2, 3)]
+    make.issue(
+        p,
+        u,
+        title="b",
+        due_date=today + timedelta(days=2),
+        weight=1,
+        upvotes=5,
+        relative_position=30,
+        created_at=at[1],
+        updated_at=at[2],
+    )
+    make.issue(
+        p,
+        u,
+        title="c",
+        due_date=today + timedelta(days=1),
+        upvotes=9,
+        relative_position=10,
+        created_at=at[0],
+        updated_at=at[1],
+    )
+    make.issue(p, u, title="a", weight=7, relative_position=20, created_at=at[2], updated_at=at[0])
+    assert listed(api, u, path(p), sort="asc") == [2, 1, 3]
+    assert listed(api, u, path(p)) == [3, 1, 2]
     assert listed(api, u, path(p), order_by="title", sort="asc") == [3, 1, 2]
     assert listed(api, u, path(p), order_by="due_date", sort="asc") == [2, 1, 3]
     assert listed(api, u, path(p), order_by="due_date", sort="desc") == [1, 2, 3]  # none last
     assert listed(api, u, path(p), order_by="popularity") == [2, 1, 3]
     assert listed(api, u, path(p), order_by="weight", sort="asc") == [1, 3, 2]
     assert listed(api, u, path(p), order_by="relative_position", sort="asc") == [2, 3, 1]
-    assert listed(api, u, path(p), order_by="updated_at", sort="asc") == [1, 2, 3]
+    assert listed(api, u, path(p), order_by="updated_at", sort="asc") == [3, 2, 1]
+    assert listed(api, u, path(p), order_by="updated_at") == [1, 2, 3]
 
 
 def test_label_priority_and_milestone_due_orders(api, make, db):
@@ -358,6 +392,9 @@ def test_label_priority_and_milestone_due_orders(api, make, db):
     assert listed(api, u, path(p), order_by="label_priority", sort="asc") == [2, 1, 3]
     assert listed(api, u, path(p), order_by="milestone_due", sort="asc") == [3, 1, 2]
     assert listed(api, u, path(p), order_by="priority", sort="asc") == [3, 1, 2]
+    # Within one milestone due date, priority orders by label priority; milestone_due does not.
+    make.issue(p, u, labels=[high], milestone=later)
+    assert listed(api, u, path(p), order_by="priority", sort="asc") == [3, 4, 1, 2]
 
 
 def test_unknown_order_and_sort_are_refused(api, world):

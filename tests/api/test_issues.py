@@ -11,9 +11,12 @@ from sqlalchemy import func, select
 
 from kiln.auth.actor import Actor
 from kiln.models import (
+    EpicIssue,
     Event,
     Issue,
+    IssueAssignee,
     Label,
+    LabelLink,
     Note,
     ResourceLabelEvent,
     ResourceMilestoneEvent,
@@ -24,7 +27,7 @@ from kiln.models import (
 )
 from kiln.models.namespaces import DEVELOPER, GUEST, MAINTAINER, REPORTER
 from kiln.models.notes import ISSUE
-from kiln.models.todos import ASSIGNED, DONE, MENTIONED
+from kiln.models.todos import ASSIGNED, DONE, MENTIONED, PENDING
 from kiln.queries.users import row_by_id
 from kiln.schemas.issues import IssueCreate
 from kiln.services import issues as issue_service
@@ -153,6 +156,7 @@ def test_lists_carry_no_subscribed_field(api, make):
     p = make.project(owner=u)
     make.issue(p, u)
     assert "subscribed" not in api(u).get(url(p)).json()[0]
+    assert api(u).get(url(p, 1)).json()["subscribed"] is True  # the single view does carry it
 
 
 def test_a_missing_issue_and_a_hidden_confidential_one_are_404(api, make):
@@ -289,13 +293,23 @@ def test_guests_may_open_issues_but_not_plan_them(api, make, db):
         v = api(caller).post(url(p), json=body).json()
         assert (v["labels"], v["milestone"], v["assignees"], v["weight"]) == ([], None, [], None)
     assert counted(db, Label) == 1
+    rows = db.scalars(select(Issue).where(Issue.project_id == p.id)).all()
+    assert [(i.milestone_id, i.weight) for i in rows] == [(None, None), (None, None)]
+    assert counted(db, IssueAssignee) == 0
+    assert db.scalars(select(LabelLink)).all() == []
 
 
 def test_reporters_plan_but_create_labels_only_where_they_may(api, make, db):
     owner, reporter = make.user(), make.user()
     p = make.project(owner=owner, members={reporter: REPORTER})
-    v = api(reporter).post(url(p), json={"title": "t", "labels": "new"}).json()
-    assert v["labels"] == ["new"]
+    m = make.milestone(project=p)
+    v = (
+        api(reporter)
+        .post(url(p), json={"title": "t", "labels": "new", "milestone_id": m.id, "weight": 2})
+        .json()
+    )
+    assert (v["labels"], v["milestone"]["id"], v["weight"]) == (["new"], m.id, 2)
+    assert db.scalars(select(Label.project_id).where(Label.title == "new")).all() == [p.id]
 
 
 def test_created_at_is_for_owners_and_administrators(api, make):
@@ -304,6 +318,7 @@ def test_created_at_is_for_owners_and_administrators(api, make):
     when = "2020-05-06T07:08:09.000Z"
     assert api(owner).post(url(p), json={"title": "t", "created_at": when}).json()["created_at"] == when
     assert api(dev).post(url(p), json={"title": "t", "created_at": when}).json()["created_at"] != when
+    assert api("root").post(url(p), json={"title": "t", "created_at": when}).json()["created_at"] == when
 
 
 def test_nobody_without_sight_creates(api, make, db):
@@ -406,15 +421,19 @@ def test_close_and_reopen(api, make, db):
     p = make.project(owner=u, members={helper: DEVELOPER})
     issue = make.issue(p, u, assignees=[helper])
     api(u).put(url(p, 1), json={"assignee_ids": [helper.id, u.id]})
-    make.issue(p, u)
+    other = make.issue(p, u)
     with db.begin_nested():
         db.add(
             Todo(user_id=helper.id, author_id=u.id, target_type=ISSUE, target_id=issue.id, action=ASSIGNED)
+        )
+        db.add(
+            Todo(user_id=helper.id, author_id=u.id, target_type=ISSUE, target_id=other.id, action=ASSIGNED)
         )
     v = api(u).put(url(p, 1), json={"state_event": "close"}).json()
     assert (v["state"], v["closed_by"]["id"]) == ("closed", u.id)
     assert v["closed_at"] is not None
     assert db.scalars(select(Todo.state).where(Todo.target_id == issue.id)).all() == [DONE]
+    assert db.scalars(select(Todo.state).where(Todo.target_id == other.id)).all() == [PENDING]
     v = api(u).put(url(p, 1), json={"state_event": "reopen"}).json()
     assert (v["state"], v["closed_at"], v["closed_by"]) == ("opened", None, None)
     assert notes_of(db, issue.id)[-2:] == ["closed", "reopened"]
@@ -464,6 +483,8 @@ def test_who_may_update(api, make, db):
     make.issue(p, author, title="t")
     assert api(guest).put(url(p, 1), json={"title": "x"}).status_code == 403
     assert api(make.user()).put(url(p, 1), json={"title": "x"}).status_code == 403
+    assert db.scalar(select(Issue.title)) == "t"
+    assert counted(db, Note) == 0
     assert api(author).put(url(p, 1), json={"title": "by author"}).status_code == 200
     assert api(reporter).put(url(p, 1), json={"title": "by reporter"}).status_code == 200
     # The author without admin_issue: planning fields are dropped, the rest applies.
@@ -500,6 +521,9 @@ def test_updated_at_is_for_owners(api, make):
     make.issue(p, u)
     when = "2021-01-02T03:04:05.000Z"
     assert api(u).put(url(p, 1), json={"title": "x", "updated_at": when}).json()["updated_at"] == when
+    dev = make.user()
+    make.member(p, dev, DEVELOPER)
+    assert api(dev).put(url(p, 1), json={"title": "y", "updated_at": when}).json()["updated_at"] != when
 
 
 # ----------------------------------------------------------------------------- deleting
@@ -512,11 +536,13 @@ def test_delete_is_for_owners_and_administrators(api, make, db):
     make.note(issue, owner)
     assert api(maintainer).delete(url(p, 1)).status_code == 403
     assert api(make.user()).delete(url(p, 1)).status_code == 404
+    assert (counted(db, Issue), counted(db, Note)) == (1, 1)
     assert api(owner).delete(url(p, 1)).status_code == 204
     assert (counted(db, Issue), counted(db, Note)) == (0, 0)
     assert api(owner).get(url(p, 1)).status_code == 404
     make.issue(p, owner)
     assert api("root").delete(url(p, 2)).status_code == 204
+    assert counted(db, Issue) == 0
 
 
 # ----------------------------------------------------------------------------- subscriptions
@@ -526,8 +552,11 @@ def test_subscribe_and_unsubscribe_with_304s(api, make, db):
     owner, dev = make.user(), make.user()
     p = make.project(owner=owner, members={dev: DEVELOPER})
     make.issue(p, owner)
+    assert api(dev).get(url(p, 1)).json()["subscribed"] is False
     r = api(dev).post(url(p, 1, "/subscribe"))
     assert (r.status_code, r.json()["subscribed"]) == (201, True)
+    assert api(dev).get(url(p, 1)).json()["subscribed"] is True
+    assert db.scalars(select(Subscription.subscribed).where(Subscription.user_id == dev.id)).all() == [True]
     r = api(dev).post(url(p, 1, "/subscribe"))
     assert (r.status_code, r.content) == (304, b"")
     r = api(dev).post(url(p, 1, "/unsubscribe"))
@@ -546,11 +575,11 @@ def test_participants_are_subscribed_until_they_opt_out(api, make, db):
 
 
 def test_participants_are_author_assignees_and_commenters(api, make):
-    owner, helper, talker = make.user(), make.user(), make.user()
+    owner, helper, talker, bot = make.user(), make.user(), make.user(), make.user()
     p = make.project(owner=owner, visibility="public")
     issue = make.issue(p, owner, assignees=[helper])
     make.note(issue, talker)
-    make.note(issue, owner, system=True)
+    make.note(issue, bot, system=True)
     r = api().get(url(p, 1, "/participants"))
     assert [u["id"] for u in r.json()] == [owner.id, helper.id, talker.id]
 
@@ -600,9 +629,15 @@ def test_move_refusals(api, make, db):
     assert (r.status_code, r.json()) == (404, {"message": "404 Project Not Found"})
     public = make.project(visibility="public")
     r = api(u).post(url(src, 1, "/move"), json={"to_project_id": public.id})
-    assert r.status_code == 400
+    assert (r.status_code, r.json()) == (
+        400,
+        {"message": "Cannot move issue due to insufficient permissions!"},
+    )
     assert api(u).post(url(src, 1, "/move"), json={}).json() == {"error": "to_project_id is missing"}
     assert counted(db, Issue) == 1
+    left = api(u).get(url(src, 1)).json()
+    assert (left["state"], left["moved_to_id"]) == ("opened", None)
+    assert notes_of(db, left["id"]) == []
     assert reporter_elsewhere is not None
 
 
@@ -682,7 +717,7 @@ def _flag(api, name: str) -> None:
     assert api("root").post(f"/features/{name}", json={"value": "true"}).status_code == 201
 
 
-def test_an_issue_joins_only_an_epic_the_caller_may_add_issues_to(api, make):
+def test_an_issue_joins_only_an_epic_the_caller_may_add_issues_to(api, make, db):
     _flag(api, "confidential_epics")
     owner, reporter = make.user(), make.user()
     group = make.group(owners=[owner], visibility="public")
@@ -694,6 +729,8 @@ def test_an_issue_joins_only_an_epic_the_caller_may_add_issues_to(api, make):
     assert r.json() == {"message": "404 Epic Not Found"}
     shown = api().get(f"/projects/{project.id}/issues/{issue.iid}").json()
     assert shown["epic"] is None
+    assert api(owner).get(f"/projects/{project.id}/issues/{issue.iid}").json()["epic"] is None
+    assert counted(db, EpicIssue) == 0
 
 
 def test_a_confidential_epic_takes_only_confidential_issues(api, make):
@@ -736,6 +773,11 @@ def test_mentions_in_the_change_that_makes_an_issue_confidential_reach_only_its_
     assert api(owner).put(f"/projects/{project.id}/issues/{issue.iid}", json=body).status_code == 200
     db.expire_all()
     assert db.scalars(select(Todo).where(Todo.user_id == stranger.id)).all() == []
+    # The same mention on a public issue does reach them.
+    other = make.issue(project, owner)
+    body = {"description": f"@{stranger.username} see this"}
+    assert api(owner).put(f"/projects/{project.id}/issues/{other.iid}", json=body).status_code == 200
+    assert db.scalars(select(Todo.target_id).where(Todo.user_id == stranger.id)).all() == [other.id]
 
 
 def test_a_confidential_issue_is_assigned_only_to_those_who_may_read_it(api, make):
@@ -748,6 +790,10 @@ def test_a_confidential_issue_is_assigned_only_to_those_who_may_read_it(api, mak
     assert r.status_code == 200, r.text
     assert [a["id"] for a in r.json()["assignees"]] == [reporter.id]
     assert api(stranger).get(f"/projects/{project.id}/issues/{issue.iid}").status_code == 404
+    # On a public issue the same stranger may be assigned: it is the confidentiality that refuses.
+    shown = make.issue(project, owner)
+    r = api(reporter).put(f"/projects/{project.id}/issues/{shown.iid}", json={"assignee_ids": [stranger.id]})
+    assert [a["id"] for a in r.json()["assignees"]] == [stranger.id]
 
 
 def test_participants_leave_out_authors_of_internal_notes_for_those_who_cannot_read_them(api, make):

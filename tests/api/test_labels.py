@@ -110,11 +110,12 @@ def test_a_title_the_project_already_sees_is_a_conflict(api, make, db):
     assert labels_in(db, project_id=p.id) == ["bug"]
 
 
-def test_the_same_title_in_another_project_is_fine(api, make):
+def test_the_same_title_in_another_project_is_fine(api, make, db):
     owner, g, p = setup(make)
     other = make.project(namespace=g, owner=owner)
     make.label(project=other, title="bug")
     assert api(owner).post(labels_url(p), json={"name": "bug", "color": "red"}).status_code == 201
+    assert labels_in(db, project_id=p.id) == labels_in(db, project_id=other.id) == ["bug"]
 
 
 def test_priority_is_stored_for_the_project(api, make, db):
@@ -188,8 +189,11 @@ def test_a_single_label_by_id_or_by_encoded_title(api, make):
 
 def test_a_label_of_another_project_is_not_found(api, make):
     owner, g, p = setup(make)
-    other = make.label(project=make.project(namespace=g, owner=owner), title="elsewhere")
-    assert api(owner).get(labels_url(p, other.id)).status_code == 404
+    elsewhere = make.project(namespace=g, owner=owner)
+    other = make.label(project=elsewhere, title="elsewhere")
+    assert api(owner).get(labels_url(elsewhere, other.id)).json()["id"] == other.id
+    r = api(owner).get(labels_url(p, other.id))
+    assert (r.status_code, r.json()) == (404, {"message": "404 Label Not Found"})
 
 
 def test_counts_are_the_open_and_closed_issues_carrying_the_label(api, make):
@@ -245,7 +249,8 @@ def test_the_priority_shown_is_the_projects(api, make):
     owner, g, p = setup(make)
     other = make.project(namespace=g, owner=owner)
     shared = make.label(group=g, title="shared")
-    api(owner).put(labels_url(other, shared.id), json={"priority": 5})
+    assert api(owner).put(labels_url(other, shared.id), json={"priority": 5}).json()["priority"] == 5
+    assert api(owner).get(labels_url(other, shared.id)).json()["priority"] == 5
     assert api(owner).get(labels_url(p, shared.id)).json()["priority"] is None
 
 
@@ -303,11 +308,13 @@ def test_an_invalid_colour_on_update_changes_nothing(api, make, db):
     assert (db.get(Label, bug.id).title, db.get(Label, bug.id).color) == ("bug", "#123456")
 
 
-def test_the_deprecated_update_names_the_label_in_the_body(api, make):
+def test_the_deprecated_update_names_the_label_in_the_body(api, make, db):
     owner, _, p = setup(make)
     make.label(project=p, title="bug")
     r = api(owner).put(labels_url(p), json={"name": "bug", "description": "broken"})
     assert (r.status_code, r.json()["description"]) == (200, "broken")
+    db.expire_all()
+    assert db.scalar(select(Label.description).where(Label.project_id == p.id)) == "broken"
     r = api(owner).put(labels_url(p), json={"description": "broken"})
     assert (r.status_code, r.json()) == (
         400,
@@ -322,6 +329,7 @@ def test_a_group_label_is_changed_only_by_those_who_may_change_the_groups_labels
     shared = make.label(group=g, title="shared")
     r = api(reporter).put(labels_url(p, shared.id), json={"new_name": "mine"})
     assert r.status_code == 403
+    assert labels_in(db, group_id=g.id) == ["shared"]
     assert api(owner).put(labels_url(p, shared.id), json={"new_name": "ours"}).json()["name"] == "ours"
 
 
@@ -331,6 +339,9 @@ def test_delete_removes_the_label_its_links_and_priorities(api, make, db):
     issue_id = make.issue(p, owner, labels=[db.get(Label, bug_id)]).id
     api(owner).put(labels_url(p, bug_id), json={"priority": 1})
     api(owner).post(labels_url(p, bug_id) + "/subscribe")
+    assert db.scalar(select(func.count()).select_from(LabelLink).where(LabelLink.target_id == issue_id)) == 1
+    assert db.scalar(select(func.count()).select_from(LabelPriority)) == 1
+    assert db.scalar(select(func.count()).select_from(Subscription)) == 1
     assert api(owner).delete(labels_url(p, "bug")).status_code == 204
     db.expire_all()
     assert db.get(Label, bug_id) is None
@@ -367,11 +378,15 @@ def test_reading_takes_sight_of_the_project_and_changing_a_reporter(api, make, d
     assert api().get(labels_url(p)).status_code == 401
 
 
-def test_a_reporter_may_change_labels(api, make):
+def test_a_reporter_may_change_labels(api, make, db):
     _, _, p = setup(make)
     reporter = make.user()
     make.member(p, reporter, REPORTER)
     assert api(reporter).post(labels_url(p), json={"name": "x", "color": "red"}).status_code == 201
+    assert api(reporter).put(labels_url(p, "x"), json={"new_name": "y"}).status_code == 200
+    assert labels_in(db, project_id=p.id) == ["y"]
+    assert api(reporter).delete(labels_url(p, "y")).status_code == 204
+    assert labels_in(db, project_id=p.id) == []
 
 
 # ----------------------------------------------------------------------------- promote
@@ -432,12 +447,16 @@ def test_promote_in_a_personal_project_is_refused(api, make, db):
 
 
 def test_promote_takes_a_reporter_of_the_group(api, make, db):
-    _, _, p = setup(make)
+    _, g, p = setup(make)
     developer = make.user()
     make.member(p, developer, DEVELOPER)
     make.label(project=p, title="bug")
     assert api(developer).put(labels_url(p, "bug") + "/promote").status_code == 403
     assert labels_in(db, project_id=p.id) == ["bug"]
+    group_reporter = make.user()
+    make.member(g, group_reporter, REPORTER)
+    assert api(group_reporter).put(labels_url(p, "bug") + "/promote").status_code == 200
+    assert (labels_in(db, project_id=p.id), labels_in(db, group_id=g.id)) == ([], ["bug"])
 
 
 def test_promote_of_an_unknown_label_is_not_found(api, make):

@@ -14,7 +14,9 @@ def render(api, caller, **body):
 
 
 def test_anonymous_callers_are_refused(api):
-    assert render(api, None, text="hi").status_code == 401
+    r = render(api, None, text="hi")
+    assert r.status_code == 401
+    assert "html" not in r.json()
 
 
 def test_text_is_required(api, make):
@@ -24,12 +26,18 @@ def test_text_is_required(api, make):
 
 
 def test_plain_markdown_is_rendered_and_sanitized(api, make):
-    r = render(api, make.user(), text="**bold** <script>alert(1)</script> #1")
+    owner = make.user()
+    project = make.project(owner=owner)
+    make.issue(project, owner)
+    text = "**bold** <script>alert(1)</script> #1"
+    r = render(api, owner, text=text, project=str(project.id))
     assert r.status_code == 201, r.text
     html = r.json()["html"]
     assert "<strong>bold</strong>" in html
     assert "<script>" not in html
     assert "<a" not in html  # without gfm nothing is a reference
+    linked = render(api, owner, text=text, gfm=True, project=str(project.id)).json()["html"]
+    assert "/-/issues/1" in linked
 
 
 def test_gfm_links_references_in_the_project(api, make):
@@ -55,6 +63,7 @@ def test_a_confidential_issue_hidden_from_the_caller_stays_text(api, make):
     r = render(api, guest, text="#1", gfm=True, project=str(project.id))
     assert r.status_code == 201, r.text
     assert "<a" not in r.json()["html"]
+    assert "#1" in r.json()["html"]
     seen = render(api, owner, text="#1", gfm=True, project=str(project.id))
     assert "/-/issues/1" in seen.json()["html"]
 
@@ -65,3 +74,4 @@ def test_a_hidden_project_is_not_found(api, make):
     r = render(api, make.user(), text="#1", gfm=True, project=str(project.id))
     assert r.status_code == 404
     assert r.json() == {"message": "404 Project Not Found"}
+    assert render(api, owner, text="#1", gfm=True, project=str(project.id)).status_code == 201

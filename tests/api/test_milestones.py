@@ -157,7 +157,7 @@ def test_list_filters_by_update_time_and_dates(api, make, db):
     user, p = setup(make)
     old = make.milestone(project=p, start_date=date(2030, 1, 1), due_date=date(2030, 1, 31))
     new = make.milestone(project=p, start_date=date(2030, 3, 1), due_date=date(2030, 3, 31))
-    make.milestone(project=p)  # no dates: in no time frame
+    undated = make.milestone(project=p)  # no dates: in no time frame
     with db.begin_nested():
         db.get(Milestone, old.id).updated_at = datetime(2020, 1, 1, tzinfo=UTC)
     db.commit()
@@ -165,7 +165,7 @@ def test_list_filters_by_update_time_and_dates(api, make, db):
     def ids(**query):
         return sorted(m["id"] for m in api(user).get(url(p), params=query).json())
 
-    assert old.id not in ids(updated_after="2021-01-01T00:00:00Z")
+    assert ids(updated_after="2021-01-01T00:00:00Z") == sorted([new.id, undated.id])
     assert ids(updated_before="2021-01-01T00:00:00Z") == [old.id]
     assert ids(containing_date="2030-01-15") == [old.id]
     assert ids(start_date="2030-01-20", end_date="2030-03-05") == sorted([old.id, new.id])
@@ -318,11 +318,14 @@ def test_close_and_activate(api, make, db):
         ({"start_date": "soon"}, "start_date is invalid"),
     ],
 )
-def test_bad_updates_are_refused(api, make, body, error):
+def test_bad_updates_are_refused(api, make, db, body, error):
     user, p = setup(make)
-    m = make.milestone(project=p)
+    m = make.milestone(project=p, title="v1")
     r = api(user).put(url(p, m), json=body)
     assert (r.status_code, r.json()) == (400, {"error": error})
+    db.expire_all()
+    kept = db.get(Milestone, m.id)
+    assert (kept.title, kept.state, kept.start_date) == ("v1", "active", None)
 
 
 def test_an_invalid_update_writes_nothing_not_even_the_state(api, make, db):
@@ -338,6 +341,8 @@ def test_an_invalid_update_writes_nothing_not_even_the_state(api, make, db):
     assert r.json() == {
         "message": 'Failed to update milestone {:due_date=>["must be greater than start date"]}'
     }
+    db.expire_all()
+    assert (db.get(Milestone, m.id).start_date, db.get(Milestone, m.id).due_date) == (None, None)
 
 
 def test_delete_takes_the_milestone_off_its_issues(api, make, db):
@@ -373,6 +378,7 @@ def test_reporters_change_milestones_guests_only_read(api, make, db):
     reporter = make.user()
     make.member(p, reporter, REPORTER)
     assert api(reporter).post(url(p), json={"title": "x"}).status_code == 201
+    assert milestones_in(db, p) == 2
 
 
 def test_an_archived_projects_milestones_are_read_only(api, make, db):
@@ -381,10 +387,13 @@ def test_an_archived_projects_milestones_are_read_only(api, make, db):
     assert api(user).get(url(p, m)).status_code == 200
     assert api(user).post(url(p), json={"title": "x"}).status_code == 403
     assert api(user).put(url(p, m), json={"state_event": "close"}).status_code == 403
+    assert api(user).delete(url(p, m)).status_code == 403
     assert milestones_in(db, p) == 1
+    db.expire_all()
+    assert db.get(Milestone, m.id).state == "active"
 
 
-def test_a_hidden_project_is_not_found_and_anonymous_callers_must_sign_in(api, make):
+def test_a_hidden_project_is_not_found_and_anonymous_callers_must_sign_in(api, make, db):
     _, p = setup(make)
     m = make.milestone(project=p)
     stranger = make.user()
@@ -394,6 +403,7 @@ def test_a_hidden_project_is_not_found_and_anonymous_callers_must_sign_in(api, m
     assert api().get(url(public)).status_code == 401
     assert api(stranger).get(url(public)).status_code == 200
     assert api(stranger).post(url(public), json={"title": "x"}).status_code == 403
+    assert (milestones_in(db, p), milestones_in(db, public)) == (1, 0)
 
 
 def test_milestones_are_read_while_issues_or_merge_requests_are_open(api, make):
@@ -502,6 +512,7 @@ def test_promotion_needs_a_group_and_a_reporter_there(api, make, db):
     m = make.milestone(project=p)
     assert api(user).post(url(p, m, "/promote")).status_code == 403
     assert milestones_in(db, p) == 1
+    assert db.scalar(select(func.count()).select_from(Milestone).where(Milestone.group_id == g.id)) == 0
 
 
 # ----------------------------------------------------------------------------- burndown

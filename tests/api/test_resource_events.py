@@ -79,7 +79,8 @@ def test_state_and_weight_events(api, db, setup):
     weights = api(reporter).get(events_url(project, issue, "weight")).json()
     assert [(w["issue_id"], w["weight"]) for w in weights] == [(issue.id, 3)]
     one = api(reporter).get(events_url(project, issue, "weight", weights[0]["id"]))
-    assert one.status_code == 200
+    assert (one.status_code, one.json()) == (200, weights[0])
+    assert api(reporter).get(events_url(project, issue, "label")).json() == []
 
 
 def test_events_are_paginated_oldest_first(api, db, make, setup):
@@ -106,7 +107,7 @@ def test_another_issues_event_is_not_found(api, db, make, setup):
     assert (r.status_code, r.json()) == (404, {"message": "404 Not found"})
 
 
-def test_hidden_issues_and_projects_are_not_found(api, make, setup):
+def test_hidden_issues_and_projects_are_not_found(api, db, make, setup):
     reporter, project, issue = setup
     stranger = make.user()
     r = api(stranger).get(events_url(project, issue, "label"))
@@ -114,16 +115,26 @@ def test_hidden_issues_and_projects_are_not_found(api, make, setup):
     secret = make.issue(project, reporter, confidential=True)
     guest = make.user()
     make.member(project, guest, GUEST)
+    with transaction(db):
+        resource_events.state_changed(db, None, "Issue", secret.id, "closed")
+        resource_events.state_changed(db, None, "Issue", issue.id, "closed")
     r = api(guest).get(events_url(project, secret, "state"))
     assert (r.status_code, r.json()) == (404, {"message": "404 Issue Not Found"})
-    assert api(guest).get(events_url(project, issue, "state")).status_code == 200
+    assert [e["state"] for e in api(reporter).get(events_url(project, secret, "state")).json()] == ["closed"]
+    r = api(guest).get(events_url(project, issue, "state"))
+    assert (r.status_code, [e["resource_id"] for e in r.json()]) == (200, [issue.id])
 
 
-def test_a_public_issues_events_are_open_to_anonymous_callers(api, make):
+def test_a_public_issues_events_are_open_to_anonymous_callers(api, db, make):
     owner = make.user()
     public = make.project(visibility="public", members={owner: REPORTER})
     issue = make.issue(public, owner)
-    assert api().get(events_url(public, issue, "label")).status_code == 200
+    label = make.label(project=public, title="seen")
+    with transaction(db):
+        resource_events.labels_changed(db, as_actor(db, owner), "Issue", issue.id, added=[label.id])
+    r = api().get(events_url(public, issue, "label"))
+    assert r.status_code == 200
+    assert [(e["action"], e["label"]["name"]) for e in r.json()] == [("add", "seen")]
 
 
 def test_bad_ids_are_parameter_errors(api, setup):
@@ -153,7 +164,8 @@ def test_epic_label_events_are_reached_by_the_epics_id(api, db, make):
     )
     assert api(owner).get(f"{base}/{event['id']}").json() == event
     stranger = make.user()
-    assert api(stranger).get(base).status_code == 404
+    r = api(stranger).get(base)
+    assert (r.status_code, r.json()) == (404, {"message": "404 Group Not Found"})
 
 
 @pytest.mark.parametrize("kind", ["label", "milestone", "state", "weight"])

@@ -80,6 +80,8 @@ def test_resetting_the_estimate_removes_it(api, db, setup):
     assert r.status_code == 200
     assert (r.json()["time_estimate"], r.json()["human_time_estimate"]) == (0, None)
     assert system_notes(db, issue) == ["changed time estimate to 1d", "removed time estimate"]
+    db.expire_all()
+    assert db.get(Issue, issue.id).time_estimate == 0
 
 
 def test_the_same_estimate_again_notes_nothing(api, db, setup):
@@ -108,11 +110,13 @@ def test_a_missing_duration_is_a_parameter_error(api, setup):
     assert (r.status_code, r.json()) == (400, {"error": "duration is missing"})
 
 
-def test_an_estimate_past_the_column_is_kept_as_its_largest(api, setup):
+def test_an_estimate_past_the_column_is_kept_as_its_largest(api, db, setup):
     reporter, project, issue = setup
     r = api(reporter).post(url(project, issue, "time_estimate"), json={"duration": "99999999mo"})
     assert r.status_code == 200
     assert r.json()["time_estimate"] == 2**31 - 1
+    db.expire_all()
+    assert db.get(Issue, issue.id).time_estimate == 2**31 - 1
 
 
 def test_spent_time_is_logged_counted_and_noted(api, db, setup):
@@ -125,6 +129,7 @@ def test_spent_time_is_logged_counted_and_noted(api, db, setup):
     assert r.json()["human_total_time_spent"] == "1h"
     r = api(reporter).post(url(project, issue, "add_spent_time"), json={"duration": "-30m"})
     assert r.json()["total_time_spent"] == 1800
+    assert r.status_code == 201
     logs = db.scalars(select(Timelog).where(Timelog.target_id == issue.id).order_by(Timelog.id)).all()
     assert [(t.target_type, t.time_spent, t.summary, t.user_id) for t in logs] == [
         ("Issue", 3600, "review", reporter.id),
@@ -176,10 +181,18 @@ def test_invalid_spent_time_is_refused(api, db, setup):
 
 
 def test_a_guest_may_read_but_not_track_time(api, db, make, setup):
-    _, project, issue = setup
+    reporter, project, issue = setup
+    api(reporter).post(url(project, issue, "time_estimate"), json={"duration": "3h"})
+    api(reporter).post(url(project, issue, "add_spent_time"), json={"duration": "2h"})
     guest = make.user()
     make.member(project, guest, GUEST)
-    assert api(guest).get(url(project, issue, "time_stats")).status_code == 200
+    stats = api(guest).get(url(project, issue, "time_stats"))
+    assert (stats.status_code, stats.json()["time_estimate"], stats.json()["total_time_spent"]) == (
+        200,
+        10800,
+        7200,
+    )
+    notes_before = system_notes(db, issue)
     for what, body in (
         ("time_estimate", {"duration": "1h"}),
         ("reset_time_estimate", {}),
@@ -187,36 +200,50 @@ def test_a_guest_may_read_but_not_track_time(api, db, make, setup):
         ("reset_spent_time", {}),
     ):
         assert api(guest).post(url(project, issue, what), json=body).status_code == 403
-    assert db.scalars(select(Timelog).where(Timelog.target_id == issue.id)).all() == []
+    assert db.scalars(select(Timelog.time_spent).where(Timelog.target_id == issue.id)).all() == [7200]
+    db.expire_all()
+    row = db.get(Issue, issue.id)
+    assert (row.time_estimate, row.total_time_spent) == (10800, 7200)
+    assert system_notes(db, issue) == notes_before
 
 
-def test_a_hidden_project_or_issue_is_not_found(api, make, setup):
+def test_a_hidden_project_or_issue_is_not_found(api, db, make, setup):
     reporter, project, issue = setup
     stranger = make.user()
     r = api(stranger).post(url(project, issue, "time_estimate"), json={"duration": "1h"})
     assert (r.status_code, r.json()) == (404, {"message": "404 Project Not Found"})
+    db.expire_all()
+    assert db.get(Issue, issue.id).time_estimate == 0
     confidential = make.issue(project, reporter, confidential=True)
     public = make.project(visibility="public", members={reporter: REPORTER})
     secret = make.issue(public, reporter, confidential=True)
-    assert api(stranger).get(url(public, secret, "time_stats")).status_code == 404
+    r = api(stranger).get(url(public, secret, "time_stats"))
+    assert (r.status_code, r.json()) == (404, {"message": "404 Issue Not Found"})
     assert api(reporter).get(url(project, confidential, "time_stats")).status_code == 200
     assert api(reporter).get(f"/projects/{project.id}/issues/999/time_stats").status_code == 404
 
 
-def test_anonymous_callers_read_a_public_issues_time_stats_only(api, make):
+def test_anonymous_callers_read_a_public_issues_time_stats_only(api, db, make):
     owner = make.user()
     public = make.project(visibility="public", members={owner: REPORTER})
     issue = make.issue(public, owner, time_estimate=3600)
     assert api().get(url(public, issue, "time_stats")).json()["human_time_estimate"] == "1h"
-    assert api().post(url(public, issue, "time_estimate"), json={"duration": "1h"}).status_code == 401
+    assert api().post(url(public, issue, "time_estimate"), json={"duration": "2h"}).status_code == 401
+    db.expire_all()
+    assert db.get(Issue, issue.id).time_estimate == 3600
 
 
-def test_an_archived_project_refuses_time_tracking(api, make):
+def test_an_archived_project_refuses_time_tracking(api, db, make):
     reporter = make.user()
     project = make.project(members={reporter: REPORTER}, archived=True)
     issue = make.issue(project, reporter)
     r = api(reporter).post(url(project, issue, "add_spent_time"), json={"duration": "1h"})
     assert r.status_code == 403
+    r = api(reporter).post(url(project, issue, "time_estimate"), json={"duration": "1h"})
+    assert r.status_code == 403
+    assert db.scalars(select(Timelog).where(Timelog.target_id == issue.id)).all() == []
+    db.expire_all()
+    assert db.get(Issue, issue.id).time_estimate == 0
 
 
 def test_an_iid_past_any_issue_is_not_found(api, setup):

@@ -77,6 +77,8 @@ def test_filters(api, db, make, setup):
     assigned = add_todo(db, me, issue, author=third, action=ASSIGNED)
     away = add_todo(db, me, other_issue, author=other)
     done = add_todo(db, me, issue, author=other, state=DONE)
+    group = make.group(members={me: REPORTER})
+    planned = add_todo(db, me, make.epic(group, other), author=other, kind="Epic")
 
     def ids(**query) -> list[int]:
         r = api(me).get("/todos", params=query)
@@ -87,8 +89,11 @@ def test_filters(api, db, make, setup):
     assert ids(author_id=third.id) == [assigned.id]
     assert ids(project_id=elsewhere.id) == [away.id]
     assert ids(state="done") == [done.id]
+    assert ids() == [planned.id, away.id, assigned.id, mentioned.id]
     assert ids(type="Issue") == [away.id, assigned.id, mentioned.id]
+    assert ids(type="Epic") == [planned.id]
     assert ids(type="MergeRequest") == []
+    assert ids(group_id=group.id) == [planned.id]
     assert ids(group_id=12345) == []
 
 
@@ -120,7 +125,8 @@ def test_a_todo_whose_issue_the_user_may_no_longer_read_is_left_out(api, db, mak
     gone = make.issue(hidden, author)
     add_todo(db, me, secret, author=author)
     add_todo(db, me, gone, author=author)
-    assert api(me).get("/todos").json() == []
+    seen = add_todo(db, me, make.issue(project, author), author=author)
+    assert [t["id"] for t in api(me).get("/todos").json()] == [seen.id]
 
 
 def test_marking_one_done(api, db, setup):
@@ -140,15 +146,18 @@ def test_someone_elses_todo_is_not_found(api, db, setup):
     assert (r.status_code, r.json()) == (404, {"message": "404 Not found"})
     db.expire_all()
     assert db.get(Todo, theirs.id).state == PENDING
-    assert api(me).post("/todos/99999/mark_as_done").status_code == 404
+    r = api(me).post("/todos/99999/mark_as_done")
+    assert (r.status_code, r.json()) == (404, {"message": "404 Not found"})
 
 
 def test_marking_all_done_touches_only_the_callers(api, db, setup):
     me, other, _project, issue = setup
     mine = [add_todo(db, me, issue, author=other) for _ in range(2)]
     theirs = add_todo(db, other, issue, author=me)
+    assert api(me).get("/todos").headers["X-Total"] == "2"
     r = api(me).post("/todos/mark_as_done")
     assert r.status_code == 204
+    assert api(me).get("/todos").json() == []
     db.expire_all()
     assert [db.get(Todo, t.id).state for t in mine] == [DONE, DONE]
     assert db.get(Todo, theirs.id).state == PENDING
@@ -169,6 +178,8 @@ def test_a_user_marks_an_issue_as_a_todo_once(api, db, setup):
     assert [(t.action, t.target_id) for t in rows] == [(MARKED, issue.id)]
     api(me).post(f"/todos/{body['id']}/mark_as_done")
     assert api(me).post(url).status_code == 201
+    rows = db.scalars(select(Todo.state).where(Todo.user_id == me.id).order_by(Todo.id)).all()
+    assert rows == [DONE, PENDING]
 
 
 def test_an_issue_todo_needs_sight_of_the_issue(api, db, make, setup):
