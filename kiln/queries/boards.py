@@ -11,7 +11,7 @@ from datetime import date
 from functools import cache
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, bindparam, select
+from sqlalchemy import ColumnElement, Select, and_, bindparam, func, select
 from sqlalchemy.orm import Session
 
 from kiln.models import Board, BoardLabel, BoardList, Label, Milestone, Namespace, Project, User
@@ -75,9 +75,10 @@ def _owner_where(scope: str) -> ColumnElement[bool]:
 
 @cache
 def _boards_statement(scope: str) -> Select[Any]:
-    """A project's or group's boards, oldest first (GitLab pages them by id)."""
+    """A project's or group's boards by name, case aside (GitLab's Board.order_by_name_asc),
+    then oldest first."""
     columns = [_BOARDS.c[name] for name in _BOARD_COLUMNS]
-    return select(*columns).where(_owner_where(scope)).order_by(_BOARDS.c.id)
+    return select(*columns).where(_owner_where(scope)).order_by(func.lower(_BOARDS.c.name), _BOARDS.c.id)
 
 
 def page_of(db: Session, scope: str, owner_id: int, page: Page) -> PageResult:
