@@ -96,6 +96,11 @@ def runtime(request: Request[Any, Any, Any]) -> Runtime:
     return request.app.state.kiln  # type: ignore[no-any-return]
 
 
+def base_url(request: Request[Any, Any, Any]) -> str:
+    """This instance's external URL, which every web_url and _links is built on."""
+    return runtime(request).settings.external_url
+
+
 def project_web(request: Request[Any, Any, Any], full_path: str) -> str:
     """A project's web URL, on this instance's external URL."""
     return project_web_url(full_path, runtime(request).settings.external_url)

@@ -31,3 +31,8 @@ def content_disposition(kind: Literal["inline", "attachment"], name: str) -> str
 
 def no_content() -> Response[bytes]:
     return Response(content=b"", status_code=204, media_type=JSON)
+
+
+def not_modified() -> Response[bytes]:
+    """304 with no body: GitLab's answer to a subscription, star or to-do that changes nothing."""
+    return Response(content=b"", status_code=304)

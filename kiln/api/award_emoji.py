@@ -9,7 +9,7 @@ from typing import Any
 from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
 
-from kiln.api._deps import Authenticated, Db, Viewer, in_thread, runtime
+from kiln.api._deps import Authenticated, Db, Viewer, base_url, in_thread, runtime
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
 from kiln.api._render import no_content, render
@@ -42,10 +42,8 @@ def _routes(kind: Kind, ref: str, singular: str, *, on_note: bool) -> list[HTTPR
         q: AwardList = await params(request)
         page = page_of(q)
         found = service.list_awards(db, viewer, kind, q, page)
-        base_url = runtime(request).settings.external_url
-        return paginated(
-            request, [award(r, found.users, base_url) for r in found.page.items], page, found.page
-        )
+        base = base_url(request)
+        return paginated(request, [award(r, found.users, base) for r in found.page.items], page, found.page)
 
     async def get_award(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
         q: AwardGet = await params(request)

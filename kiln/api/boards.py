@@ -8,7 +8,7 @@ from typing import Any
 from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
 
-from kiln.api._deps import Authenticated, Db, in_thread, runtime
+from kiln.api._deps import Authenticated, Db, base_url, in_thread
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
 from kiln.api._render import no_content, render
@@ -29,10 +29,6 @@ from kiln.services import boards as service
 from kiln.services.boards import Kind, OneBoard, OneList, Subject
 
 Req = Request[Any, Any, Any]
-
-
-def _base(request: Req) -> str:
-    return runtime(request).settings.external_url
 
 
 def _owners(s: Subject, base: str) -> dict[str, Any]:
@@ -60,24 +56,24 @@ def _routes(kind: Kind, singular: str) -> list[HTTPRouteHandler]:
         q: BoardList = await params(request)
         page = page_of(q)
         found = service.list_boards(db, actor, kind, q.id, page)
-        base = _base(request)
+        base = base_url(request)
         owners = _owners(found.subject, base)
         items = [board(r, found.lists.get(r.id, []), found.named, base, **owners) for r in found.page.items]
         return paginated(request, items, page, found.page)
 
     async def get_board(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
         q: BoardGet = await params(request)
-        return render(_board(service.get_board(db, actor, kind, q.id, q.board_id), _base(request)))
+        return render(_board(service.get_board(db, actor, kind, q.id, q.board_id), base_url(request)))
 
     async def add_board(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
         p: BoardCreate = await params(request)
         one = await in_thread(service.create_board, db, actor, kind, p)
-        return render(_board(one, _base(request)), status=201)
+        return render(_board(one, base_url(request)), status=201)
 
     async def update_board(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
         p: BoardUpdate = await params(request)
         one = await in_thread(service.update_board, db, actor, kind, p)
-        return render(_board(one, _base(request)))
+        return render(_board(one, base_url(request)))
 
     async def remove_board(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
         p: BoardGet = await params(request)
@@ -88,24 +84,26 @@ def _routes(kind: Kind, singular: str) -> list[HTTPRouteHandler]:
         q: ListOfBoard = await params(request)
         page = page_of(q)
         found = service.list_lists(db, actor, kind, q.id, q.board_id, page)
-        base = _base(request)
+        base = base_url(request)
         return paginated(
             request, [board_list(r, found.named, base) for r in found.page.items], page, found.page
         )
 
     async def get_board_list(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
         q: ListGet = await params(request)
-        return render(_list(service.get_list(db, actor, kind, q.id, q.board_id, q.list_id), _base(request)))
+        return render(
+            _list(service.get_list(db, actor, kind, q.id, q.board_id, q.list_id), base_url(request))
+        )
 
     async def add_board_list(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
         p: ListCreate = await params(request)
         one = await in_thread(service.create_list, db, actor, kind, p)
-        return render(_list(one, _base(request)), status=201)
+        return render(_list(one, base_url(request)), status=201)
 
     async def move_board_list(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
         p: ListMove = await params(request)
         one = await in_thread(service.move_list, db, actor, kind, p)
-        return render(_list(one, _base(request)))
+        return render(_list(one, base_url(request)))
 
     async def remove_board_list(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
         p: ListGet = await params(request)

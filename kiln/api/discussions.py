@@ -9,7 +9,7 @@ from typing import Any
 from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
 
-from kiln.api._deps import Authenticated, Db, Viewer, in_thread, runtime
+from kiln.api._deps import Authenticated, Db, Viewer, base_url, in_thread
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
 from kiln.api._render import no_content, render
@@ -33,17 +33,13 @@ from kiln.services.subjects import EPICS, ISSUES, Kind
 Req = Request[Any, Any, Any]
 
 
-def _base(request: Req) -> str:
-    return runtime(request).settings.external_url
-
-
 def _thread_view(request: Req, found: OneThread) -> dict[str, Any]:
     t = found.thread
-    return discussion(t.id, t.notes, found.users, found.noteable.iid, _base(request))
+    return discussion(t.id, t.notes, found.users, found.noteable.iid, base_url(request))
 
 
 def _note_view(request: Req, found: OneNote) -> dict[str, Any]:
-    return note(found.row, found.users, found.noteable.iid, _base(request))
+    return note(found.row, found.users, found.noteable.iid, base_url(request))
 
 
 def _routes(kind: Kind, ref: str, singular: str, *, by_id: bool) -> list[HTTPRouteHandler]:
@@ -63,8 +59,8 @@ def _routes(kind: Kind, ref: str, singular: str, *, by_id: bool) -> list[HTTPRou
         q: DiscussionList = await params(request)
         page = page_of(q)
         found = service.list_discussions(db, viewer, kind, q, page, by_id=by_id)
-        iid, base_url = found.noteable.iid, _base(request)
-        items = [discussion(t.id, t.notes, found.users, iid, base_url) for t in found.page.items]
+        iid, base = found.noteable.iid, base_url(request)
+        items = [discussion(t.id, t.notes, found.users, iid, base) for t in found.page.items]
         return paginated(request, items, page, found.page)
 
     async def get_discussion(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:

@@ -7,7 +7,7 @@ from typing import Any
 from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
 
-from kiln.api._deps import Authenticated, Db, in_thread, runtime
+from kiln.api._deps import Authenticated, Db, base_url, in_thread
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
 from kiln.api._render import render
@@ -24,12 +24,8 @@ Req = Request[Any, Any, Any]
 ISSUES = "/groups/{id:str}/epics/{epic_iid:str}/issues"
 
 
-def _base(request: Req) -> str:
-    return runtime(request).settings.external_url
-
-
 def _listed(request: Req, found: EpicIssues, page: Page) -> Response[bytes]:
-    base = _base(request)
+    base = base_url(request)
     views = [
         epic_issue(issue(row, found.related, base), link.id, link.relative_position)
         for link, row in found.page.items
@@ -38,7 +34,7 @@ def _listed(request: Req, found: EpicIssues, page: Page) -> Response[bytes]:
 
 
 def _link(request: Req, one: OneLink, status: int = 200) -> Response[bytes]:
-    base = _base(request)
+    base = base_url(request)
     epic_view = epic(one.epic.row, one.epic.related, base, seen=one.epic.seen)
     return render(
         epic_issue_link(one.id, one.relative_position, epic_view, issue(one.issue, one.related, base)), status

@@ -7,10 +7,10 @@ from typing import Any
 from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
 
-from kiln.api._deps import Authenticated, Db, in_thread, runtime
+from kiln.api._deps import Authenticated, Db, base_url, in_thread
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
-from kiln.api._render import no_content, render
+from kiln.api._render import no_content, not_modified, render
 from kiln.api._routes import delete, get, post, put
 from kiln.entities.epics import epic, epics, linked_epic, todo
 from kiln.schemas.epics import (
@@ -32,18 +32,14 @@ EPIC = EPICS + "/{epic_iid:str}"
 CHILDREN = EPIC + "/epics"
 
 
-def _base(request: Req) -> str:
-    return runtime(request).settings.external_url
-
-
 def _one(request: Req, one: OneEpic, status: int = 200) -> Response[bytes]:
     return render(
-        epic(one.row, one.related, _base(request), seen=one.seen, subscribed=one.subscribed), status
+        epic(one.row, one.related, base_url(request), seen=one.seen, subscribed=one.subscribed), status
     )
 
 
 def _children(request: Req, found: ChildList) -> Response[bytes]:
-    return render(epics(found.rows, found.related, _base(request), seen=found.seen))
+    return render(epics(found.rows, found.related, base_url(request), seen=found.seen))
 
 
 @get(EPICS, params=EpicList)
@@ -55,7 +51,7 @@ async def list_epics(request: Req, db: Db, actor: Authenticated) -> Response[byt
     views = epics(
         found.page.items,
         found.related,
-        _base(request),
+        base_url(request),
         seen=found.seen,
         with_labels_details=q.with_labels_details,
     )
@@ -97,8 +93,8 @@ async def mark_epic_todo(request: Req, db: Db, actor: Authenticated) -> Response
     p: EpicGet = await params(request)
     marked = await in_thread(service.mark_todo, db, actor, p.id, p.epic_iid)
     if marked is None:
-        return Response(b"", status_code=304)
-    base = _base(request)
+        return not_modified()
+    base = base_url(request)
     target = epic(marked.epic.row, marked.epic.related, base, seen=marked.epic.seen)
     t = marked.todo
     view = todo(
@@ -127,7 +123,7 @@ async def create_child_epic(request: Req, db: Db, actor: Authenticated) -> Respo
     p: ChildEpicCreate = await params(request)
     made = await in_thread(service.create_child, db, actor, p)
     view = linked_epic(
-        made.row, made.parent, _base(request), has_children=made.has_children, has_issues=made.has_issues
+        made.row, made.parent, base_url(request), has_children=made.has_children, has_issues=made.has_issues
     )
     return render(view, 201)
 

@@ -11,7 +11,7 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
 
 from kiln import storage
-from kiln.api._deps import Authenticated, Db, Viewer, in_thread, runtime
+from kiln.api._deps import Authenticated, Db, Viewer, base_url, in_thread, runtime
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
 from kiln.api._render import render
@@ -35,12 +35,8 @@ from kiln.services import groups as service
 Req = Request[Any, Any, Any]
 
 
-def _base(request: Req) -> str:
-    return runtime(request).settings.external_url
-
-
 def _groups(request: Req, listing: service.GroupListing, page: Any) -> Response[bytes]:
-    base = _base(request)
+    base = base_url(request)
     return paginated(request, [group_view(r, base) for r in listing.records], page, listing.page)
 
 
@@ -55,7 +51,7 @@ async def list_groups(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
 async def create_group(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
     p: GroupCreate = await params(request)
     rec = await in_thread(service.create_group, db, actor, p, storage.uploads(runtime(request).settings))
-    return render(group_detail(rec, _base(request)), status=201)
+    return render(group_detail(rec, base_url(request)), status=201)
 
 
 @get("/groups/{id:str}", auth="optional", params=GroupGet)
@@ -69,14 +65,14 @@ async def get_group(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -> 
         with_projects=q.with_projects,
         custom_attributes=q.with_custom_attributes,
     )
-    return render(group_detail(rec, _base(request)))
+    return render(group_detail(rec, base_url(request)))
 
 
 @put("/groups/{id:str}", params=GroupUpdate)
 async def update_group(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
     p: GroupUpdate = await params(request)
     rec = await in_thread(service.update_group, db, actor, id, p, runtime(request).settings)
-    return render(group_detail(rec, _base(request)))
+    return render(group_detail(rec, base_url(request)))
 
 
 @delete("/groups/{id:str}", params=GroupDelete, status=202)
@@ -91,14 +87,14 @@ async def delete_group(request: Req, db: Db, actor: Authenticated, id: FromPath[
 @post("/groups/{id:str}/restore")
 async def restore_group(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
     rec = await in_thread(service.restore_group, db, actor, id, runtime(request).settings)
-    return render(group_detail(rec, _base(request)), status=201)
+    return render(group_detail(rec, base_url(request)), status=201)
 
 
 @post("/groups/{id:str}/transfer", params=GroupTransfer)
 async def transfer_group(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
     p: GroupTransfer = await params(request)
     rec = await in_thread(service.transfer_group, db, actor, id, p.group_id, runtime(request).settings)
-    return render(group_detail(rec, _base(request)), status=201)
+    return render(group_detail(rec, base_url(request)), status=201)
 
 
 @get("/groups/{id:str}/avatar", auth="optional")
@@ -114,7 +110,7 @@ async def transfer_project_to_group(
     rec = await in_thread(
         service.transfer_project_to_group, db, actor, id, unquote(project_id), runtime(request).settings
     )
-    return render(group_detail(rec, _base(request)), status=201)
+    return render(group_detail(rec, base_url(request)), status=201)
 
 
 @get("/groups/{id:str}/subgroups", auth="optional", params=GroupList)
@@ -136,7 +132,7 @@ async def list_group_projects(request: Req, db: Db, viewer: Viewer, id: FromPath
     q: GroupProjects = await params(request)
     page = page_of(q, keyset_allowed=True, order_by=q.order_by)
     listing = service.list_projects(db, viewer, id, q, page, runtime(request).settings)
-    base = _base(request)
+    base = base_url(request)
     view = project_simple if q.simple else project_full
     return paginated(request, [view(r, base) for r in listing.records], page, listing.page)
 

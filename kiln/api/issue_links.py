@@ -7,7 +7,7 @@ from typing import Any
 from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
 
-from kiln.api._deps import Authenticated, Db, Viewer, in_thread, runtime
+from kiln.api._deps import Authenticated, Db, Viewer, base_url, in_thread
 from kiln.api._params import params
 from kiln.api._render import render
 from kiln.api._routes import delete, get, post
@@ -19,15 +19,11 @@ Req = Request[Any, Any, Any]
 BASE = "/projects/{id:str}/issues/{issue_iid:str}/links"
 
 
-def _base(request: Req) -> str:
-    return runtime(request).settings.external_url
-
-
 @get(BASE, auth="optional", params=LinkList)
 async def list_issue_links(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
     """The issues linked to an issue that the caller may see."""
     q: LinkList = await params(request)
-    return render(linked_issues(service.list_links(db, viewer, q.id, q.issue_iid), _base(request)))
+    return render(linked_issues(service.list_links(db, viewer, q.id, q.issue_iid), base_url(request)))
 
 
 @get(f"{BASE}/{{issue_link_id:str}}", auth="optional", params=LinkGet)
@@ -35,7 +31,7 @@ async def get_issue_link(request: Req, db: Db, viewer: Viewer) -> Response[bytes
     """One link of an issue, with both its ends."""
     q: LinkGet = await params(request)
     found = service.get_link(db, viewer, q.id, q.issue_iid, q.issue_link_id)
-    return render(issue_link(found, _base(request)))
+    return render(issue_link(found, base_url(request)))
 
 
 @post(BASE, params=LinkCreate)
@@ -52,7 +48,7 @@ async def create_issue_link(request: Req, db: Db, actor: Authenticated) -> Respo
         p.target_issue_iid,
         p.link_type,
     )
-    return render(issue_link(found, _base(request)), status=201)
+    return render(issue_link(found, base_url(request)), status=201)
 
 
 @delete(f"{BASE}/{{issue_link_id:str}}", params=LinkGet, status=200)
@@ -60,7 +56,7 @@ async def delete_issue_link(request: Req, db: Db, actor: Authenticated) -> Respo
     """Remove a link of an issue; answers the link as it was."""
     p: LinkGet = await params(request)
     found = await in_thread(service.delete_link, db, actor, p.id, p.issue_iid, p.issue_link_id)
-    return render(issue_link(found, _base(request)))
+    return render(issue_link(found, base_url(request)))
 
 
 ROUTES: list[HTTPRouteHandler] = [list_issue_links, get_issue_link, create_issue_link, delete_issue_link]

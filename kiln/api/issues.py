@@ -8,10 +8,10 @@ from typing import Any
 from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
 
-from kiln.api._deps import Authenticated, Db, Viewer, in_thread, runtime
+from kiln.api._deps import Authenticated, Db, Viewer, base_url, in_thread
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
-from kiln.api._render import no_content, render
+from kiln.api._render import no_content, not_modified, render
 from kiln.api._routes import delete, get, post, put
 from kiln.auth.actor import Actor
 from kiln.entities.issues import issue, issues
@@ -35,12 +35,8 @@ Req = Request[Any, Any, Any]
 PROJECT_ISSUE = "/projects/{id:str}/issues/{issue_iid:str}"
 
 
-def _base(request: Req) -> str:
-    return runtime(request).settings.external_url
-
-
 def _one(request: Req, one: OneIssue, status: int = 200) -> Response[bytes]:
-    view = issue(one.row, one.related, _base(request), context=one.context, subscribed=one.subscribed)
+    view = issue(one.row, one.related, base_url(request), context=one.context, subscribed=one.subscribed)
     return render(view, status=status)
 
 
@@ -50,7 +46,7 @@ def _list_of(request: Req, db: Db, viewer: Actor | None, kind: ListKind, q: Issu
     views = issues(
         found.page.items,
         found.related,
-        _base(request),
+        base_url(request),
         context=found.context,
         with_labels_details=q.with_labels_details,
     )
@@ -117,7 +113,7 @@ async def subscribe_to_issue(request: Req, db: Db, actor: Authenticated) -> Resp
     """Subscribe to an issue; 304 when subscribed already."""
     p: IssueGet = await params(request)
     one = await in_thread(service.set_subscription, db, actor, p.id, p.issue_iid, True)
-    return Response(b"", status_code=304) if one is None else _one(request, one, 201)
+    return not_modified() if one is None else _one(request, one, 201)
 
 
 @post(f"{PROJECT_ISSUE}/unsubscribe", params=IssueGet, status=201)
@@ -125,7 +121,7 @@ async def unsubscribe_from_issue(request: Req, db: Db, actor: Authenticated) -> 
     """Unsubscribe from an issue; 304 when not subscribed."""
     p: IssueGet = await params(request)
     one = await in_thread(service.set_subscription, db, actor, p.id, p.issue_iid, False)
-    return Response(b"", status_code=304) if one is None else _one(request, one, 201)
+    return not_modified() if one is None else _one(request, one, 201)
 
 
 @get(f"{PROJECT_ISSUE}/participants", auth="optional", params=ParticipantList)
@@ -134,7 +130,7 @@ async def issue_participants(request: Req, db: Db, viewer: Viewer) -> Response[b
     p: ParticipantList = await params(request)
     page = page_of(p)
     found = service.participants(db, viewer, p.id, p.issue_iid, page)
-    base = _base(request)
+    base = base_url(request)
     return paginated(request, [user_basic(u, base) for u in found.items], page, found)
 
 

@@ -12,7 +12,7 @@ from litestar.handlers import HTTPRouteHandler
 from kiln.api._deps import Authenticated, Db, in_thread
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
-from kiln.api._render import no_content, render
+from kiln.api._render import no_content, not_modified, render
 from kiln.api._routes import delete, get, post, put
 from kiln.entities.labels import label
 from kiln.schemas.labels import (
@@ -38,7 +38,7 @@ def _view(one: OneLabel) -> dict[str, Any]:
 
 
 def _not_modified() -> Response[bytes]:
-    return Response(content=b"", status_code=304)
+    return not_modified()
 
 
 def _routes(kind: Kind, singular: str) -> list[HTTPRouteHandler]:

@@ -7,7 +7,7 @@ from typing import Any
 from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
 
-from kiln.api._deps import Authenticated, Db, in_thread, runtime
+from kiln.api._deps import Authenticated, Db, base_url, in_thread
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
 from kiln.api._render import no_content, render
@@ -31,10 +31,6 @@ from kiln.services.members import Kind
 Req = Request[Any, Any, Any]
 
 
-def _base(request: Req) -> str:
-    return runtime(request).settings.external_url
-
-
 def _routes(kind: Kind, singular: str) -> list[HTTPRouteHandler]:
     base = f"/{kind}/{{id:str}}"
 
@@ -42,35 +38,37 @@ def _routes(kind: Kind, singular: str) -> list[HTTPRouteHandler]:
         q: MemberList = await params(request)
         page = page_of(q)
         listing = service.list_members(db, actor, kind, q, page, deep=False)
-        return paginated(request, [member(r, _base(request)) for r in listing.records], page, listing.page)
+        return paginated(request, [member(r, base_url(request)) for r in listing.records], page, listing.page)
 
     async def list_all_members(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
         q: MemberAllList = await params(request)
         page = page_of(q)
         listing = service.list_members(db, actor, kind, q, page, deep=True)
-        return paginated(request, [member(r, _base(request)) for r in listing.records], page, listing.page)
+        return paginated(request, [member(r, base_url(request)) for r in listing.records], page, listing.page)
 
     async def get_member(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
         q: MemberGet = await params(request)
         return render(
-            member(service.get_member(db, actor, kind, q.id, q.user_id, deep=False), _base(request))
+            member(service.get_member(db, actor, kind, q.id, q.user_id, deep=False), base_url(request))
         )
 
     async def get_any_member(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
         q: MemberGet = await params(request)
-        return render(member(service.get_member(db, actor, kind, q.id, q.user_id, deep=True), _base(request)))
+        return render(
+            member(service.get_member(db, actor, kind, q.id, q.user_id, deep=True), base_url(request))
+        )
 
     async def add_member(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
         p: MemberCreate = await params(request)
         added = await in_thread(service.add_members, db, actor, kind, p)
         if isinstance(added, service.BulkResult):
             return render(added.as_dict(), status=201)
-        return render(member(added, _base(request)), status=201)
+        return render(member(added, base_url(request)), status=201)
 
     async def update_member(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
         p: MemberUpdate = await params(request)
         rec = await in_thread(service.update_member, db, actor, kind, p)
-        return render(member(rec, _base(request)))
+        return render(member(rec, base_url(request)))
 
     async def remove_member(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
         p: MemberDelete = await params(request)
@@ -81,19 +79,19 @@ def _routes(kind: Kind, singular: str) -> list[HTTPRouteHandler]:
         q: AccessRequestList = await params(request)
         page = page_of(q)
         listing = service.list_access_requests(db, actor, kind, q.id, page)
-        items = [access_requester(r, _base(request)) for r in listing.records]
+        items = [access_requester(r, base_url(request)) for r in listing.records]
         return paginated(request, items, page, listing.page)
 
     async def request_access(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
         p: AccessRequestCreate = await params(request)
         rec = await in_thread(service.request_access, db, actor, kind, p.id)
-        return render(access_requester(rec, _base(request)), status=201)
+        return render(access_requester(rec, base_url(request)), status=201)
 
     async def approve_access_request(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
         p: AccessRequestApprove = await params(request)
         # A PUT that answers 201, as GitLab does.
         rec = await in_thread(service.approve_access_request, db, actor, kind, p)
-        return render(member(rec, _base(request)), status=201)
+        return render(member(rec, base_url(request)), status=201)
 
     async def deny_access_request(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
         p: AccessRequestDeny = await params(request)

@@ -8,7 +8,7 @@ from typing import Any
 from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
 
-from kiln.api._deps import Authenticated, Db, in_thread, runtime
+from kiln.api._deps import Authenticated, Db, base_url, in_thread
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
 from kiln.api._render import no_content, render
@@ -28,10 +28,6 @@ from kiln.services.milestones import Kind
 Req = Request[Any, Any, Any]
 
 
-def _base(request: Req) -> str:
-    return runtime(request).settings.external_url
-
-
 def _routes(kind: Kind, singular: str) -> list[HTTPRouteHandler]:
     base = f"/{kind}/{{id:str}}/milestones"
     one = f"{base}/{{milestone_id:str}}"
@@ -40,22 +36,24 @@ def _routes(kind: Kind, singular: str) -> list[HTTPRouteHandler]:
         q: MilestoneList = await params(request)
         page = page_of(q)
         found = service.list_milestones(db, actor, kind, q, page)
-        url = _base(request)
+        url = base_url(request)
         return paginated(request, [milestone(r, url) for r in found.items], page, found)
 
     async def get_milestone(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
         q: MilestoneGet = await params(request)
-        return render(milestone(service.get_milestone(db, actor, kind, q.id, q.milestone_id), _base(request)))
+        return render(
+            milestone(service.get_milestone(db, actor, kind, q.id, q.milestone_id), base_url(request))
+        )
 
     async def create_milestone(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
         p: MilestoneCreate = await params(request)
         row = await in_thread(service.create_milestone, db, actor, kind, p)
-        return render(milestone(row, _base(request)), status=201)
+        return render(milestone(row, base_url(request)), status=201)
 
     async def update_milestone(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
         p: MilestoneUpdate = await params(request)
         row = await in_thread(service.update_milestone, db, actor, kind, p)
-        return render(milestone(row, _base(request)))
+        return render(milestone(row, base_url(request)))
 
     async def delete_milestone(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
         p: MilestoneGet = await params(request)
@@ -67,7 +65,7 @@ def _routes(kind: Kind, singular: str) -> list[HTTPRouteHandler]:
         page = page_of(q)
         found = service.milestone_issues(db, actor, kind, q.id, q.milestone_id, page)
         context = Context(project_id=found.project_id, namespace_id=found.namespace_id)
-        views = issues(found.page.items, found.related, _base(request), context=context)
+        views = issues(found.page.items, found.related, base_url(request), context=context)
         return paginated(request, views, page, found.page)
 
     async def milestone_merge_requests(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
@@ -110,7 +108,7 @@ async def promote_milestone(request: Req, db: Db, actor: Authenticated) -> Respo
     """Promote a project milestone to a milestone of the project's group."""
     p: MilestoneGet = await params(request)
     row = await in_thread(service.promote_milestone, db, actor, p.id, p.milestone_id)
-    return render(milestone(row, _base(request)), status=200)
+    return render(milestone(row, base_url(request)), status=200)
 
 
 ROUTES: list[HTTPRouteHandler] = [

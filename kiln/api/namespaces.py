@@ -9,7 +9,7 @@ from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
 
-from kiln.api._deps import Authenticated, Db, runtime
+from kiln.api._deps import Authenticated, Db, base_url
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
 from kiln.api._render import render
@@ -21,22 +21,18 @@ from kiln.services import namespaces as service
 Req = Request[Any, Any, Any]
 
 
-def _base(request: Req) -> str:
-    return runtime(request).settings.external_url
-
-
 @get("/namespaces", params=NamespaceList)
 async def list_namespaces(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
     q: NamespaceList = await params(request)
     page = page_of(q)
     listing = service.list_for_api(db, actor, q, page)
-    base = _base(request)
+    base = base_url(request)
     return paginated(request, [namespace_view(r, base) for r in listing.records], page, listing.page)
 
 
 @get("/namespaces/{id:str}")
 async def get_namespace(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
-    return render(namespace_view(service.get_for_api(db, actor, id), _base(request)))
+    return render(namespace_view(service.get_for_api(db, actor, id), base_url(request)))
 
 
 @get("/namespaces/{id:str}/exists", params=NamespaceExists)

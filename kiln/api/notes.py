@@ -8,7 +8,7 @@ from typing import Any
 from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
 
-from kiln.api._deps import Authenticated, Db, Viewer, in_thread, runtime
+from kiln.api._deps import Authenticated, Db, Viewer, base_url, in_thread, runtime
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
 from kiln.api._render import no_content, render
@@ -39,8 +39,8 @@ def _routes(kind: Kind, ref: str, singular: str, *, by_id: bool) -> list[HTTPRou
         q: NoteList = await params(request)
         page = page_of(q)
         found = service.list_notes(db, viewer, kind, q, page, by_id=by_id)
-        base_url = runtime(request).settings.external_url
-        items = [note(r, found.users, found.noteable.iid, base_url) for r in found.page.items]
+        base = base_url(request)
+        items = [note(r, found.users, found.noteable.iid, base) for r in found.page.items]
         return paginated(request, items, page, found.page)
 
     async def get_note(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:

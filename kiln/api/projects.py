@@ -12,10 +12,10 @@ from litestar.params import FromPath
 
 from kiln import storage
 from kiln.api import _user_content
-from kiln.api._deps import Authenticated, Db, Viewer, in_thread, int_id, runtime
+from kiln.api._deps import Authenticated, Db, Viewer, base_url, in_thread, int_id, runtime
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
-from kiln.api._render import no_content, render
+from kiln.api._render import no_content, not_modified, render
 from kiln.api._routes import delete, get, post, put
 from kiln.entities.groups import public_group_details
 from kiln.entities.projects import (
@@ -65,10 +65,6 @@ from kiln.services import users as user_service
 Req = Request[Any, Any, Any]
 
 
-def _base(request: Req) -> str:
-    return runtime(request).settings.external_url
-
-
 def _uploads(request: Req) -> storage.Storage:
     return storage.uploads(runtime(request).settings)
 
@@ -76,7 +72,7 @@ def _uploads(request: Req) -> storage.Storage:
 def _listing(
     request: Req, viewer: Any, listing: service.ProjectListing, q: ProjectList, page: Any
 ) -> Response[bytes]:
-    base = _base(request)
+    base = base_url(request)
     authenticated = viewer is not None
     items = [
         project_in_list_json(r, base, authenticated=authenticated, simple=q.simple) for r in listing.records
@@ -114,7 +110,7 @@ async def list_starred_projects(
 async def create_project(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
     p: ProjectCreate = await params(request)
     rec = await in_thread(project_creation.create_project, db, actor, p, runtime(request).settings)
-    return render(project_full(rec, _base(request)), status=201)
+    return render(project_full(rec, base_url(request)), status=201)
 
 
 @post("/projects/user/{user_id:str}", params=ProjectCreateForUser, requires=Action.ADMIN_USERS)
@@ -126,7 +122,7 @@ async def create_project_for_user(
     rec = await in_thread(
         project_creation.create_project, db, actor, p, runtime(request).settings, for_user=owner
     )
-    return render(project_full(rec, _base(request)), status=201)
+    return render(project_full(rec, base_url(request)), status=201)
 
 
 @get("/projects/{id:str}", auth="optional", params=ProjectGet)
@@ -140,7 +136,7 @@ async def get_project(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -
         statistics=q.statistics and viewer is not None,
         custom_attributes=q.with_custom_attributes,
     )
-    base = _base(request)
+    base = base_url(request)
     if viewer is None:
         view = project_simple(rec, base)
         if rec.forked_from is not None:
@@ -153,7 +149,7 @@ async def get_project(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) -
 async def update_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
     p: ProjectUpdate = await params(request)
     rec = await in_thread(project_settings.update_project, db, actor, id, p, runtime(request).settings)
-    return render(project_full(rec, _base(request)))
+    return render(project_full(rec, base_url(request)))
 
 
 @delete("/projects/{id:str}", params=ProjectDelete, status=202)
@@ -173,26 +169,26 @@ async def delete_project(request: Req, db: Db, actor: Authenticated, id: FromPat
 @post("/projects/{id:str}/restore")
 async def restore_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
     rec = await in_thread(project_lifecycle.restore_project, db, actor, id, runtime(request).settings)
-    return render(project_full(rec, _base(request)), status=201)
+    return render(project_full(rec, base_url(request)), status=201)
 
 
 @post("/projects/{id:str}/archive")
 async def archive_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
     rec = await in_thread(project_lifecycle.set_archived, db, actor, id, True, runtime(request).settings)
-    return render(project_full(rec, _base(request)), status=201)
+    return render(project_full(rec, base_url(request)), status=201)
 
 
 @post("/projects/{id:str}/unarchive")
 async def unarchive_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
     rec = await in_thread(project_lifecycle.set_archived, db, actor, id, False, runtime(request).settings)
-    return render(project_full(rec, _base(request)), status=201)
+    return render(project_full(rec, base_url(request)), status=201)
 
 
 @post("/projects/{id:str}/fork", params=ProjectFork)
 async def fork_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
     p: ProjectFork = await params(request)
     rec = await in_thread(project_forks.fork_project, db, actor, id, p, runtime(request).settings)
-    return render(project_full(rec, _base(request)), status=201)
+    return render(project_full(rec, base_url(request)), status=201)
 
 
 @get("/projects/{id:str}/forks", auth="optional", params=ProjectList)
@@ -207,16 +203,16 @@ async def list_forks(request: Req, db: Db, viewer: Viewer, id: FromPath[str]) ->
 async def star_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
     rec, changed = await in_thread(project_stars.star, db, actor, id, True, runtime(request).settings)
     if not changed:
-        return Response(content=b"", status_code=304)
-    return render(project_full(rec, _base(request)), status=201)
+        return not_modified()
+    return render(project_full(rec, base_url(request)), status=201)
 
 
 @post("/projects/{id:str}/unstar")
 async def unstar_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
     rec, changed = await in_thread(project_stars.star, db, actor, id, False, runtime(request).settings)
     if not changed:
-        return Response(content=b"", status_code=304)
-    return render(project_full(rec, _base(request)), status=201)
+        return not_modified()
+    return render(project_full(rec, base_url(request)), status=201)
 
 
 @get("/projects/{id:str}/starrers", auth="optional", params=StarrerList)
@@ -224,7 +220,7 @@ async def list_starrers(request: Req, db: Db, viewer: Viewer, id: FromPath[str])
     q: StarrerList = await params(request)
     page = page_of(q)
     result = project_stars.starrers(db, viewer, id, q.search, page)
-    base = _base(request)
+    base = base_url(request)
     items = [starrer(star.created_at, user, base) for star, user in result.items]
     return paginated(request, items, page, result)
 
@@ -254,7 +250,7 @@ async def upload_file(request: Req, db: Db, actor: Authenticated, id: FromPath[s
     p: UploadCreate = await params(request)
     up = p.file
     done = await in_thread(uploads.upload, db, actor, id, up.filename, up.file, up.size(), _uploads(request))
-    return render(upload_result(done.upload, done.project, done.namespace, _base(request)), status=201)
+    return render(upload_result(done.upload, done.project, done.namespace, base_url(request)), status=201)
 
 
 # Served at the root: /-/project/:id/uploads/:secret/:name, and the project-relative URL
@@ -289,7 +285,7 @@ def _serve_upload(
 async def transfer_project(request: Req, db: Db, actor: Authenticated, id: FromPath[str]) -> Response[bytes]:
     p: ProjectTransfer = await params(request)
     rec = await in_thread(project_transfers.transfer, db, actor, id, p.namespace, runtime(request).settings)
-    return render(project_full(rec, _base(request)))
+    return render(project_full(rec, base_url(request)))
 
 
 @get("/projects/{id:str}/transfer_locations", params=TransferLocations)
@@ -299,7 +295,7 @@ async def transfer_locations(
     q: TransferLocations = await params(request)
     page = page_of(q)
     result = project_transfers.transfer_locations(db, actor, id, q.search, page)
-    base = _base(request)
+    base = base_url(request)
     items = [public_group_details(row, base) for row in result.items]
     return paginated(request, items, page, result)
 
@@ -309,7 +305,7 @@ async def list_project_groups(request: Req, db: Db, viewer: Viewer, id: FromPath
     q: ProjectGroupList = await params(request)
     page = page_of(q)
     result = service.groups_of(db, viewer, id, q, page)
-    base = _base(request)
+    base = base_url(request)
     items = [public_group_details(row, base) for row in result.items]
     return paginated(request, items, page, result)
 

@@ -8,20 +8,16 @@ from typing import Any
 from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
 
-from kiln.api._deps import Authenticated, Db, in_thread, runtime
+from kiln.api._deps import Authenticated, Db, base_url, in_thread
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
-from kiln.api._render import no_content, render
+from kiln.api._render import no_content, not_modified, render
 from kiln.api._routes import get, post
 from kiln.entities.todos import todo, todos
 from kiln.schemas.todos import IssueTodo, TodoGet, TodoList
 from kiln.services import todos as service
 
 Req = Request[Any, Any, Any]
-
-
-def _base(request: Req) -> str:
-    return runtime(request).settings.external_url
 
 
 @get("/todos", params=TodoList)
@@ -31,7 +27,7 @@ async def list_todos(request: Req, db: Db, actor: Authenticated) -> Response[byt
     page = page_of(q)
     found = service.list_todos(db, actor, q, page)
     assert found.page is not None
-    return paginated(request, todos(found, _base(request)), page, found.page)
+    return paginated(request, todos(found, base_url(request)), page, found.page)
 
 
 @post("/todos/{id:str}/mark_as_done", params=TodoGet)
@@ -39,7 +35,7 @@ async def mark_todo_done(request: Req, db: Db, actor: Authenticated) -> Response
     """Mark one of the caller's to-dos done."""
     p: TodoGet = await params(request)
     found = await in_thread(service.mark_done, db, actor, p.id)
-    return render(todo(found.todos[0], found, _base(request)), status=201)
+    return render(todo(found.todos[0], found, base_url(request)), status=201)
 
 
 @post("/todos/mark_as_done", status=204)
@@ -55,8 +51,8 @@ async def create_issue_todo(request: Req, db: Db, actor: Authenticated) -> Respo
     p: IssueTodo = await params(request)
     found = await in_thread(service.mark_issue, db, actor, p.id, p.issue_iid)
     if found is None:
-        return Response(content=b"", status_code=304)
-    return render(todo(found.todos[0], found, _base(request)), status=201)
+        return not_modified()
+    return render(todo(found.todos[0], found, base_url(request)), status=201)
 
 
 ROUTES: list[HTTPRouteHandler] = [list_todos, mark_all_todos_done, mark_todo_done, create_issue_todo]

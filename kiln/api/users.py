@@ -9,7 +9,7 @@ from litestar import Request, Response
 from litestar.params import FromPath
 
 from kiln import storage
-from kiln.api._deps import Authenticated, Db, Viewer, in_thread, int_id, runtime
+from kiln.api._deps import Authenticated, Db, Viewer, base_url, in_thread, int_id, runtime
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
 from kiln.api._render import no_content, render
@@ -38,10 +38,6 @@ READ = (API, READ_API, READ_USER)
 Req = Request[Any, Any, Any]
 
 
-def _base(request: Req) -> str:
-    return runtime(request).settings.external_url
-
-
 def _storage(request: Req) -> storage.Storage:
     return storage.uploads(runtime(request).settings)
 
@@ -51,7 +47,7 @@ async def list_users(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
     q: UserList = await params(request)
     page = page_of(q, keyset_allowed=True, order_by=q.order_by)
     listing = service.list_users(db, viewer, q, page)
-    base = _base(request)
+    base = base_url(request)
     return paginated(request, [_listed(d, base) for d in listing.details], page, listing.page)
 
 
@@ -178,7 +174,7 @@ def _detail(
     request: Req, db: Db, viewer: Viewer, user: User, *, custom_attributes: bool = False
 ) -> dict[str, Any]:
     """The richest view of `user` the viewer is entitled to (the service decides which)."""
-    return _view(service.detail(db, viewer, user, custom_attributes=custom_attributes), _base(request))
+    return _view(service.detail(db, viewer, user, custom_attributes=custom_attributes), base_url(request))
 
 
 def _listed(d: service.UserDetail, base: str) -> Any:
