@@ -34,26 +34,17 @@ def labels_changed(
     added: Iterable[int] = (),
     removed: Iterable[int] = (),
 ) -> None:
-    for label_id in added:
-        db.add(
-            ResourceLabelEvent(
-                target_type=target_type,
-                target_id=target_id,
-                user_id=_user(actor),
-                label_id=label_id,
-                action=ADD,
+    for action, label_ids in ((ADD, added), (REMOVE, removed)):
+        for label_id in label_ids:
+            db.add(
+                ResourceLabelEvent(
+                    target_type=target_type,
+                    target_id=target_id,
+                    user_id=_user(actor),
+                    label_id=label_id,
+                    action=action,
+                )
             )
-        )
-    for label_id in removed:
-        db.add(
-            ResourceLabelEvent(
-                target_type=target_type,
-                target_id=target_id,
-                user_id=_user(actor),
-                label_id=label_id,
-                action=REMOVE,
-            )
-        )
 
 
 def milestone_changed(
