@@ -158,6 +158,13 @@ class References:
         """Look up what all `texts` reference at once (a list's page before it renders)."""
         self._resolve([ref for text in texts for ref in scan(text)])
 
+    def hides_any(self, text: str | None) -> bool:
+        """Whether `text` names an issue or epic the viewer may not read (or one that is gone):
+        a system note about it is not shown to them (GitLab's cross_reference_not_visible_for?)."""
+        refs = [ref for ref in scan(text) if ref.kind in (ISSUE, EPIC)]
+        self._resolve(refs)
+        return any(self._found[ref.kind].get(ref.key) is None for ref in refs)
+
     # -- lookups -------------------------------------------------------------------------------
 
     def _resolve(self, refs: list[Reference]) -> None:

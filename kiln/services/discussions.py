@@ -66,6 +66,7 @@ def _thread(db: Session, actor: Actor | None, n: Noteable, discussion_id: str) -
     rows = finder.thread_notes(
         db, n.kind.noteable_type, n.id, [discussion_id], internal=notes.sees_internal(actor, n)
     )
+    rows = notes.shown(db, actor, n, rows)
     if not rows:
         raise NotFound("Discussion")
     return Thread(discussion_id, rows)
@@ -87,6 +88,7 @@ def list_discussions(
     result, rows = finder.page_of_threads(
         db, kind.noteable_type, n.id, page, internal=notes.sees_internal(actor, n)
     )
+    rows = notes.shown(db, actor, n, rows)
     result.items = _grouped(result.items, rows)
     return Threads(result, notes.users_of(db, rows), n)
 

@@ -16,7 +16,7 @@ from datetime import datetime
 from sqlalchemy import case, delete, update
 from sqlalchemy.orm import Session
 
-from kiln import events, policy
+from kiln import events, policy, references
 from kiln.auth.actor import Actor
 from kiln.db import transaction
 from kiln.errors import BadRequest, Forbidden, NotFound
@@ -24,6 +24,7 @@ from kiln.models import AwardEmoji, Note
 from kiln.models.base import utcnow
 from kiln.models.notes import NOTE
 from kiln.pagination import Page, PageResult
+from kiln.policy import ProjectSubject
 from kiln.queries import notes as finder
 from kiln.queries import users as user_finder
 from kiln.queries.notes import NoteRow
@@ -67,9 +68,22 @@ def users_of(db: Session, rows: Iterable[NoteRow]) -> dict[int, UserRow]:
     return {u.id: u for u in user_finder.rows_by_ids(db, ids)}
 
 
+def shown(db: Session, actor: Actor | None, n: Noteable, rows: list[NoteRow]) -> list[NoteRow]:
+    """The notes the caller is shown: a system note naming an issue or epic hidden from them
+    (a link, a move, a clone across projects) is left out, as GitLab leaves it out; the names
+    of a page's notes are looked up together."""
+    system = [r for r in rows if r.system]
+    if not system:
+        return rows
+    scope = {"project": n.subject} if isinstance(n.subject, ProjectSubject) else {"group": n.subject}
+    refs = references.References(db, actor, "", **scope)
+    refs.prefetch(r.body for r in system)
+    return [r for r in rows if not (r.system and refs.hides_any(r.body))]
+
+
 def readable_note(db: Session, actor: Actor | None, n: Noteable, note_id: int) -> NoteRow:
     row = finder.note_of(db, n.kind.noteable_type, n.id, note_id, internal=sees_internal(actor, n))
-    if row is None:
+    if row is None or not shown(db, actor, n, [row]):
         raise NotFound("Note")
     return row
 
@@ -94,6 +108,7 @@ def list_notes(
         activity=q.activity_filter,
         internal=sees_internal(actor, n),
     )
+    result.items = shown(db, actor, n, result.items)
     return Notes(result, users_of(db, result.items), n)
 
 

@@ -439,3 +439,40 @@ def test_list_is_constant_in_notes_and_authors(api, make, runtime):
     many = count(runtime, lambda: api(owner).get(notes_url(p, i)))
     assert len(api(owner).get(notes_url(p, i)).json()) == 17
     assert few == many
+
+
+def test_a_system_note_naming_an_issue_hidden_from_the_caller_is_not_shown(api, make, db):
+    owner = make.user()
+    public = make.project(owner=owner, visibility="public")
+    private = make.project(owner=owner, visibility="private", path="top-secret")
+    issue = make.issue(public, owner)
+    hidden = make.issue(private, owner)
+    linked = api(owner).post(
+        f"/projects/{public.id}/issues/{issue.iid}/links",
+        json={"target_project_id": private.id, "target_issue_iid": hidden.iid},
+    )
+    assert linked.status_code == 201, linked.text
+    make.note(issue, owner, body="a comment anyone reads")
+    base = f"/projects/{public.id}/issues/{issue.iid}"
+    note_id = db.scalars(select(Note.id).where(Note.noteable_id == issue.id, Note.system.is_(True))).one()
+    seen = [n["body"] for n in api(owner).get(f"{base}/notes").json()]
+    assert any("top-secret" in body for body in seen)
+    assert [n["body"] for n in api().get(f"{base}/notes").json()] == ["a comment anyone reads"]
+    assert api().get(f"{base}/notes/{note_id}").status_code == 404
+    assert api(owner).get(f"{base}/notes/{note_id}").status_code == 200
+    threads = [d["notes"][0]["body"] for d in api().get(f"{base}/discussions").json()]
+    assert threads == ["a comment anyone reads"]
+
+
+def test_a_system_note_about_a_confidential_issue_of_the_same_project_is_for_its_readers(api, make, db):
+    owner, guest = make.user(), make.user()
+    project = make.project(owner=owner, visibility="private", members={guest: GUEST})
+    issue = make.issue(project, owner)
+    secret = make.issue(project, owner, confidential=True)
+    body = {"target_project_id": project.id, "target_issue_iid": secret.iid}
+    assert api(owner).post(f"/projects/{project.id}/issues/{issue.iid}/links", json=body).status_code == 201
+    notes_url = f"/projects/{project.id}/issues/{issue.iid}/notes"
+    assert [n["body"] for n in api(owner).get(notes_url).json()] == [
+        f"marked this issue as related to #{secret.iid}"
+    ]
+    assert api(guest).get(notes_url).json() == []
