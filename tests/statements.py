@@ -17,6 +17,11 @@ from kiln.queries import reads
 
 TRANSACTION = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")
 
+# A token's use is written at most every ten minutes, by the first request that finds its row
+# free (kiln.auth.credentials): the warm-up as a rule, a later call when a lock was held then.
+# Either way it is not what the route costs, so it is never counted.
+TOKEN_USE = ("SET LOCAL lock_timeout", "UPDATE personal_access_tokens SET last_used_at")
+
 
 @contextmanager
 def recording(engine: Any) -> Iterator[list[str]]:
@@ -65,7 +70,9 @@ def statements(
     with recording(runtime.engine) as seen:
         r = call()
     assert r.status_code == status, r.text
-    return [s for s in seen if not any(table in s for table in left_out)]
+    return [
+        s for s in seen if not any(table in s for table in left_out) and not s.lstrip().startswith(TOKEN_USE)
+    ]
 
 
 def count(runtime: Any, call: Callable[[], Any], **options: Any) -> int:
