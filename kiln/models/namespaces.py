@@ -37,6 +37,8 @@ class Namespace(Timestamps, RowVersion, Base):
             unique=True,
         ),
         Index("ix_namespaces_full_path_lower", text("lower(full_path)")),
+        # A runner registering names its group by its token, found by digest.
+        Index("uq_namespaces_runners_token_digest", "runners_token_digest", unique=True),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -71,6 +73,10 @@ class Namespace(Timestamps, RowVersion, Base):
     default_branch: Mapped[str | None] = mapped_column(String(255))
     creator_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
     marked_for_deletion_on: Mapped[date | None]
+    # A group's runner registration token, derived from the nonce under the server key like a
+    # project's (auth.tokens.runners_token); None until the group's token is first shown.
+    runners_token_nonce: Mapped[str | None] = mapped_column(String(64))
+    runners_token_digest: Mapped[str | None] = mapped_column(String(64))
 
     @property
     def is_group(self) -> bool:
