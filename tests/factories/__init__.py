@@ -6,6 +6,7 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from kiln.config import Settings
+from tests.factories.ci import CiFactory
 from tests.factories.planning import PlanningFactory
 from tests.factories.projects import ProjectFactory
 from tests.factories.repositories import RepositoryFactory
@@ -14,7 +15,7 @@ from tests.factories.users import MadeUser, UserFactory
 __all__ = ["Factory", "MadeUser"]
 
 
-class Factory(PlanningFactory, RepositoryFactory, ProjectFactory, UserFactory):
+class Factory(CiFactory, PlanningFactory, RepositoryFactory, ProjectFactory, UserFactory):
     def __init__(self, db: Session, settings: Settings) -> None:
         self.db = db
         self.settings = settings
