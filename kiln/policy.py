@@ -93,6 +93,14 @@ class Action(Enum):
     READ_EPIC = auto()  # a group's epics (anyone who sees the group)
     CREATE_EPIC = auto()  # create and change epics, link issues (group Reporter)
     DESTROY_EPIC = auto()  # delete an epic (group Owner)
+    # Runners (GitLab's RunnerPolicy): a project's Maintainers and a group's Maintainers list
+    # them; a project's Maintainers and a group's Owners register, enable, disable them and
+    # reset the registration token; instance runners and every runner are administrators'.
+    READ_RUNNERS = auto()
+    ADMIN_RUNNERS = auto()
+    ADMIN_INSTANCE_RUNNERS = auto()
+    # CI/CD variables: a project's (Maintainer), a group's (Owner), the instance's (administrators).
+    ADMIN_CI_VARIABLES = auto()
 
 
 @dataclass(slots=True, frozen=True)
@@ -177,7 +185,11 @@ def may(actor: Actor | None, action: Action, subject: object = None) -> bool:
         return is_admin(actor)
     if action is Action.ADMIN_FEATURES:
         return is_admin(actor)
+    if action is Action.ADMIN_CI_VARIABLES and subject is None:
+        return is_admin(actor)
     if action is Action.ADMIN_SETTINGS:
+        return is_admin(actor)
+    if action is Action.ADMIN_INSTANCE_RUNNERS:
         return is_admin(actor)
     if action is Action.CREATE_GROUP:
         return actor is not None and (is_admin(actor) or actor.user.can_create_group)
@@ -292,6 +304,10 @@ def _may_project(actor: Actor | None, action: Action, s: ProjectSubject) -> bool
         return admin or level >= DEVELOPER
     if action is Action.ADMIN_BADGES:  # GitLab's admin_project
         return admin or level >= MAINTAINER
+    if action in (Action.READ_RUNNERS, Action.ADMIN_RUNNERS):
+        return admin or level >= MAINTAINER
+    if action is Action.ADMIN_CI_VARIABLES:  # GitLab's admin_cicd_variables
+        return admin or level >= MAINTAINER
     if action is Action.CREATE_ISSUE:
         return _may_project(actor, Action.READ_ISSUE, s)
     if action in (Action.ADMIN_ISSUE, Action.ADMIN_LABELS, Action.ADMIN_BOARDS):
@@ -342,6 +358,12 @@ def _may_group(actor: Actor | None, action: Action, s: GroupSubject) -> bool:
         # Group membership is the Owners' business (GitLab's admin_group_member).
         return admin or level >= OWNER
     if action is Action.ADMIN_BADGES:  # GitLab's admin_group
+        return admin or level >= OWNER
+    if action is Action.READ_RUNNERS:
+        return admin or level >= MAINTAINER
+    if action is Action.ADMIN_RUNNERS:
+        return admin or level >= OWNER
+    if action is Action.ADMIN_CI_VARIABLES:  # GitLab's admin_cicd_variables on a group
         return admin or level >= OWNER
     if action is Action.CREATE_SUBGROUP:
         wanted = OWNER if s.group.subgroup_creation_level == "owner" else MAINTAINER
@@ -586,3 +608,43 @@ def require_visible(actor: Actor | None, action: Action, subject: object, what: 
     """Like require, but the subject is hidden: refusal is its 404."""
     if not may(actor, action, subject):
         raise NotFound(what)
+
+
+# A runner belongs to those who hold these levels on one of its projects (a project runner)
+# or on its group (a group runner): the lists and the single-runner checks below read them.
+RUNNER_PROJECT_LEVEL = MAINTAINER
+RUNNER_GROUP_READ_LEVEL = MAINTAINER
+RUNNER_GROUP_ADMIN_LEVEL = OWNER
+# A runner's jobs are listed in the projects where the caller is at least a Reporter.
+RUNNER_JOBS_LEVEL = REPORTER
+
+
+def may_read_runner(
+    actor: Actor | None, runner_type: str, project_level: int | None, group_level: int | None
+) -> bool:
+    """A runner's detail: any signed-in user's for an instance runner (GitLab shows them to
+    all); a project runner's Maintainers of one of its projects; a group runner's group
+    Maintainers. `project_level`: the actor's highest level on the runner's projects."""
+    if actor is None:
+        return False
+    if is_admin(actor) or runner_type == "instance_type":
+        return True
+    if runner_type == "group_type":
+        return (group_level or 0) >= RUNNER_GROUP_READ_LEVEL
+    return (project_level or 0) >= RUNNER_PROJECT_LEVEL
+
+
+def may_admin_runner(
+    actor: Actor | None, runner_type: str, project_level: int | None, group_level: int | None
+) -> bool:
+    """Change, remove, reset the token of, list the jobs of, or enable elsewhere a runner:
+    administrators; a project runner's Maintainers; a group runner's group Owners."""
+    if actor is None:
+        return False
+    if is_admin(actor):
+        return True
+    if runner_type == "group_type":
+        return (group_level or 0) >= RUNNER_GROUP_ADMIN_LEVEL
+    if runner_type == "project_type":
+        return (project_level or 0) >= RUNNER_PROJECT_LEVEL
+    return False

@@ -23,6 +23,8 @@ class Storage(Protocol):
     def delete(self, key: str) -> None: ...
     def delete_prefix(self, prefix: str) -> None: ...
     def iter_bytes(self, key: str) -> Iterator[bytes]: ...
+    def write_at(self, key: str, offset: int, data: bytes) -> int: ...
+    def size(self, key: str) -> int: ...
 
 
 class LocalStorage:
@@ -77,10 +79,48 @@ class LocalStorage:
             while chunk := fh.read(CHUNK):
                 yield chunk
 
+    def write_at(self, key: str, offset: int, data: bytes) -> int:
+        """`data` written at `offset` and whatever followed it cut off (a job's log taken up
+        again where the runner says); the new size. Creates the file at offset 0."""
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("r+b" if path.exists() else "w+b") as fh:
+            fh.seek(offset)
+            fh.write(data)
+            fh.truncate()
+            return fh.tell()
+
+    def size(self, key: str) -> int:
+        """The stored size of `key`; 0 when nothing is stored."""
+        try:
+            return self._path(key).stat().st_size
+        except FileNotFoundError:
+            return 0
+
 
 def uploads(settings: Settings) -> Storage:
     """Where uploads and avatars live: the one place that says so."""
     return LocalStorage(settings.data_dir / "uploads")
+
+
+def ci(settings: Settings) -> Storage:
+    """Where jobs' logs and artifacts live."""
+    return LocalStorage(settings.data_dir / "artifacts")
+
+
+def trace_key(project_id: int, job_id: int) -> str:
+    """A job's log in the CI storage."""
+    return f"{project_id}/jobs/{job_id}/trace.log"
+
+
+def artifact_key(project_id: int, job_id: int, file_type: str) -> str:
+    """One of a job's artifact files (its archive, metadata, or a report) in the CI storage."""
+    return f"{project_id}/jobs/{job_id}/artifacts/{file_type}"
+
+
+def job_prefix(project_id: int, job_id: int) -> str:
+    """Everything stored for one job (erase, pipeline delete)."""
+    return f"{project_id}/jobs/{job_id}"
 
 
 def user_avatar_key(user_id: int, filename: str | None = None) -> str:
