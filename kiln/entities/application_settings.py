@@ -7,7 +7,9 @@ from typing import Any
 
 # Secrets GitLab never answers, not even to administrators; the other secrets (spam filter
 # and CAPTCHA keys, the external authorization client key, ...) are answered as stored.
-HIDDEN = frozenset({"asset_proxy_secret_key", "cloudcluster_secret_access_key"})
+HIDDEN = frozenset(
+    {"asset_proxy_secret_key", "cloudcluster_secret_access_key", "runners_registration_token_nonce"}
+)
 # Older and renamed names answered beside the setting they stand for.
 ALSO_AS: dict[str, str] = {
     "admin_notification_email": "abuse_notification_email",
