@@ -4,6 +4,16 @@ them. What the configuration may read from outside (its variables, the repositor
 `include: local`, `rules: changes` and `rules: exists`) comes in through `Context`, so the
 reading itself touches no database and no repository."""
 
+from kiln.services.ci_yaml.context import basic_variables, commit_context
 from kiln.services.ci_yaml.plan import Context, JobPlan, Need, PipelinePlan
+from kiln.services.ci_yaml.reader import plan_pipeline
 
-__all__ = ["Context", "JobPlan", "Need", "PipelinePlan"]
+__all__ = [
+    "Context",
+    "JobPlan",
+    "Need",
+    "PipelinePlan",
+    "basic_variables",
+    "commit_context",
+    "plan_pipeline",
+]

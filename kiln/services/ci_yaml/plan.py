@@ -41,6 +41,10 @@ class JobPlan:
     # The job's variables in order ({"key", "value", "raw"?}), the global ones first.
     variables: list[dict[str, Any]] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
+    # The job's `only` and `except` as read ({"refs", "variables", "changes"}; `only`
+    # defaults to branches and tags when the job has no rules), for the lint endpoint.
+    only: dict[str, Any] | None = None
+    except_: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)
@@ -58,6 +62,8 @@ class PipelinePlan:
     filtered: bool = False
     # The configuration as read, includes merged (the lint endpoint's merged_yaml).
     merged_yaml: str | None = None
+    # The files `include` brought in, as the lint endpoint lists them.
+    includes: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(slots=True)

@@ -1,0 +1,42 @@
+"""Request contracts for the CI Lint API (GitLab's lib/api/lint.rb parameters)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import model_validator
+
+from kiln.schemas._types import Flag, GrapeMessage, Params
+
+
+def _exclusive(data: Any, *names: str) -> None:
+    """Grape's mutually_exclusive, checked on what was sent."""
+    if isinstance(data, dict):
+        given = [n for n in names if data.get(n) is not None]
+        if len(given) > 1:
+            raise GrapeMessage(f"{', '.join(given)} are mutually exclusive")
+
+
+class LintContent(Params):
+    id: str
+    content: str
+    dry_run: Flag = False
+    include_jobs: Flag = False
+    ref: str | None = None
+
+
+class LintProject(Params):
+    id: str
+    sha: str | None = None
+    content_ref: str | None = None
+    dry_run: Flag = False
+    include_jobs: Flag = False
+    ref: str | None = None
+    dry_run_ref: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_of_each(cls, data: Any) -> Any:
+        _exclusive(data, "sha", "content_ref")
+        _exclusive(data, "ref", "dry_run_ref")
+        return data
