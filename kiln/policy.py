@@ -11,7 +11,7 @@ rules here stay pure functions of what they are given.
 from __future__ import annotations
 
 from collections.abc import Container, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum, auto
 from ipaddress import IPv4Network, IPv6Address, IPv6Network, ip_address
 
@@ -101,6 +101,24 @@ class Action(Enum):
     ADMIN_INSTANCE_RUNNERS = auto()
     # CI/CD variables: a project's (Maintainer), a group's (Owner), the instance's (administrators).
     ADMIN_CI_VARIABLES = auto()
+    # Pipelines (GitLab's read_pipeline, create_pipeline, update_pipeline, destroy_pipeline):
+    # Reporters read them (Guests and anyone who sees the project too when its pipelines are
+    # public), Developers create, retry and cancel them, Owners delete them.
+    READ_PIPELINE = auto()
+    CREATE_PIPELINE = auto()
+    UPDATE_PIPELINE = auto()
+    DESTROY_PIPELINE = auto()
+    # Trigger tokens (GitLab's admin_build / manage_trigger): Maintainers. A schedule's rules
+    # depend on its owner: may_admin_pipeline_schedule, may_update_pipeline_schedule.
+    ADMIN_TRIGGERS = auto()
+    # Commit statuses reported from outside (GitLab's create_commit_status): Developers.
+    CREATE_COMMIT_STATUS = auto()
+    # Jobs (GitLab's read_build, update_build, destroy_artifacts): read as pipelines are;
+    # Developers retry, cancel, play and erase them (may_update_job for protected refs),
+    # Maintainers delete their artifacts.
+    READ_BUILD = auto()
+    UPDATE_BUILD = auto()
+    DESTROY_ARTIFACTS = auto()
 
 
 @dataclass(slots=True, frozen=True)
@@ -158,6 +176,9 @@ ARCHIVED_REFUSES = frozenset(
         Action.ADMIN_LABELS,
         Action.ADMIN_MILESTONES,
         Action.ADMIN_BOARDS,
+        Action.CREATE_PIPELINE,
+        Action.UPDATE_PIPELINE,
+        Action.CREATE_COMMIT_STATUS,
     }
 )
 _CREATION_LEVEL = {
@@ -194,12 +215,24 @@ def may(actor: Actor | None, action: Action, subject: object = None) -> bool:
     if action is Action.CREATE_GROUP:
         return actor is not None and (is_admin(actor) or actor.user.can_create_group)
     if isinstance(subject, ProjectSubject):
+        if _job_token_elsewhere(actor, subject.project.id):
+            actor, subject = None, replace(subject, level=None)
         return _may_project(actor, action, subject)
     if isinstance(subject, GroupSubject):
+        if _job_token_elsewhere(actor, None):
+            actor, subject = None, replace(subject, level=None, related=False)
         return _may_group(actor, action, subject)
     if isinstance(subject, (UserRow, User)):
         return _may_user(actor, action, subject)
     return False
+
+
+def _job_token_elsewhere(actor: Actor | None, project_id: int | None) -> bool:
+    """A CI job token reaches its job's project only (GitLab's default job token scope, named
+    in its scopes by services.job_tokens); anywhere else its caller is anonymous."""
+    if actor is None or actor.via != "job_token":
+        return False
+    return project_id is None or f"ci_job_project:{project_id}" not in (actor.scopes or ())
 
 
 def _may_user(actor: Actor | None, action: Action, user: UserRow | User) -> bool:
@@ -290,6 +323,10 @@ def _may_project(actor: Actor | None, action: Action, s: ProjectSubject) -> bool
             and s.project.visibility != PRIVATE
             and _may_project(actor, Action.READ_PROJECT, s)
         )
+    if action is Action.READ_PIPELINE:
+        return may_read_pipelines(actor, s)
+    if action is Action.READ_BUILD:
+        return may_read_pipelines(actor, s)
     if actor is None:
         return False
     if action is Action.FORK_PROJECT:
@@ -308,6 +345,22 @@ def _may_project(actor: Actor | None, action: Action, s: ProjectSubject) -> bool
         return admin or level >= MAINTAINER
     if action is Action.ADMIN_CI_VARIABLES:  # GitLab's admin_cicd_variables
         return admin or level >= MAINTAINER
+    if action in (Action.CREATE_PIPELINE, Action.UPDATE_PIPELINE):
+        return _may_project(actor, Action.READ_PIPELINE, s) and (admin or level >= DEVELOPER)
+    if action is Action.DESTROY_PIPELINE:
+        return _may_project(actor, Action.READ_PIPELINE, s) and (admin or level >= OWNER)
+    if action is Action.ADMIN_TRIGGERS:
+        return _may_project(actor, Action.READ_PIPELINE, s) and (admin or level >= MAINTAINER)
+    if action is Action.CREATE_COMMIT_STATUS:
+        return admin or level >= DEVELOPER
+    if action is Action.UPDATE_BUILD:
+        return (
+            not s.project.archived
+            and _may_project(actor, Action.READ_BUILD, s)
+            and (admin or level >= DEVELOPER)
+        )
+    if action is Action.DESTROY_ARTIFACTS:
+        return _may_project(actor, Action.READ_BUILD, s) and (admin or level >= MAINTAINER)
     if action is Action.CREATE_ISSUE:
         return _may_project(actor, Action.READ_ISSUE, s)
     if action in (Action.ADMIN_ISSUE, Action.ADMIN_LABELS, Action.ADMIN_BOARDS):
@@ -341,6 +394,69 @@ def _may_project(actor: Actor | None, action: Action, s: ProjectSubject) -> bool
             and _may_project(actor, Action.READ_PROJECT, s)
         )
     return False
+
+
+def may_read_pipelines(actor: Actor | None, s: ProjectSubject) -> bool:
+    """A project's pipelines: its CI feature open to the actor, and the actor a Reporter or up,
+    or the project's pipelines public (`public_jobs`) to whoever sees the project."""
+    if s.project.builds_access_level == DISABLED or not _may_project(actor, Action.READ_PROJECT, s):
+        return False
+    if is_admin(actor) or (s.level or 0) >= REPORTER:
+        return True
+    return s.project.public_jobs and _feature_open(actor, s, "builds")
+
+
+def may_update_job(actor: Actor | None, s: ProjectSubject, protection: tuple[int | None, ...] | None) -> bool:
+    """Retry, cancel or play a job (GitLab's update_build): Developers and up; a job of a
+    protected branch only for those who may push or merge to it (`protection`: the branch
+    rule's push and merge levels; None when the branch is not protected)."""
+    if not may(actor, Action.UPDATE_BUILD, s):
+        return False
+    return protection is None or any(may_push_to(actor, s, level) for level in protection)
+
+
+def may_force_cancel_job(
+    actor: Actor | None, s: ProjectSubject, protection: tuple[int | None, ...] | None
+) -> bool:
+    """End a job stuck in `canceling` at once (GitLab's cancel with `force`): Maintainers who
+    may update it."""
+    if actor is None or not may_update_job(actor, s, protection):
+        return False
+    return is_admin(actor) or (s.level or 0) >= MAINTAINER
+
+
+def may_erase_job(
+    actor: Actor | None, s: ProjectSubject, protection: tuple[int | None, ...] | None, job_user_id: int | None
+) -> bool:
+    """Erase a job's log and artifacts (GitLab's erase_build): Maintainers, and the job's own
+    user where they may update it on an unprotected ref."""
+    if not may(actor, Action.UPDATE_BUILD, s) or actor is None:
+        return False
+    if is_admin(actor) or (s.level or 0) >= MAINTAINER:
+        return True
+    return protection is None and actor.user.id == job_user_id and may_update_job(actor, s, None)
+
+
+def may_admin_pipeline_schedule(actor: Actor | None, s: ProjectSubject, owner_id: int | None) -> bool:
+    """Deleting a schedule, taking it over, reading its variables (GitLab's
+    admin_pipeline_schedule): Maintainers, and its owner while a Developer or up."""
+    if actor is None or not may(actor, Action.UPDATE_PIPELINE, s):
+        return False
+    return is_admin(actor) or (s.level or 0) >= MAINTAINER or actor.user.id == owner_id
+
+
+def may_update_pipeline_schedule(actor: Actor | None, s: ProjectSubject, owner_id: int | None) -> bool:
+    """Changing a schedule or its variables (GitLab's update_pipeline_schedule): its owner
+    while a Developer or up, and administrators; a Maintainer takes it over first."""
+    if actor is None or not may(actor, Action.UPDATE_PIPELINE, s):
+        return False
+    return is_admin(actor) or actor.user.id == owner_id
+
+
+def may_admin_trigger(actor: Actor | None, s: ProjectSubject, owner_id: int | None) -> bool:
+    """Changing a trigger token and seeing it whole (GitLab's admin_trigger): its owner while
+    a Maintainer or up."""
+    return actor is not None and actor.user.id == owner_id and may(actor, Action.ADMIN_TRIGGERS, s)
 
 
 def _may_group(actor: Actor | None, action: Action, s: GroupSubject) -> bool:
