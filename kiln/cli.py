@@ -1,4 +1,4 @@
-"""The `kiln` command: serve, worker, migrate, and user/token administration."""
+"""The `kiln` command: serve, worker, migrate, user/token administration, and `kiln runner`."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import os
 import signal
 import threading
 from datetime import date
+from pathlib import Path
 from types import FrameType
 from typing import Annotated, Any
 
@@ -219,3 +220,252 @@ def create_token(
 
 def main() -> None:
     app()
+
+
+runner_app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    help="A CI runner for kiln (or GitLab): register it, run jobs.",
+)
+app.add_typer(runner_app, name="runner")
+
+ConfigOption = Annotated[
+    str | None,
+    typer.Option(
+        "--config", help="The runner configuration file (0600).", show_default="~/.kiln-runner/config.json"
+    ),
+]
+
+
+def _runner_failure(message: str) -> typer.Exit:
+    typer.echo(f"kiln runner: {message}", err=True)
+    return typer.Exit(code=1)
+
+
+@runner_app.command("register")
+def runner_register(
+    url: Annotated[str, typer.Option(help="The server's URL, e.g. https://kiln.example.com.")],
+    token: Annotated[
+        str,
+        typer.Option(
+            help="A registration token, or a glrt- authentication token of a runner made on the server."
+        ),
+    ],
+    description: Annotated[
+        str | None, typer.Option(help="The runner's description; default: the host name.")
+    ] = None,
+    tag_list: Annotated[str, typer.Option(help="Comma-separated tags.")] = "",
+    run_untagged: Annotated[
+        bool | None, typer.Option(help="Take untagged jobs; default: yes when no tags are given.")
+    ] = None,
+    locked: Annotated[bool, typer.Option(help="Lock the runner to the project it registered with.")] = True,
+    paused: Annotated[bool, typer.Option(help="Register it paused.")] = False,
+    access_level: Annotated[str | None, typer.Option(help="not_protected or ref_protected.")] = None,
+    maximum_timeout: Annotated[
+        int | None, typer.Option(help="Longest job timeout it accepts (s).", min=600)
+    ] = None,
+    executor: Annotated[str, typer.Option(help="shell or docker.")] = "shell",
+    docker_image: Annotated[
+        str, typer.Option(help="Default image of the docker executor.")
+    ] = "alpine:latest",
+    builds_dir: Annotated[
+        str | None, typer.Option(help="Where jobs run (for all runners of this configuration).")
+    ] = None,
+    cache_dir: Annotated[str | None, typer.Option(help="Where caches are kept (idem).")] = None,
+    config: ConfigOption = None,
+) -> None:
+    """Register a runner with a server and save it in the configuration file."""
+    import socket
+
+    from kiln.runner import config as runner_config
+    from kiln.runner import info
+    from kiln.runner.client import Client, ProtocolError
+
+    if executor not in runner_config.EXECUTORS:
+        raise typer.BadParameter("executor must be shell or docker", param_hint="--executor")
+    saved = _load_runner_config(config, missing_ok=True)
+    client = Client(url)
+    tags = [t.strip() for t in tag_list.split(",") if t.strip()]
+    try:
+        if token.startswith("glrt-"):
+            if tags or run_untagged is not None or access_level or maximum_timeout:
+                typer.echo(
+                    "kiln runner: tags, run-untagged, access level and timeout of a runner made on the "
+                    "server are set there; ignoring them here",
+                    err=True,
+                )
+            found = client.verify(token, saved.system_id, info(executor))
+            if found is None:
+                raise _runner_failure("the server refused this authentication token")
+            entry = runner_config.RunnerEntry(
+                url=url, token=token, id=found.get("id"), origin="authentication",
+                token_expires_at=found.get("token_expires_at"),
+            )  # fmt: skip
+        else:
+            created = client.register(
+                token,
+                description=description or socket.gethostname(),
+                tags=tags,
+                run_untagged=run_untagged if run_untagged is not None else not tags,
+                locked=locked,
+                paused=paused,
+                access_level=access_level,
+                maximum_timeout=maximum_timeout,
+                info=info(executor),
+            )
+            if not created.get("token"):
+                raise _runner_failure("the server answered without a runner token")
+            entry = runner_config.RunnerEntry(
+                url=url, token=str(created["token"]), id=created.get("id"), origin="registration",
+                token_expires_at=created.get("token_expires_at"),
+            )  # fmt: skip
+    except ProtocolError as refused:
+        raise _runner_failure(f"registration failed: {refused}") from None
+    finally:
+        client.close()
+    entry.description = description or socket.gethostname()
+    entry.executor = executor
+    entry.docker_image = docker_image
+    saved.runners.append(entry)
+    if builds_dir:
+        saved.builds_dir = str(Path(builds_dir).expanduser().resolve())
+    if cache_dir:
+        saved.cache_dir = str(Path(cache_dir).expanduser().resolve())
+    where = runner_config.save(saved, config)
+    typer.echo(f"kiln runner: runner {entry.id} ({entry.short_token}) registered; saved in {where}", err=True)
+
+
+def _load_runner_config(path: str | None, *, missing_ok: bool = False) -> Any:
+    from kiln.runner import config as runner_config
+
+    try:
+        return runner_config.load(path, missing_ok=missing_ok)
+    except runner_config.ConfigError as bad:
+        raise _runner_failure(str(bad)) from None
+
+
+@runner_app.command("run")
+def runner_run(
+    config: ConfigOption = None,
+    concurrent: Annotated[
+        int | None, typer.Option(help="Jobs run at once; default: the configuration's (1).", min=1)
+    ] = None,
+    once: Annotated[bool, typer.Option("--once", help="Take one job, run it, exit.")] = False,
+    poll_interval: Annotated[
+        float | None, typer.Option(help="Seconds between polls when no job came (default 3).", min=0.1)
+    ] = None,
+) -> None:
+    """Poll for jobs and run them until stopped.
+
+    SIGINT/SIGTERM: take no new jobs and let the running ones finish; a second signal
+    aborts them."""
+    from kiln.runner import display
+    from kiln.runner.client import ProtocolError
+    from kiln.runner.run import RunnerProcess
+
+    saved = _load_runner_config(config)
+    slots = 1 if once else (concurrent or saved.concurrent)
+    screen = display.for_terminal(slots)
+    try:
+        process = RunnerProcess(
+            saved, concurrent=concurrent, once=once, poll_interval=poll_interval, display=screen
+        )
+    except ProtocolError as refused:
+        screen.close()
+        raise _runner_failure(str(refused)) from None
+    restore_signals = process.install_signals()
+    screen.message(f"kiln runner: {len(saved.runners)} runner(s), {process.concurrent} slot(s)")
+    try:
+        results = process.run()
+    finally:
+        restore_signals()
+        screen.close()
+    failed = sum(1 for _job, outcome in results.outcomes if outcome.state != "success")
+    typer.echo(f"kiln runner: stopped after {len(results.outcomes)} job(s), {failed} failed", err=True)
+
+
+@runner_app.command("verify")
+def runner_verify(
+    config: ConfigOption = None,
+    delete: Annotated[bool, typer.Option("--delete", help="Remove runners the server refuses.")] = False,
+) -> None:
+    """Check each configured runner's token with its server."""
+    from kiln.runner import config as runner_config
+    from kiln.runner import info
+    from kiln.runner.client import Client, ProtocolError
+
+    saved = _load_runner_config(config)
+    kept = []
+    refused = 0
+    for entry in saved.runners:
+        client = Client(entry.url)
+        try:
+            found = client.verify(entry.token, saved.system_id, info(entry.executor))
+        except ProtocolError as failed:
+            typer.echo(f"{entry.short_token} {entry.url}: cannot verify: {failed}")
+            kept.append(entry)
+            continue
+        finally:
+            client.close()
+        if found is None:
+            refused += 1
+            typer.echo(f"{entry.short_token} {entry.url}: refused" + (" (removed)" if delete else ""))
+            if not delete:
+                kept.append(entry)
+        else:
+            typer.echo(f"{entry.short_token} {entry.url}: valid")
+            kept.append(entry)
+    if delete and refused:
+        saved.runners = kept
+        runner_config.save(saved, config)
+    if refused and not delete:
+        raise typer.Exit(code=1)
+
+
+@runner_app.command("unregister")
+def runner_unregister(
+    config: ConfigOption = None,
+    token: Annotated[str | None, typer.Option(help="The runner's token (or its first characters).")] = None,
+    all_runners: Annotated[bool, typer.Option("--all", help="Unregister every configured runner.")] = False,
+) -> None:
+    """Unregister a runner and remove it from the configuration.
+
+    A runner registered here is deleted on its server; one made on the server (glrt-
+    token) only forgets this machine."""
+    from kiln.runner import config as runner_config
+    from kiln.runner.client import Client
+
+    saved = _load_runner_config(config)
+    if all_runners:
+        chosen = list(saved.runners)
+    elif token:
+        chosen = [
+            r
+            for r in saved.runners
+            if r.token == token or r.short_token.startswith(token.removeprefix("glrt-"))
+        ]
+    elif len(saved.runners) == 1:
+        chosen = list(saved.runners)
+    else:
+        raise typer.BadParameter("several runners are configured: name one with --token, or use --all")
+    if not chosen:
+        raise _runner_failure("no configured runner has that token")
+    failed = 0
+    for entry in chosen:
+        client = Client(entry.url)
+        try:
+            if entry.origin == "authentication":
+                done = client.unregister_manager(entry.token, saved.system_id)
+            else:
+                done = client.unregister(entry.token)
+        finally:
+            client.close()
+        if done:
+            saved.runners.remove(entry)
+            typer.echo(f"kiln runner: {entry.short_token} unregistered", err=True)
+        else:
+            failed += 1
+            typer.echo(f"kiln runner: {entry.short_token}: the server did not unregister it", err=True)
+    runner_config.save(saved, config)
+    if failed:
+        raise typer.Exit(code=1)
