@@ -24,6 +24,7 @@ from kiln.api._read_loops import ReadLoops
 from kiln.config import SERVE_PARENT_ENV, Settings, load_settings
 from kiln.jobs import Worker
 from kiln.runtime import Runtime
+from kiln.services import job_tokens
 
 log = logging.getLogger("kiln")
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -35,6 +36,9 @@ def create_app(
     """`exit_on_overrun`: a `kiln serve` process ends itself when its shutdown overruns the
     deadline (never set in tests, whose process outlives the app)."""
     rt = runtime or Runtime.build(settings or load_settings())
+    if rt.job_token_resolver is None:
+        # CI job tokens (CI_JOB_TOKEN) are good for git and the API while their job runs.
+        rt.job_token_resolver = job_tokens.resolve
     workers: list[Worker] = []
     s = rt.settings
     admission = Admission(

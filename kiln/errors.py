@@ -174,11 +174,52 @@ class ConflictList(KilnError):
         return {"message": self.messages}
 
 
+class Gone(KilnError):
+    """410 {"message": "410 Gone - <reason>"} (GitLab's render_api_error_with_reason!)."""
+
+    status = 410
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"410 Gone - {reason}")
+
+
 class PreconditionFailed(KilnError):
     status = 412
 
     def __init__(self, message: str = "412 Precondition Failed") -> None:
         super().__init__(message)
+
+
+class JobForbidden(KilnError):
+    """403 to a runner about its job, with the job's status in `Job-Status` (a runner stops
+    a job it hears is canceled or failed)."""
+
+    status = 403
+
+    def __init__(self, reason: str, job_status: str | None = None) -> None:
+        super().__init__(f"403 Forbidden - {reason}")
+        self.job_status = job_status
+
+    def headers(self) -> dict[str, str]:
+        return {"Job-Status": self.job_status} if self.job_status else {}
+
+
+class RangeNotSatisfiable(KilnError):
+    """416 to a runner whose log append starts elsewhere than the stored log ends; `Range`
+    says where to resume."""
+
+    status = 416
+
+    def __init__(self, size: int, job_status: str | None = None) -> None:
+        super().__init__("416 Range Not Satisfiable")
+        self.size = size
+        self.job_status = job_status
+
+    def headers(self) -> dict[str, str]:
+        found = {"Range": f"0-{self.size}"}
+        if self.job_status:
+            found["Job-Status"] = self.job_status
+        return found
 
 
 class PayloadTooLarge(KilnError):

@@ -198,6 +198,31 @@ class Admission:
         self.in_flight -= 1
 
 
+class AdmissionSlot:
+    """The database slot a request holds. A request that waits on purpose (a runner's long
+    poll for a job) gives it back while it waits and takes it again to use the database, so
+    that any number of runners may wait without keeping other requests out."""
+
+    def __init__(self, admission: Admission) -> None:
+        self._admission = admission
+        self.held = True
+
+    def release(self) -> None:
+        if self.held:
+            self.held = False
+            self._admission.leave()
+
+    async def retake(self) -> bool:
+        """True with the slot held again; False when the server refuses it now (overload)."""
+        if not self.held:
+            self.held = await self._admission.enter()
+        return self.held
+
+
+# Where a request finds its AdmissionSlot (absent when admission is off).
+ADMISSION_SLOT = "kiln.admission_slot"
+
+
 def _expire(slot: asyncio.Future[bool]) -> None:
     if not slot.done():
         slot.set_result(False)
@@ -317,6 +342,9 @@ class KilnASGI:
         if admission is not None and not await admission.enter():
             await _reply(send, 503, UNAVAILABLE, [(b"retry-after", str(admission.retry_after).encode())])
             return
+        held = None
+        if admission is not None:
+            held = scope[ADMISSION_SLOT] = AdmissionSlot(admission)
         runtime = getattr(getattr(self.app, "state", None), "kiln", None)
         app = self.app if runtime is None else partial(self._limited, runtime, admission is not None)
         done = False
@@ -332,8 +360,8 @@ class KilnASGI:
                     db.close()
             finally:
                 # After the close: the connection is back in the pool for whoever gets the slot.
-                if admission is not None:
-                    admission.leave()
+                if held is not None:
+                    held.release()
 
         async def answering(message: dict[str, Any]) -> None:
             # Once the answer starts, the request is done with the database (unless it said
