@@ -37,7 +37,7 @@ BASE = "/projects/{id:str}/repository/commits"
 
 def _detail(request: Req, d: service.CommitDetail, status: int = 200) -> Response[bytes]:
     web = project_web(request, d.where.full_path)
-    return render(commit_detail(d.commit, web, d.where.project_id, d.stats), status=status)
+    return render(commit_detail(d.commit, web, d.where.project_id, d.stats, d.pipeline), status=status)
 
 
 def _picked(request: Req, p: service.Picked) -> Response[bytes]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kiln.entities._format import git_text, git_time, iso
+from kiln.entities.pipeline_schedules import pipeline_basic
 from kiln.entities.users import user_basic
 
 if TYPE_CHECKING:
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
 
     from kiln.git.history import Stats
     from kiln.queries.commits import CommitNoteRow
+    from kiln.queries.pipeline_schedules import PipelineBasicRow
     from kiln.queries.users import UserRow
 
 
@@ -76,15 +78,20 @@ def commit_with_stats(
 
 
 def commit_detail(
-    commit: pygit2.Commit, project_web_url: str, project_id: int, s: Stats | None
+    commit: pygit2.Commit,
+    project_web_url: str,
+    project_id: int,
+    s: Stats | None,
+    pipeline: PipelineBasicRow | None = None,
 ) -> dict[str, Any]:
-    """Single-commit and create responses: stats when asked for; no pipelines yet."""
+    """Single-commit and create responses: stats when asked for; the newest pipeline's
+    status and record (null when there is none, or the caller may not see pipelines)."""
     view = commit_basic(commit, project_web_url)
     if s is not None:
         view["stats"] = stats_view(s)
-    view["status"] = None
+    view["status"] = pipeline.status if pipeline is not None else None
     view["project_id"] = project_id
-    view["last_pipeline"] = None
+    view["last_pipeline"] = pipeline_basic(pipeline, project_web_url) if pipeline is not None else None
     return view
 
 

@@ -36,9 +36,11 @@ from kiln.git.writes import FileAction, Person, commit_actions, write_commit
 from kiln.models import CommitNote
 from kiln.pagination import TOTAL_LIMIT, Page, PageResult
 from kiln.policy import Action
+from kiln.queries import commit_statuses as status_reads
 from kiln.queries import commits as commit_reads
 from kiln.queries.commits import CommitNoteRow
 from kiln.queries.paging import list_page
+from kiln.queries.pipeline_schedules import PipelineBasicRow
 from kiln.queries.users import UserRow
 from kiln.schemas.commits import (
     CherryPick,
@@ -107,6 +109,8 @@ class CommitDetail:
     where: Where
     commit: pygit2.Commit
     stats: Stats | None
+    # The commit's newest pipeline (its `status` and `last_pipeline`), for those who see them.
+    pipeline: PipelineBasicRow | None = None
 
 
 @dataclass(slots=True)
@@ -123,6 +127,13 @@ class NoteRecord:
 
 def _where(ctx: RepoContext) -> Where:
     return Where(ctx.project.id, f"{ctx.subject.namespace.full_path}/{ctx.project.path}")
+
+
+def _latest_pipeline(db: Session, actor: Actor | None, ctx: RepoContext, sha: str) -> PipelineBasicRow | None:
+    """The commit's newest pipeline, when the actor may see the project's pipelines."""
+    if not policy.may(actor, Action.READ_PIPELINE, ctx.subject):
+        return None
+    return status_reads.latest_pipeline(db, ctx.project.id, sha)
 
 
 def _commit(ctx: RepoContext, sha: str) -> pygit2.Commit:
@@ -194,7 +205,12 @@ def get_commit(
     ctx = repositories.for_read(db, viewer, ident, settings)
     commit = _commit(ctx, sha)
     assert ctx.repo is not None
-    return CommitDetail(_where(ctx), commit, _stats(ctx.repo, commit, settings) if with_stats else None)
+    return CommitDetail(
+        _where(ctx),
+        commit,
+        _stats(ctx.repo, commit, settings) if with_stats else None,
+        _latest_pipeline(db, viewer, ctx, str(commit.id)),
+    )
 
 
 def commit_sequence(
@@ -444,7 +460,12 @@ def create_commit(db: Session, actor: Actor, ident: str, p: CommitCreate, settin
         repositories.record_push(
             db, ctx.project, actor, f"refs/heads/{p.branch}", previous, str(commit.id), repo
         )
-    return CommitDetail(_where(ctx), commit, _stats(repo, commit, settings) if p.stats else None)
+    return CommitDetail(
+        _where(ctx),
+        commit,
+        _stats(repo, commit, settings) if p.stats else None,
+        _latest_pipeline(db, actor, ctx, str(commit.id)),
+    )
 
 
 def _target_branch(ctx: RepoContext, branch: str) -> pygit2.Commit:
