@@ -206,3 +206,24 @@ def test_a_job_change_is_recorded_for_hooks(make, db):
     assert ("CiJob", PENDING) in kinds
     assert ("Pipeline", PENDING) in kinds
     assert pipeline.id
+
+
+def test_playing_a_manual_job_reopens_the_jobs_that_need_it(make, db):
+    """A job that needs a manual job is skipped while it waits, and waits again once the
+    manual job is played (GitLab's ResetSkippedJobsService)."""
+    jobs = [
+        {"name": "approve", "stage_idx": 0, "when": "manual", "allow_failure": True},
+        {
+            "name": "deploy",
+            "stage_idx": 1,
+            "scheduling_type": "dag",
+            "options": {"script": ["x"], "needs": [{"job": "approve", "artifacts": True}]},
+        },
+    ]
+    pipeline = make.pipeline(make.project(), jobs=jobs)
+    assert statuses(db, pipeline) == {"approve": MANUAL, "deploy": SKIPPED}
+    with transaction(db):
+        processing.play_job(db, db.scalar(select(CiJob).where(CiJob.name == "approve")), actor=None)
+    assert statuses(db, pipeline) == {"approve": PENDING, "deploy": CREATED}
+    finish(db, pipeline, "approve", SUCCESS)
+    assert statuses(db, pipeline)["deploy"] == PENDING

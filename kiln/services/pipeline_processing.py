@@ -381,15 +381,18 @@ def _reopen_later(db: Session, pipeline_id: int, stage_idx: int) -> None:
 def play_job(
     db: Session, job: CiJob, *, actor: Actor | None, variables: list[dict[str, Any]] | None = None
 ) -> CiJob:
-    """A manual job started by a user (with variables for this run), or a finished one run
-    again as a copy, as GitLab plays it."""
-    if job.status != MANUAL:
+    """A manual job started by a user (with variables for this run), a delayed one started
+    before its time, or a finished one run again as a copy, as GitLab plays it."""
+    if job.status not in (MANUAL, SCHEDULED):
         job = _copy(db, job, actor=actor)
     elif actor is not None:
         job.user_id = actor.id
     if variables:
         job.options = {**job.options, "job_variables": variables}
     transition(db, job, PENDING, actor=actor)
+    # What was skipped while the job waited (jobs that need it, later stages) waits again
+    # (GitLab's ResetSkippedJobsService).
+    _reopen_later(db, job.pipeline_id, job.stage_idx)
     process(db, job.pipeline_id, actor=actor)
     return job
 
