@@ -165,11 +165,14 @@ async def bare_rate(url: str, clients: int, seconds: float) -> float:
 
 
 async def idle_runner(base: str, token: str, seconds: float) -> int:
+    """Requests one runner makes in `seconds` with no job to get; each must be a 204."""
     requests = 0
     stop = time.perf_counter() + seconds
     async with httpx.AsyncClient(base_url=base, timeout=120) as client:
         while time.perf_counter() < stop:
-            await client.post("/api/v4/jobs/request", json={"token": token})
+            r = await client.post("/api/v4/jobs/request", json={"token": token})
+            if r.status_code != 204:
+                raise RuntimeError(f"an idle runner got {r.status_code}: {r.text[:200]}")
             requests += 1
     return requests
 
@@ -212,7 +215,7 @@ def run_backend(name: str, database_url: str | None, args: argparse.Namespace) -
         r = httpx.post(
             f"{base}/api/v4/projects/{project['id']}/repository/files/.gitlab-ci.yml",
             headers=ROOT,
-            json={"branch": "main", "content": configuration(), "commit_message": "CI"},
+            json={"branch": "main", "content": configuration(), "commit_message": "CI [skip ci]"},
             timeout=30,
         )
         r.raise_for_status()

@@ -91,6 +91,16 @@ STATES = ("pending", "running", "success", "failed", "canceled")
 FORMATS = ("zip", "gzip", "raw", "zipzstd", "tarzstd")
 
 
+def stuck_grace() -> timedelta:
+    """How long past its timeout a silent running job is given before it is failed: the
+    environment's KILN_CI_STUCK_GRACE_SECONDS, else five minutes."""
+    value = os.environ.get("KILN_CI_STUCK_GRACE_SECONDS")
+    try:
+        return timedelta(seconds=max(0.0, float(value))) if value else STUCK_GRACE
+    except ValueError:
+        return STUCK_GRACE
+
+
 def long_poll_seconds() -> float:
     """The hold of a job request: the environment's, else GitLab's 50 s."""
     value = os.environ.get("KILN_CI_LONG_POLL_SECONDS")
@@ -253,7 +263,7 @@ def _take(
     job.trace_updated_at = now
     timeout = job_timeout(db, job, runner)
     processing.process(db, job.pipeline_id)
-    jobs.enqueue(db, CHECK_STUCK, {"job_id": job.id}, run_at=now + timedelta(seconds=timeout) + STUCK_GRACE)
+    jobs.enqueue(db, CHECK_STUCK, {"job_id": job.id}, run_at=now + timedelta(seconds=timeout) + stuck_grace())
     return job, job_token, timeout
 
 
@@ -703,10 +713,10 @@ def _check_stuck(ctx: jobs.JobContext, payload: dict[str, Any]) -> None:
     started = job.started_at or now
     if now - heard > timeout:
         reason = "stuck_or_timeout_failure"
-    elif now - started > timeout + STUCK_GRACE:
+    elif now - started > timeout + stuck_grace():
         reason = "job_execution_timeout"
     else:
-        again = min(heard + timeout, started + timeout + STUCK_GRACE) + timedelta(seconds=1)
+        again = min(heard + timeout, started + timeout + stuck_grace()) + timedelta(seconds=1)
         jobs.enqueue(db, CHECK_STUCK, {"job_id": job.id}, run_at=again)
         return
     target = CANCELED if job.status == CANCELING else FAILED
