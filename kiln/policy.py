@@ -215,7 +215,7 @@ def may(actor: Actor | None, action: Action, subject: object = None) -> bool:
     if action is Action.CREATE_GROUP:
         return actor is not None and (is_admin(actor) or actor.user.can_create_group)
     if isinstance(subject, ProjectSubject):
-        if _job_token_elsewhere(actor, subject.project.id):
+        if _job_token_elsewhere(actor, subject.project.id) or _job_token_beyond(actor, action):
             actor, subject = None, replace(subject, level=None)
         return _may_project(actor, action, subject)
     if isinstance(subject, GroupSubject):
@@ -225,6 +225,18 @@ def may(actor: Actor | None, action: Action, subject: object = None) -> bool:
     if isinstance(subject, (UserRow, User)):
         return _may_user(actor, action, subject)
     return False
+
+
+# What a CI job token may do in its own project as its job's user, as GitLab allows it on
+# few endpoints: read the project, clone it, read its pipelines, jobs and their artifacts.
+# Anything else it may do only as an anonymous caller could (a public project's reads).
+JOB_TOKEN_ACTIONS = frozenset(
+    {Action.READ_PROJECT, Action.READ_CODE, Action.READ_PIPELINE, Action.READ_BUILD}
+)
+
+
+def _job_token_beyond(actor: Actor | None, action: Action) -> bool:
+    return actor is not None and actor.via == "job_token" and action not in JOB_TOKEN_ACTIONS
 
 
 def _job_token_elsewhere(actor: Actor | None, project_id: int | None) -> bool:

@@ -12,7 +12,8 @@ import pytest
 from sqlalchemy import func, select
 
 from kiln import storage
-from kiln.models.ci import CiJob, JobArtifact
+from kiln.models import Issue
+from kiln.models.ci import CiJob, JobArtifact, Pipeline
 from kiln.services import instance_settings
 from tests.api.test_runner_jobs import ask, one_job, pipeline_jobs, short_poll  # noqa: F401
 from tests.factories.repositories import open_repository
@@ -198,6 +199,36 @@ def test_a_job_token_carries_no_admin_powers(api, make):
     make.pipeline(project, user=pipeline_owner, jobs=[{"name": "build"}])
     token = ask(api, make.runner()).json()["token"]
     assert api().get("/application/settings", headers={"JOB-TOKEN": token}).status_code == 403
+
+
+def test_a_job_token_changes_nothing_in_its_own_project(api, make, db):
+    """GitLab takes a job token on few endpoints: its job's user may write to the project,
+    the token may not (no issue, no settings, no pipeline deleted)."""
+    owner = make.user()
+    project = make.project(owner=owner, visibility="private")
+    pipeline = make.pipeline(project, user=owner, jobs=[{"name": "build"}])
+    token = ask(api, make.runner()).json()["token"]
+    headers = {"JOB-TOKEN": token}
+    assert api().post(f"/projects/{project.id}/issues", json={"title": "x"}, headers=headers).status_code in (
+        401,
+        403,
+        404,
+    )
+    assert api().put(f"/projects/{project.id}", json={"description": "x"}, headers=headers).status_code in (
+        401,
+        403,
+        404,
+    )
+    assert api().delete(f"/projects/{project.id}/pipelines/{pipeline.id}", headers=headers).status_code in (
+        401,
+        403,
+        404,
+    )
+    db.expire_all()
+    assert db.scalar(select(func.count()).select_from(Issue)) == 0
+    assert db.get(Pipeline, pipeline.id) is not None
+    # What it is for still works: its project's pipelines and jobs are readable.
+    assert api().get(f"/projects/{project.id}/pipelines", headers=headers).status_code == 200
 
 
 def test_a_finished_jobs_token_is_no_credential(api, make):
