@@ -50,6 +50,7 @@ test: install-dev system-deps lint test-sqlite test-postgres
 
 bench: install-dev system-deps
 	$(BIN)/python -m bench --postgres
+	$(BIN)/python -m bench.ci --postgres
 
 clean:
 	rm -rf $(VENV) .kiln-data .pytest_cache .ruff_cache *.egg-info
