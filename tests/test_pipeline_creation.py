@@ -17,7 +17,7 @@ from kiln.db import transaction
 from kiln.models import CiJob, Event, Pipeline, PipelineVariable, ProjectVariable
 from kiln.models.namespaces import REPORTER
 from kiln.queries import users as user_finder
-from kiln.services import pipeline_creation, repositories
+from kiln.services import ci_predefined, pipeline_creation, repositories
 from kiln.services.pipeline_creation import Refused
 from tests.api.test_git_http import RECEIVE_REQUEST, ZERO, basic, pkt_lines, push_request
 
@@ -185,6 +185,40 @@ on_api:
     project = ci_project(make, config=config)
     assert list(jobs_of(db, create(db, settings, project))) == ["on_push"]
     assert list(jobs_of(db, create(db, settings, project, source="api"))) == ["on_api"]
+
+
+def test_rules_read_the_server_and_the_commit_as_jobs_do(db, settings, make):
+    """A job's predefined variables are readable by rules already: the server's port and
+    version, and the commit's title and description in GitLab's split."""
+    config = """
+server:
+  script: echo
+  rules:
+    - if: $CI_SERVER_PORT == "80" && $CI_SERVER_VERSION_MAJOR =~ /^[0-9]+$/ && $CI_SERVER_FQDN
+described:
+  script: echo
+  rules:
+    - if: $CI_COMMIT_TITLE == "Add ci" && $CI_COMMIT_DESCRIPTION == "Why it is here"
+"""
+    project = make.project_with_repository()
+    message = "Add ci\nWhy it is here\n"
+    make.commit(project, {".gitlab-ci.yml": config}, branch=project.default_branch, message=message)
+    assert sorted(jobs_of(db, create(db, settings, project))) == ["described", "server"]
+
+
+@pytest.mark.parametrize(
+    ("message", "title", "description"),
+    [
+        ("Fix it", "Fix it", ""),
+        ("Fix it\n", "Fix it", ""),
+        ("Fix it\n\nBecause.\n", "Fix it", "\nBecause."),
+        ("Fix it\r\nBody\r\n", "Fix it", "Body"),
+        ("x" * 100 + "\nBody", "x" * 100, "x" * 100 + "\nBody"),
+        ("  \n", "No commit message", "No commit message"),
+    ],
+)
+def test_a_commits_title_and_description_split_as_gitlabs(message, title, description):
+    assert ci_predefined.commit_text(message) == (title, description)
 
 
 # ----------------------------------------------------------------------------- refusals

@@ -6,8 +6,9 @@ artifact downloads also serve anonymous callers on public projects and CI job to
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
@@ -20,6 +21,7 @@ from kiln.api._params import params
 from kiln.api._render import no_content, render
 from kiln.api._routes import delete, get, post
 from kiln.entities import ci_jobs as view
+from kiln.entities.ci_jobs import Beside
 from kiln.errors import RouteNotFound
 from kiln.schemas.ci_jobs import (
     ArtifactFile,
@@ -32,7 +34,11 @@ from kiln.schemas.ci_jobs import (
     RefRoute,
 )
 from kiln.services import ci_jobs as service
-from kiln.services.ci_jobs import ArchiveEntry, OneJob, StoredFile
+from kiln.services.ci_jobs import ArchiveEntry, Jobs, OneJob, StoredFile
+
+if TYPE_CHECKING:
+    from kiln.pagination import Page
+    from kiln.queries.ci_jobs import JobRow
 
 Req = Request[Any, Any, Any]
 JOBS = "/projects/{id:str}/jobs"
@@ -50,13 +56,20 @@ def _one(found: OneJob, status: int = 200) -> Response[bytes]:
 # ----------------------------------------------------------------------------- lists
 
 
+def _page(
+    request: Req, found: Jobs, page: Page, shown: Callable[[JobRow, Beside, datetime], Any]
+) -> Response[bytes]:
+    """A page of jobs, each shown with what was read beside the page."""
+    now = _now()
+    return paginated(request, [shown(r, found.beside, now) for r in found.page.items], page, found.page)
+
+
 @get(JOBS, params=JobList, summary="List a project's jobs")
 async def list_jobs(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
     q: JobList = await params(request)
     page = page_of(q)
     found = service.list_jobs(db, actor, q, page, runtime(request).settings)
-    now = _now()
-    return paginated(request, [view.job(r, found.beside, now) for r in found.page.items], page, found.page)
+    return _page(request, found, page, view.job)
 
 
 @get("/projects/{id:str}/pipelines/{pipeline_id:str}/jobs", auth="optional", params=PipelineJobList)
@@ -65,8 +78,7 @@ async def list_pipeline_jobs(request: Req, db: Db, viewer: Viewer) -> Response[b
     q: PipelineJobList = await params(request)
     page = page_of(q)
     found = service.list_pipeline_jobs(db, viewer, q, page, runtime(request).settings)
-    now = _now()
-    return paginated(request, [view.job(r, found.beside, now) for r in found.page.items], page, found.page)
+    return _page(request, found, page, view.job)
 
 
 @get("/projects/{id:str}/pipelines/{pipeline_id:str}/bridges", auth="optional", params=PipelineJobList)
@@ -75,8 +87,7 @@ async def list_pipeline_bridges(request: Req, db: Db, viewer: Viewer) -> Respons
     q: PipelineJobList = await params(request)
     page = page_of(q)
     found = service.list_pipeline_jobs(db, viewer, q, page, runtime(request).settings, bridges=True)
-    now = _now()
-    return paginated(request, [view.bridge(r, found.beside, now) for r in found.page.items], page, found.page)
+    return _page(request, found, page, view.bridge)
 
 
 # ----------------------------------------------------------------------------- one job

@@ -19,6 +19,7 @@ from kiln.models.ci import BRIDGE, FAILED
 if TYPE_CHECKING:
     import pygit2
 
+    from kiln.models.ci import CiJob
     from kiln.queries.ci_jobs import ArtifactRow, JobRow, RunnerRow
     from kiln.queries.pipelines import PipelineRow
     from kiln.queries.users import UserRow
@@ -45,7 +46,7 @@ def _aware(value: datetime | None) -> datetime | None:
     return value.replace(tzinfo=UTC)
 
 
-def queued_duration(job: JobRow, now: datetime) -> float | None:
+def queued_duration(job: JobRow | CiJob, now: datetime) -> float | None:
     """How long it waited for a runner: from queued until started (or until now)."""
     queued = _aware(job.queued_at)
     if queued is None:
@@ -60,11 +61,16 @@ def expired(artifact: ArtifactRow, now: datetime) -> bool:
     return until is not None and until <= now
 
 
-def job_basic(job: JobRow, b: Beside, now: datetime) -> dict[str, Any]:
-    user = b.users.get(job.user_id) if job.user_id is not None else None
-    commit = b.commits.get(job.sha)
-    pipeline = b.pipelines.get(job.pipeline_id)
-    view: dict[str, Any] = {
+def duration(job: JobRow | CiJob, now: datetime) -> float | None:
+    """Seconds it ran: until it finished, or until now while it runs (as GitLab counts)."""
+    if job.finished_at is not None or job.started_at is None:
+        return job.duration
+    return max((now - _aware(job.started_at)).total_seconds(), 0.0)  # type: ignore[operator]
+
+
+def job_fields(job: JobRow | CiJob, now: datetime) -> dict[str, Any]:
+    """The fields every view of a job opens with (the jobs API's and the job token's own)."""
+    return {
         "id": job.id,
         "status": job.status,
         "stage": job.stage,
@@ -77,8 +83,17 @@ def job_basic(job: JobRow, b: Beside, now: datetime) -> dict[str, Any]:
         "started_at": iso(job.started_at),
         "finished_at": iso(job.finished_at),
         "erased_at": iso(job.erased_at),
-        "duration": job.duration,
+        "duration": duration(job, now),
         "queued_duration": queued_duration(job, now),
+    }
+
+
+def job_basic(job: JobRow, b: Beside, now: datetime) -> dict[str, Any]:
+    user = b.users.get(job.user_id) if job.user_id is not None else None
+    commit = b.commits.get(job.sha)
+    pipeline = b.pipelines.get(job.pipeline_id)
+    view: dict[str, Any] = {
+        **job_fields(job, now),
         "user": None
         if user is None
         else user_public(user, b.base, profile_visible=b.profiles.get(user.id, True)),

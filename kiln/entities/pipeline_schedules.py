@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kiln.entities._format import iso
+from kiln.entities.pipelines import basic_fields
 from kiln.entities.users import user_basic
 
 if TYPE_CHECKING:
@@ -15,19 +16,8 @@ if TYPE_CHECKING:
 
 
 def pipeline_basic(row: PipelineBasicRow, project_web_url: str) -> dict[str, Any]:
-    return {
-        "id": row.id,
-        "iid": row.iid,
-        "project_id": row.project_id,
-        "sha": row.sha,
-        "ref": row.ref,
-        "status": row.status,
-        "source": row.source,
-        "created_at": iso(row.created_at),
-        "updated_at": iso(row.updated_at),
-        "web_url": f"{project_web_url}/-/pipelines/{row.id}",
-        "name": row.name,
-    }
+    """A schedule's (or a commit's) pipeline, under its project's web address."""
+    return basic_fields(row, f"{project_web_url}/-/pipelines/{row.id}")
 
 
 def schedule_variable(key: str, value: str, variable_type: str, raw: bool) -> dict[str, Any]:

@@ -13,6 +13,8 @@ from kiln.entities._format import iso
 from kiln.entities.users import user_basic
 
 if TYPE_CHECKING:
+    from kiln.models.ci import Pipeline
+    from kiln.queries.pipeline_schedules import PipelineBasicRow
     from kiln.queries.pipelines import PipelineRow, VariableRow
     from kiln.queries.users import UserRow
 
@@ -45,6 +47,12 @@ def web_url(row: PipelineRow, base_url: str) -> str:
 
 def pipeline_basic(row: PipelineRow, base_url: str) -> dict[str, Any]:
     """A pipeline in lists and wherever another resource shows its pipeline."""
+    return basic_fields(row, web_url(row, base_url))
+
+
+def basic_fields(row: PipelineRow | PipelineBasicRow | Pipeline, url: str) -> dict[str, Any]:
+    """GitLab's PipelineBasic from any row holding its columns: one shape for the pipeline
+    lists, a job's pipeline, a schedule's pipelines and a commit's last pipeline."""
     return {
         "id": row.id,
         "iid": row.iid,
@@ -55,7 +63,7 @@ def pipeline_basic(row: PipelineRow, base_url: str) -> dict[str, Any]:
         "source": row.source,
         "created_at": iso(row.created_at),
         "updated_at": iso(row.updated_at),
-        "web_url": web_url(row, base_url),
+        "web_url": url,
         "name": row.name,
     }
 

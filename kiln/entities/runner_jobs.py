@@ -11,6 +11,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from kiln.entities._format import iso
+from kiln.entities.ci_jobs import job_fields
+from kiln.entities.pipelines import basic_fields
 
 if TYPE_CHECKING:
     from kiln.models.ci import CiJob
@@ -202,6 +204,20 @@ def image(value: Any) -> dict[str, Any] | None:
     return None
 
 
+def _artifact(item: dict[str, Any], artifact_type: str, artifact_format: str) -> dict[str, Any]:
+    """One entry of the runner's `artifacts`: what to pick up, when, and how to pack it."""
+    return {
+        "name": item.get("name"),
+        "untracked": bool(item.get("untracked", False)),
+        "paths": _lines(item.get("paths")),
+        "exclude": _lines(item.get("exclude")),
+        "when": item.get("when") or "on_success",
+        "artifact_type": artifact_type,
+        "artifact_format": artifact_format,
+        "expire_in": item.get("expire_in"),
+    }
+
+
 def artifacts(value: Any) -> list[dict[str, Any]]:
     """The job's artifacts: a list of the runner's shape already (the configuration reader
     writes it so), or GitLab's YAML form (paths, reports, …), which is turned into it."""
@@ -210,45 +226,13 @@ def artifacts(value: Any) -> list[dict[str, Any]]:
         if not isinstance(item, dict):
             continue
         if "artifact_type" in item:
-            found.append(
-                {
-                    "name": item.get("name"),
-                    "untracked": bool(item.get("untracked", False)),
-                    "paths": _lines(item.get("paths")),
-                    "exclude": _lines(item.get("exclude")),
-                    "when": item.get("when") or "on_success",
-                    "artifact_type": item["artifact_type"],
-                    "artifact_format": item.get("artifact_format") or "zip",
-                    "expire_in": item.get("expire_in"),
-                }
-            )
+            found.append(_artifact(item, item["artifact_type"], item.get("artifact_format") or "zip"))
             continue
         if item.get("paths") or item.get("untracked"):
-            found.append(
-                {
-                    "name": item.get("name"),
-                    "untracked": bool(item.get("untracked", False)),
-                    "paths": _lines(item.get("paths")),
-                    "exclude": _lines(item.get("exclude")),
-                    "when": item.get("when") or "on_success",
-                    "artifact_type": "archive",
-                    "artifact_format": "zip",
-                    "expire_in": item.get("expire_in"),
-                }
-            )
+            found.append(_artifact(item, "archive", "zip"))
         for kind, paths in (item.get("reports") or {}).items():
-            found.append(
-                {
-                    "name": None,
-                    "untracked": False,
-                    "paths": _lines(paths),
-                    "exclude": [],
-                    "when": "always",
-                    "artifact_type": kind,
-                    "artifact_format": "gzip" if kind == "junit" else "raw",
-                    "expire_in": item.get("expire_in"),
-                }
-            )
+            report = {"paths": paths, "when": "always", "expire_in": item.get("expire_in")}
+            found.append(_artifact(report, kind, "gzip" if kind == "junit" else "raw"))
     return found
 
 
@@ -310,36 +294,12 @@ def current_job(src: PayloadSources, base_url: str) -> dict[str, Any]:
     full_path = f"{namespace_path}/{project.path}" if namespace_path else project.path
     user = src.user
     return {
-        "id": job.id,
-        "status": job.status,
-        "stage": job.stage,
-        "name": job.name,
-        "ref": job.ref,
-        "tag": bool(job.tag),
-        "coverage": job.coverage,
-        "allow_failure": bool(job.allow_failure),
-        "created_at": iso(job.created_at),
-        "started_at": iso(job.started_at),
-        "finished_at": iso(job.finished_at),
-        "erased_at": iso(job.erased_at),
-        "duration": _seconds_since(job.started_at) if job.finished_at is None else job.duration,
-        "queued_duration": (
-            (job.started_at - job.queued_at).total_seconds() if job.started_at and job.queued_at else None
-        ),
+        **job_fields(job, datetime.now(UTC)),
         "user": None
         if user is None
         else {"id": user.id, "username": user.username, "name": user.name, "state": user.state},
         "commit": {"id": job.sha, "short_id": job.sha[:8]},
-        "pipeline": {
-            "id": pipeline.id,
-            "iid": pipeline.iid,
-            "project_id": pipeline.project_id,
-            "sha": pipeline.sha,
-            "ref": pipeline.ref,
-            "status": pipeline.status,
-            "source": pipeline.source,
-            "web_url": f"{base_url}/{full_path}/-/pipelines/{pipeline.id}",
-        },
+        "pipeline": basic_fields(pipeline, f"{base_url}/{full_path}/-/pipelines/{pipeline.id}"),
         "web_url": f"{base_url}/{full_path}/-/jobs/{job.id}",
         "project": {"id": project.id, "name": project.name, "path_with_namespace": full_path},
         "runner": None
@@ -348,10 +308,6 @@ def current_job(src: PayloadSources, base_url: str) -> dict[str, Any]:
         "tag_list": list(job.tag_list or []),
         "artifacts_expire_at": iso(job.artifacts_expire_at),
     }
-
-
-def _seconds_since(moment: datetime | None) -> float | None:
-    return None if moment is None else (datetime.now(UTC) - moment).total_seconds()
 
 
 def artifact_upload(job: CiJob) -> dict[str, Any]:

@@ -6,28 +6,12 @@ lib/api/ci/job_artifacts.rb and the job lists of lib/api/ci/pipelines.rb).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field
 
-from kiln.models.ci import STATUSES
 from kiln.schemas._types import Flag, Int, PageParams, Params
-
-Status = Literal[
-    "created",
-    "waiting_for_resource",
-    "preparing",
-    "pending",
-    "running",
-    "success",
-    "failed",
-    "canceling",
-    "canceled",
-    "skipped",
-    "manual",
-    "scheduled",
-]
-assert set(STATUSES) == set(Status.__args__)  # type: ignore[attr-defined]
+from kiln.schemas.pipelines import Status
 
 
 def _scope(value: Any) -> Any:

@@ -19,9 +19,14 @@ class JobRequest(Params):
     session: Any = None
 
 
-class JobUpdate(Params):
+class JobCall(Params):
+    """A job's own call: the job's id in the path, its token (or the JOB-TOKEN header)."""
+
     id: Int
     token: Any = None
+
+
+class JobUpdate(JobCall):
     state: str | None = None
     failure_reason: str | None = None
     exit_code: Any = None
@@ -31,23 +36,17 @@ class JobUpdate(Params):
     info: Any = None
 
 
-class JobTrace(Params):
-    id: Int
-    token: Any = None
+class JobTrace(JobCall):
     debug_trace: Any = None
 
 
-class ArtifactsAuthorize(Params):
-    id: Int
-    token: Any = None
+class ArtifactsAuthorize(JobCall):
     filesize: Any = None
     artifact_type: Any = None
     artifact_format: Any = None
 
 
-class ArtifactsUpload(Params):
-    id: Int
-    token: Any = None
+class ArtifactsUpload(JobCall):
     file: UploadFile | None = None
     metadata: UploadFile | None = None
     artifact_type: str | None = None
@@ -55,9 +54,7 @@ class ArtifactsUpload(Params):
     expire_in: str | None = None
 
 
-class ArtifactsDownload(Params):
-    id: Int
-    token: Any = None
+class ArtifactsDownload(JobCall):
     direct_download: Any = None
 
 

@@ -9,6 +9,7 @@ override the runner's own paths."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -20,13 +21,27 @@ from kiln import COMPATIBLE_GITLAB_VERSION
 from kiln.config import Settings
 from kiln.queries.runner_jobs import PayloadSources
 
-_SLUG_OUT = re.compile(r"[^a-z0-9]+")
+_SLUG_OUT = re.compile(r"[^a-z0-9]")
 
 
 def slug(value: str, limit: int = 63) -> str:
-    """GitLab's slugify: lowercased, every run of other characters a `-`, at most 63
-    characters, no `-` at either end."""
+    """GitLab's slugify: lowercased, every other character a `-` (a run of them is not
+    folded into one), at most 63 characters, no `-` at either end."""
     return _SLUG_OUT.sub("-", value.lower())[:limit].strip("-")
+
+
+def environment_slug(name: str) -> str:
+    """CI_ENVIRONMENT_SLUG as GitLab makes it: a slug that starts with a letter, with runs
+    of dashes folded, at most 24 characters; one that is not the name itself is cut to 17
+    and given a suffix (GitLab's is random and kept with the environment; kiln keeps no
+    environments, so the suffix comes from the name and stays the same)."""
+    made = _SLUG_OUT.sub("-", name.lower())
+    if not made[:1].isalpha():
+        made = "env-" + made
+    made = re.sub(r"-{2,}", "-", made)
+    if len(made) > 24 or made != name:
+        return f"{made[:17]}-{hashlib.sha256(name.encode()).hexdigest()[:6]}"
+    return made.removesuffix("-")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +52,24 @@ class CommitFacts:
     timestamp: datetime | None = None
     author: str = ""
     tag_message: str = ""
+
+
+NO_COMMIT_MESSAGE = "No commit message"
+
+
+def commit_text(message: str) -> tuple[str, str]:
+    """CI_COMMIT_TITLE and CI_COMMIT_DESCRIPTION as GitLab's Commit reads them: the title is
+    the first line; the description the rest (less one final line break), or the whole
+    message when the title is 100 characters or longer."""
+    if not message.strip():
+        return NO_COMMIT_MESSAGE, NO_COMMIT_MESSAGE
+    title = re.split(r"[\r\n]", message, maxsplit=1)[0]
+    if len(title) >= 100:
+        return title, message
+    _, newline, rest = message.partition("\n")
+    if not newline:
+        return title, ""
+    return title, rest.removesuffix("\n").removesuffix("\r")
 
 
 def variable(key: str, value: Any, *, public: bool = True, masked: bool = False) -> dict[str, Any]:
@@ -167,7 +200,7 @@ def for_job(
     environment = job.options.get("environment")
     if isinstance(environment, dict) and environment.get("name"):
         add(variable("CI_ENVIRONMENT_NAME", environment["name"]))
-        add(variable("CI_ENVIRONMENT_SLUG", slug(str(environment["name"]), 24)))
+        add(variable("CI_ENVIRONMENT_SLUG", environment_slug(str(environment["name"]))))
         add(variable("CI_ENVIRONMENT_ACTION", environment.get("action") or "start"))
         if environment.get("url"):
             add(variable("CI_ENVIRONMENT_URL", environment["url"]))
@@ -182,7 +215,7 @@ def for_job(
     if pipeline.schedule_id is not None:
         add(variable("CI_PIPELINE_SCHEDULE_ID", pipeline.schedule_id))
 
-    title, _, description = commit.message.partition("\n")
+    title, description = commit_text(commit.message)
     add(variable("CI_COMMIT_SHA", job.sha))
     add(variable("CI_COMMIT_SHORT_SHA", job.sha[:8]))
     add(variable("CI_COMMIT_BEFORE_SHA", pipeline.before_sha or "0" * 40))
@@ -195,7 +228,7 @@ def for_job(
         add(variable("CI_COMMIT_BRANCH", job.ref))
     add(variable("CI_COMMIT_MESSAGE", commit.message))
     add(variable("CI_COMMIT_TITLE", title))
-    add(variable("CI_COMMIT_DESCRIPTION", description.lstrip("\n")))
+    add(variable("CI_COMMIT_DESCRIPTION", description))
     add(variable("CI_COMMIT_TIMESTAMP", commit.timestamp))
     add(variable("CI_COMMIT_AUTHOR", commit.author))
     add(variable("CI_COMMIT_REF_PROTECTED", bool(job.protected)))

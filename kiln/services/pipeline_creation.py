@@ -19,7 +19,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlsplit
 
 import pygit2
 import yaml
@@ -40,6 +39,7 @@ from kiln.policy import Action
 from kiln.queries import users as user_finder
 from kiln.services import (
     ci_config,
+    ci_predefined,
     ci_variables,
     ci_yaml,
     internal_ids,
@@ -201,19 +201,14 @@ def predefined(
     """The predefined variables a configuration's rules may read (GitLab's
     Ci::Variables::Builder for a pipeline being created)."""
     base = settings.external_url.rstrip("/")
-    host = urlsplit(base)
     full_path = f"{namespace.full_path}/{project.path}"
-    title, _, description = message.partition("\n")
-    out = ci_yaml.basic_variables(
-        full_path, project.default_branch, target.ref, target.tag, source, target.sha
+    title, description = ci_predefined.commit_text(message)
+    out = {v["key"]: v["value"] for v in ci_predefined.server_variables(settings)}
+    out.update(
+        ci_yaml.basic_variables(full_path, project.default_branch, target.ref, target.tag, source, target.sha)
     )
     out.update(
         {
-            "CI_SERVER_URL": base,
-            "CI_SERVER_HOST": host.hostname or "",
-            "CI_SERVER_PROTOCOL": host.scheme,
-            "CI_SERVER_NAME": "GitLab",
-            "CI_API_V4_URL": f"{base}/api/v4",
             "CI_PROJECT_ID": str(project.id),
             "CI_PROJECT_TITLE": project.name,
             "CI_PROJECT_NAMESPACE_ID": str(namespace.id),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -374,27 +375,30 @@ def _shown(settings: Settings, v: PipelineScheduleVariable) -> Variable:
 
 
 def _for_variables(
-    db: Session, actor: Actor, ident: str, schedule_id: int
-) -> tuple[ProjectSubject, ScheduleRow]:
+    db: Session,
+    actor: Actor,
+    ident: str,
+    schedule_id: int,
+    may: Callable[[Actor, ProjectSubject, int | None], bool] = policy.may_update_pipeline_schedule,
+) -> ScheduleRow:
+    """The schedule whose variables the actor touches: adding and changing them takes what
+    updating the schedule does; reading and removing one, what administering it does."""
     s = _project(db, actor, ident)
     row = _row(db, s, schedule_id)
-    if not policy.may_update_pipeline_schedule(actor, s, row.owner_id):
+    if not may(actor, s, row.owner_id):
         raise Forbidden()
-    return s, row
+    return row
 
 
 def get_variable(
     db: Session, actor: Actor, ident: str, schedule_id: int, key: str, settings: Settings
 ) -> Variable:
-    s = _project(db, actor, ident)
-    row = _row(db, s, schedule_id)
-    if not policy.may_admin_pipeline_schedule(actor, s, row.owner_id):
-        raise Forbidden()
+    row = _for_variables(db, actor, ident, schedule_id, policy.may_admin_pipeline_schedule)
     return _shown(settings, _variable_model(db, row.id, key))
 
 
 def create_variable(db: Session, actor: Actor, p: ScheduleVariableCreate, settings: Settings) -> Variable:
-    _, row = _for_variables(db, actor, p.id, p.pipeline_schedule_id)
+    row = _for_variables(db, actor, p.id, p.pipeline_schedule_id)
     _variable_key_errors(p.key)
     with transaction(db):
         taken = db.scalars(
@@ -416,7 +420,7 @@ def create_variable(db: Session, actor: Actor, p: ScheduleVariableCreate, settin
 
 
 def update_variable(db: Session, actor: Actor, p: ScheduleVariableUpdate, settings: Settings) -> Variable:
-    _, row = _for_variables(db, actor, p.id, p.pipeline_schedule_id)
+    row = _for_variables(db, actor, p.id, p.pipeline_schedule_id)
     with transaction(db):
         variable = _variable_model(db, row.id, p.key)
         if p.value is not None:
@@ -430,10 +434,7 @@ def update_variable(db: Session, actor: Actor, p: ScheduleVariableUpdate, settin
 def delete_variable(
     db: Session, actor: Actor, ident: str, schedule_id: int, key: str, settings: Settings
 ) -> Variable:
-    s = _project(db, actor, ident)
-    row = _row(db, s, schedule_id)
-    if not policy.may_admin_pipeline_schedule(actor, s, row.owner_id):
-        raise Forbidden()
+    row = _for_variables(db, actor, ident, schedule_id, policy.may_admin_pipeline_schedule)
     with transaction(db):
         variable = _variable_model(db, row.id, key)
         shown = _shown(settings, variable)

@@ -435,6 +435,17 @@ class JobAnswer:
     accepted: bool = True
 
 
+def _reporting_job(db: Session, settings: Settings, job_id: int, token: str | None) -> CiJob:
+    """The job its runner reports on: its own token (403 otherwise), running or canceling, or
+    canceled (the runner is told so and stops)."""
+    job = _job(db, job_id)
+    if not job_tokens.owns(settings, job, token):
+        raise Forbidden()
+    if job.status not in (RUNNING, CANCELING, CANCELED):
+        raise JobForbidden("Job is not running", job.status)
+    return job
+
+
 def update_job(
     db: Session,
     settings: Settings,
@@ -450,13 +461,9 @@ def update_job(
 ) -> JobAnswer:
     """PUT /jobs/:id: the runner's word on its job. An end state ends it at once (with or
     without exit code and checksum); running is a heartbeat; a canceled job is only told so."""
-    job = _job(db, job_id)
-    if not job_tokens.owns(settings, job, token):
-        raise Forbidden()
+    job = _reporting_job(db, settings, job_id, token)
     if job.status == CANCELED:
         return JobAnswer(CANCELED, job.trace_size)
-    if job.status not in (RUNNING, CANCELING):
-        raise JobForbidden("Job is not running", job.status)
     if state is not None and state not in STATES:
         raise ParamError("state does not have a valid value")
     target = {"success": SUCCESS, "failed": FAILED, "canceled": CANCELED}.get(state or "")
@@ -517,13 +524,9 @@ def append_trace(
     """PATCH /jobs/:id/trace: `body` written where the stored log ends. An empty body is a
     heartbeat; a start elsewhere is refused (416) with where the log ends; past the size
     limit the log is cut there and the job fails (trace_size_exceeded)."""
-    job = _job(db, job_id)
-    if not job_tokens.owns(settings, job, token):
-        raise Forbidden()
+    job = _reporting_job(db, settings, job_id, token)
     if job.status == CANCELED:
         return JobAnswer(CANCELED, job.trace_size)
-    if job.status not in (RUNNING, CANCELING):
-        raise JobForbidden("Job is not running", job.status)
     if start is not None and start != job.trace_size and body:
         raise RangeNotSatisfiable(job.trace_size, job.status)
     files = storage.ci(settings)
@@ -554,10 +557,8 @@ def append_trace(
 
 
 def _running_job(db: Session, settings: Settings, job_id: int, token: str | None) -> CiJob:
-    job = _job(db, job_id)
-    if not job_tokens.owns(settings, job, token):
-        raise Forbidden()
-    if job.status not in (RUNNING, CANCELING):
+    job = _reporting_job(db, settings, job_id, token)
+    if job.status == CANCELED:
         raise JobForbidden("Job is not running", job.status)
     return job
 

@@ -337,6 +337,19 @@ def test_a_job_shows_its_user_commit_pipeline_runner_artifacts_and_tags(api, mak
     assert (job["runner_manager"], job["archived"], job["tag_list"]) == (None, False, ["docker", "linux"])
 
 
+def test_a_running_job_has_run_for_as_long_as_since_it_started(api, make, db):
+    """GitLab counts a running job's duration up to now; a finished one's is fixed."""
+    owner, p, sha = project_with_commit(make)
+    started = datetime.now(UTC) - timedelta(seconds=40)
+    fields = {"queued_at": started - timedelta(seconds=5), "started_at": started}
+    pl = pipeline(make, p, sha, [{"name": "long", "status": "running", **fields}])
+    job = api(owner).get(jobs_url(p, job_id(db, pl, "long"))).json()
+    assert 40 <= job["duration"] < 100
+    assert job["queued_duration"] == 5.0
+    listed = api(owner).get(jobs_url(p)).json()
+    assert 40 <= listed[0]["duration"] < 100
+
+
 def test_a_job_that_did_not_fail_shows_no_failure_reason_nor_artifacts_file(api, make, db):
     owner, p, sha = project_with_commit(make)
     pl = pipeline(make, p, sha, [{"name": "ok", "status": "success"}])

@@ -547,6 +547,40 @@ def test_the_predefined_variables(api, make, db):
     assert (token["public"], token["masked"]) == (False, True)
 
 
+def test_slugs_turn_each_other_character_into_a_dash_as_gitlabs_do(api, make):
+    """GitLab's slugify does not fold a run of other characters into one dash; the slugs a
+    job gets match the ones its configuration's rules read."""
+    project = make.project(owner=make.user())
+    make.pipeline(project, ref="Feature//X__1-", jobs=[{"name": "unit :: test"}])
+    v = variables_of(ask(api, make.runner()).json())
+    assert (v["CI_COMMIT_REF_SLUG"], v["CI_JOB_NAME_SLUG"]) == ("feature--x--1", "unit----test")
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("production", "production"),
+        ("staging-", "staging"),
+        ("review/fix--it", "review-fix-it-"),
+        ("Production", "production-"),
+        ("1st", "env-1st-"),
+        ("a-very-long-environment-name", "a-very-long-envir-"),
+    ],
+)
+def test_an_environment_slug_is_gitlabs(api, make, name, expected):
+    """A slug starts with a letter and folds runs of dashes; one that is not the name, or
+    is over 24 characters, is cut to 17 and given a six-character suffix."""
+    project = make.project(owner=make.user())
+    one_job(make, project, options={"script": ["x"], "environment": {"name": name}})
+    v = variables_of(ask(api, make.runner()).json())
+    made = v["CI_ENVIRONMENT_SLUG"]
+    if expected.endswith("-"):
+        assert made[: len(expected)] == expected
+        assert len(made) == len(expected) + 6 <= 24
+    else:
+        assert made == expected
+
+
 def test_a_parallel_job_has_its_node_index(api, make):
     project = make.project(owner=make.user())
     one_job(make, project, options={"script": ["t"], "parallel": {"number": 2, "total": 3}})

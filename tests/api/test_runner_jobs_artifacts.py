@@ -266,3 +266,16 @@ def test_expired_artifacts_are_gone(api, make, db):
     row.expire_at = datetime.now(UTC) - timedelta(seconds=1)
     db.flush()
     assert api().get(f"/jobs/{job.id}/artifacts", headers={"JOB-TOKEN": token}).status_code == 404
+
+
+def test_a_jobs_commit_title_and_description_are_gitlabs(api, make):
+    """The description is what follows the first line, its blank line kept and its last
+    line break dropped, as GitLab's commit gives it."""
+    owner = make.user()
+    project = make.project_with_repository(owner=owner)
+    sha = make.commit(project, {"a.txt": "a"}, message="Fix the build\n\nBecause it broke.\n")
+    make.pipeline(project, sha=sha, user=owner, jobs=[{"name": "build"}])
+    v = {x["key"]: x["value"] for x in ask(api, make.runner()).json()["variables"]}
+    assert v["CI_COMMIT_TITLE"] == "Fix the build"
+    assert v["CI_COMMIT_DESCRIPTION"] == "\nBecause it broke."
+    assert v["CI_COMMIT_MESSAGE"] == "Fix the build\n\nBecause it broke.\n"
