@@ -21,6 +21,7 @@ from kiln.schemas.ci_variables import (
     InstanceVariableList,
     InstanceVariableUpdate,
     VariableCreate,
+    VariableFilter,
     VariableGet,
     VariableList,
     VariableUpdate,
@@ -29,6 +30,11 @@ from kiln.services import ci_variables as service
 from kiln.services.ci_variables import Level
 
 Req = Request[Any, Any, Any]
+
+
+def _named(q: Any) -> tuple[str | None, str, VariableFilter | None]:
+    """The owner (None for the instance), key and `filter` a read or removal names."""
+    return getattr(q, "id", None), q.key, getattr(q, "filter", None)
 
 
 def _routes(level: Level, singular: str) -> list[HTTPRouteHandler]:
@@ -54,15 +60,7 @@ def _routes(level: Level, singular: str) -> list[HTTPRouteHandler]:
 
     async def get_variable(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
         q = await params(request)
-        shown = service.get_variable(
-            db,
-            actor,
-            level,
-            getattr(q, "id", None),
-            q.key,
-            getattr(q, "filter", None),
-            runtime(request).settings,
-        )
+        shown = service.get_variable(db, actor, level, *_named(q), runtime(request).settings)
         return render(variable(shown.row, shown.value, scoped=scoped))
 
     async def add_variable(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
@@ -77,15 +75,7 @@ def _routes(level: Level, singular: str) -> list[HTTPRouteHandler]:
 
     async def remove_variable(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
         q = await params(request)
-        await in_thread(
-            service.delete_variable,
-            db,
-            actor,
-            level,
-            getattr(q, "id", None),
-            q.key,
-            getattr(q, "filter", None),
-        )
+        await in_thread(service.delete_variable, db, actor, level, *_named(q))
         return no_content()
 
     # Distinct names keep the OpenAPI operation ids unique.

@@ -26,6 +26,7 @@ from kiln.policy import Action
 from kiln.schemas.runners import (
     GroupRunnerList,
     ManagerDelete,
+    OwnedRunnerList,
     ProjectRunnerDisable,
     ProjectRunnerEnable,
     ProjectRunnerList,
@@ -132,10 +133,10 @@ async def create_user_runner(request: Req, db: Db, actor: Authenticated) -> Resp
 # ----------------------------------------------------------------------------- management
 
 
-@get("/runners", params=RunnerList)
+@get("/runners", params=OwnedRunnerList)
 async def list_runners(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
     """The runners the caller manages."""
-    q: RunnerList = await params(request)
+    q: OwnedRunnerList = await params(request)
     page = page_of(q)
     return _listed(request, service.list_owned(db, actor, q, page), page)
 

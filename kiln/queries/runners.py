@@ -177,13 +177,20 @@ def _projects_statement() -> Select[Any]:
     )
 
 
+def _by_runner(db: Session, stmt: Select[Any], runner_ids: Iterable[int], make: Any) -> dict[int, list[Any]]:
+    """One statement's rows (the runner's id first) made into `make`'s tuples, by runner;
+    runners without any get []."""
+    ids = list(runner_ids)
+    out: dict[int, list[Any]] = {i: [] for i in ids}
+    if ids:
+        for row in run(db, stmt, {"ids": ids}):
+            out[row[0]].append(make(row))
+    return out
+
+
 def projects_of(db: Session, runner_ids: Sequence[int]) -> dict[int, list[RunnerProjectRow]]:
     """Each runner's projects, the one it was registered for first."""
-    out: dict[int, list[RunnerProjectRow]] = {i: [] for i in runner_ids}
-    if runner_ids:
-        for row in run(db, _projects_statement(), {"ids": list(runner_ids)}):
-            out[row[0]].append(RunnerProjectRow._make(row))
-    return out
+    return _by_runner(db, _projects_statement(), runner_ids, RunnerProjectRow._make)
 
 
 @cache
@@ -198,11 +205,7 @@ def _groups_statement() -> Select[Any]:
 
 
 def groups_of(db: Session, runner_ids: Sequence[int]) -> dict[int, list[RunnerGroupRow]]:
-    out: dict[int, list[RunnerGroupRow]] = {i: [] for i in runner_ids}
-    if runner_ids:
-        for row in run(db, _groups_statement(), {"ids": list(runner_ids)}):
-            out[row[0]].append(RunnerGroupRow._make(row))
-    return out
+    return _by_runner(db, _groups_statement(), runner_ids, RunnerGroupRow._make)
 
 
 @cache
@@ -216,12 +219,7 @@ def _tags_statement() -> Select[Any]:
 
 def tags_of(db: Session, runner_ids: Iterable[int]) -> dict[int, list[str]]:
     """Each runner's tags, sorted by name, in one statement (runners without tags: [])."""
-    ids = list(runner_ids)
-    out: dict[int, list[str]] = {i: [] for i in ids}
-    if ids:
-        for runner_id, name in run(db, _tags_statement(), {"ids": ids}):
-            out[runner_id].append(name)
-    return out
+    return _by_runner(db, _tags_statement(), runner_ids, lambda row: row[1])
 
 
 @cache
@@ -317,7 +315,9 @@ def _condition(name: str) -> ColumnElement[bool]:
             contacted <= bindparam("stale_before"),
             and_(contacted.is_(None), _R.c.created_at <= bindparam("stale_before")),
         )
-    if name in ("specific", PROJECT_TYPE):
+    if name == "specific":  # GitLab's deprecated_specific: every runner but the instance's
+        return _R.c.runner_type.in_((PROJECT_TYPE, GROUP_TYPE))
+    if name == PROJECT_TYPE:
         return _R.c.runner_type == PROJECT_TYPE
     if name in ("shared", INSTANCE_TYPE):
         return _R.c.runner_type == INSTANCE_TYPE

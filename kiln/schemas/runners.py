@@ -118,7 +118,8 @@ class _RunnerFields(Params):
     run_untagged: Flag | None = None
     tag_list: TagList | None = None
     access_level: AccessLevelName | None = None
-    maximum_timeout: Int | None = None
+    # The column's range: GitLab's own limit is a lower one (ten minutes), checked on saving.
+    maximum_timeout: Annotated[int, Field(ge=-(2**31), le=2**31 - 1)] | None = None
 
 
 class Registration(_RunnerFields):
@@ -196,7 +197,15 @@ class RunnerFilters(PageParams):
     version_prefix: VersionPrefix | None = None
 
 
+class OwnedRunnerList(RunnerFilters):
+    """GET /runners: its `scope` takes statuses only (GitLab's AVAILABLE_STATUSES)."""
+
+    scope: Status | None = None
+
+
 class RunnerList(RunnerFilters):
+    """GET /runners/all and a project's runners: `scope` takes types and statuses."""
+
     scope: Scope | None = None
 
 

@@ -40,7 +40,7 @@ from kiln.auth.actor import Actor
 from kiln.auth.tokens import digest, new_runners_nonce, new_secret, runners_token
 from kiln.config import Settings
 from kiln.db import transaction
-from kiln.errors import BadRequest, Forbidden, NotFound, ValidationFailed
+from kiln.errors import BadRequest, Forbidden, Gone, NotFound, ValidationFailed
 from kiln.models import Namespace, Project
 from kiln.models.ci import (
     GROUP_TYPE,
@@ -58,8 +58,8 @@ from kiln.queries import users as user_finder
 from kiln.queries.runners import RunnerGroupRow, RunnerJobRow, RunnerProjectRow, RunnerRow
 from kiln.queries.users import UserRow
 from kiln.schemas.runners import (
-    STATUSES,
     GroupRunnerList,
+    OwnedRunnerList,
     ProjectRunnerList,
     Registration,
     RunnerFilters,
@@ -78,8 +78,12 @@ INSTANCE_NONCE = "runners_registration_token_nonce"
 MIN_TIMEOUT = 600
 TIMEOUT_TOO_SHORT = "should be greater than or equal to 10 minutes"
 TAGS_NEEDED = "can not be empty when runner is not allowed to pick untagged jobs"
-SCOPE_INVALID = "Scope contains invalid value"
+MAX_TAGS = 50
+TOO_MANY_TAGS = f"Too many tags specified. Please limit the number of tags to {MAX_TAGS}"
+MAX_DESCRIPTION = 1024
 NO_ACCESS = "No access granted"
+INVALID_REGISTRATION_TOKEN = "invalid token supplied"
+REGISTRATION_DISALLOWED = "runner registration disallowed"
 MORE_THAN_ONE_PROJECT = "Runner associated with more than one project"
 ONLY_PROJECT = "Only one project associated with the runner. Please remove the runner instead"
 # A runner's contact is written at most this often, unless what it says of itself changed.
@@ -284,11 +288,13 @@ def instance_registration_token(db: Session, settings: Settings) -> str:
     return _derived(settings, str(nonce))
 
 
-def _new_group_token(db: Session, settings: Settings, group: Namespace) -> str:
+def _new_registration_token(settings: Settings, owner: Project | Namespace) -> str:
+    """A new registration token for a project or a group: its nonce and digest are written on
+    the owner's row (the caller's transaction), the token itself nowhere."""
     nonce = new_runners_nonce()
     token = _derived(settings, nonce)
-    group.runners_token_nonce = nonce
-    group.runners_token_digest = digest(token)
+    owner.runners_token_nonce = nonce
+    owner.runners_token_digest = digest(token)
     return token
 
 
@@ -303,7 +309,7 @@ def group_registration_token(db: Session, settings: Settings, group_id: int) -> 
         group = db.scalars(select(Namespace).where(Namespace.id == group_id).with_for_update()).one()
         if group.runners_token_nonce:
             return _derived(settings, group.runners_token_nonce)
-        return _new_group_token(db, settings, group)
+        return _new_registration_token(settings, group)
 
 
 def reset_instance_registration_token(db: Session, actor: Actor, settings: Settings) -> TokenResult:
@@ -318,13 +324,10 @@ def reset_project_registration_token(
     db: Session, actor: Actor, ident: str, settings: Settings
 ) -> TokenResult:
     s = subjects.project(db, actor, ident, Action.ADMIN_RUNNERS)
-    nonce = new_runners_nonce()
-    token = _derived(settings, nonce)
     with transaction(db):
         project = db.get(Project, s.project.id)
         assert project is not None
-        project.runners_token_nonce = nonce
-        project.runners_token_digest = digest(token)
+        token = _new_registration_token(settings, project)
     return TokenResult(token, None)
 
 
@@ -333,7 +336,7 @@ def reset_group_registration_token(db: Session, actor: Actor, ident: str, settin
     with transaction(db):
         group = db.get(Namespace, s.group.id)
         assert group is not None
-        token = _new_group_token(db, settings, group)
+        token = _new_registration_token(settings, group)
     return TokenResult(token, None)
 
 
@@ -345,10 +348,13 @@ class _Owner:
 
 
 def _registration_owner(db: Session, settings: Settings, token: str) -> _Owner | None:
-    """Whose registration token this is; None for none (or registration tokens refused)."""
+    """Whose registration token this is; None for none. With registration tokens switched
+    off, any token is 410 (GitLab tells "disallowed" apart from "invalid")."""
     current = instance_settings.current(db)
-    if not current.get("allow_runner_registration_token", True) or not token:
+    if not token:
         return None
+    if not current.get("allow_runner_registration_token", True):
+        raise Gone(REGISTRATION_DISALLOWED)
     registrars = current.get("valid_runner_registrars") or []
     nonce = current.get(INSTANCE_NONCE)
     if nonce and hmac.compare_digest(token.encode(), _derived(settings, str(nonce)).encode()):
@@ -367,10 +373,23 @@ def _registration_owner(db: Session, settings: Settings, token: str) -> _Owner |
 # ----------------------------------------------------------------------------- making runners
 
 
-def _validate(maximum_timeout: int | None, run_untagged: bool, tags: Sequence[str]) -> None:
+def _validate(
+    maximum_timeout: int | None,
+    run_untagged: bool,
+    tags: Sequence[str],
+    *,
+    description: str | None,
+    tags_changed: bool = True,
+) -> None:
+    """GitLab's Ci::Runner validations, in its order; `description` and `tags_changed` say
+    what is being set (a runner already holding more tags keeps them)."""
     errors: dict[str, list[str]] = {}
     if not run_untagged and not tags:
         errors["tags_list"] = [TAGS_NEEDED]
+    elif tags_changed and len(tags) > MAX_TAGS:
+        errors["tags_list"] = [TOO_MANY_TAGS]
+    if description is not None and len(description) > MAX_DESCRIPTION:
+        errors["description"] = [f"is too long (maximum is {MAX_DESCRIPTION} characters)"]
     if maximum_timeout is not None and maximum_timeout < MIN_TIMEOUT:
         errors["maximum_timeout"] = [TIMEOUT_TOO_SHORT]
     if errors:
@@ -396,7 +415,7 @@ def _make(
 ) -> Registered:
     tags = list(p.tag_list or [])
     run_untagged = p.run_untagged if p.run_untagged is not None else True
-    _validate(p.maximum_timeout, run_untagged, tags)
+    _validate(p.maximum_timeout, run_untagged, tags, description=p.description)
     token, token_digest, prefix = _new_token()
     active = _active(p)
     with transaction(db):
@@ -430,10 +449,10 @@ def _make(
 
 def register(db: Session, p: Registration, settings: Settings, ip: str | None) -> Registered:
     """POST /runners: a runner registering with a registration token; 403 for any other
-    token, with nothing written."""
+    token (410 while registration tokens are off), with nothing written."""
     owner = _registration_owner(db, settings, p.token)
     if owner is None:
-        raise Forbidden()
+        raise Forbidden(INVALID_REGISTRATION_TOKEN)
     note = p.maintenance_note if p.maintenance_note is not None else p.maintainer_note
     return _make(
         db,
@@ -542,7 +561,13 @@ def update_runner(db: Session, actor: Actor, p: RunnerUpdate) -> RunnerView:
         tags = list(p.tag_list or []) if "tag_list" in given else old_tags
         run_untagged = p.run_untagged if p.run_untagged is not None else runner.run_untagged
         timeout = p.maximum_timeout if "maximum_timeout" in given else runner.maximum_timeout
-        _validate(timeout, run_untagged, tags)
+        _validate(
+            timeout,
+            run_untagged,
+            tags,
+            description=p.description,
+            tags_changed="tag_list" in given and tags != old_tags,
+        )
         active = _active(p)
         if active is not None:
             runner.active = active
@@ -628,11 +653,11 @@ def _commits(settings: Settings, jobs: Sequence[RunnerJobRow]) -> dict[tuple[int
 # ----------------------------------------------------------------------------- lists
 
 
-def _conditions(q: RunnerFilters, scope: str | None, allowed: Sequence[str] | None) -> list[str]:
+def _conditions(q: RunnerFilters, scope: str | None) -> list[str]:
+    """The scope and status names a list's rows must all hold (each list's schema says which
+    scopes it takes, as GitLab's parameters do)."""
     out: list[str] = []
     if scope is not None:
-        if allowed is not None and scope not in allowed:
-            raise BadRequest(SCOPE_INVALID, raw=True)
         out.append(scope)
     if q.type is not None:
         out.append(q.type)
@@ -650,23 +675,22 @@ def _page(db: Session, q: RunnerFilters, page: Page, conditions: list[str], **sc
     return RunnerPage(result, _creators(db, result.items))
 
 
-def list_owned(db: Session, actor: Actor, q: RunnerList, page: Page) -> RunnerPage:
+def list_owned(db: Session, actor: Actor, q: OwnedRunnerList, page: Page) -> RunnerPage:
     """GET /runners: the runners the caller owns through their memberships, administrators
     included (as GitLab's ci_owned_runners; /runners/all has every runner)."""
-    conditions = _conditions(q, q.scope, STATUSES)
-    return _page(db, q, page, conditions, kind="owned", user_id=actor.user.id)
+    return _page(db, q, page, _conditions(q, q.scope), kind="owned", user_id=actor.user.id)
 
 
 def list_all(db: Session, actor: Actor, q: RunnerList, page: Page) -> RunnerPage:
     policy.require(actor, Action.ADMIN_INSTANCE_RUNNERS)
-    return _page(db, q, page, _conditions(q, q.scope, None), kind="all")
+    return _page(db, q, page, _conditions(q, q.scope), kind="all")
 
 
 def list_for_project(db: Session, actor: Actor, q: ProjectRunnerList, page: Page) -> RunnerPage:
     """GET /projects/:id/runners: the project's own runners, its groups' (when group runners
     are on) and the instance's (when shared runners are on and there is one)."""
     s = subjects.project(db, actor, q.id, Action.READ_RUNNERS, rows=True)
-    conditions = _conditions(q, q.scope, None)
+    conditions = _conditions(q, q.scope)
     groups = bool(s.project.group_runners_enabled) and s.namespace.is_group
     return _page(
         db,
@@ -689,7 +713,7 @@ def list_for_group(db: Session, actor: Actor, q: GroupRunnerList, page: Page) ->
         db,
         q,
         page,
-        _conditions(q, None, None),
+        _conditions(q, None),
         kind="group",
         group_ids=s.group.ancestor_ids,
         groups=True,

@@ -19,6 +19,7 @@ from kiln.services import instance_settings
 from kiln.services import runners as service
 
 FORBIDDEN = {"message": "403 Forbidden"}
+INVALID_TOKEN = {"message": "403 Forbidden - invalid token supplied"}
 
 
 def instance_token(api: Any) -> str:
@@ -192,7 +193,7 @@ def test_a_wrong_registration_token_is_refused_and_nothing_is_written(api, db):
     before = runner_count(db)
     for token in ("nope", "glrt-whatever", ""):
         r = api().post("/runners", json={"token": token, "tag_list": ["a"]})
-        assert (r.status_code, r.json()) == (403, FORBIDDEN), token
+        assert (r.status_code, r.json()) == (403, INVALID_TOKEN), token
     assert runner_count(db) == before
     assert db.scalar(select(func.count()).select_from(RunnerTag)) == 0
 
@@ -218,8 +219,9 @@ def test_registration_tokens_refused_when_the_setting_is_off(api, db, make):
     ptoken = project_token(api, owner, p)
     instance_settings.update(db, {"allow_runner_registration_token": False})
     before = runner_count(db)
-    for t in (token, ptoken):
-        assert api().post("/runners", json={"token": t}).status_code == 403
+    for t in (token, ptoken, "wrong"):
+        r = api().post("/runners", json={"token": t})
+        assert (r.status_code, r.json()) == (410, {"message": "410 Gone - runner registration disallowed"})
     assert runner_count(db) == before
 
 
@@ -247,6 +249,24 @@ def test_a_bad_maximum_timeout_or_access_level_is_refused(api, db):
     }
     assert runner_count(db) == before
     assert register(api, token, maximum_timeout=600)["id"]
+
+
+def test_registration_keeps_gitlabs_limits_on_tags_and_description(api, db):
+    token = instance_token(api)
+    before = runner_count(db)
+    r = api().post("/runners", data={"token": token, "tag_list": ",".join(f"t{i}" for i in range(51))})
+    assert (r.status_code, r.json()) == (
+        400,
+        {"message": {"tags_list": ["Too many tags specified. Please limit the number of tags to 50"]}},
+    )
+    r = api().post("/runners", json={"token": token, "description": "x" * 1025})
+    assert (r.status_code, r.json()) == (
+        400,
+        {"message": {"description": ["is too long (maximum is 1024 characters)"]}},
+    )
+    r = api().post("/runners", json={"token": token, "maximum_timeout": 2**31})
+    assert r.status_code == 400
+    assert runner_count(db) == before
 
 
 def test_a_wrong_token_is_checked_before_the_runners_fields(api, db):

@@ -103,12 +103,16 @@ def test_scope_filters_and_what_each_list_takes(api, make, db):
     p = make.project()
     shared = make.runner()
     specific = make.runner(project=p, contacted_at=datetime.now(UTC))
+    of_group = make.runner(group=make.group())
     root = api("root")
     assert ids(root.get("/runners/all", params={"scope": "shared"})) == [shared.id]
-    assert ids(root.get("/runners/all", params={"scope": "specific"})) == [specific.id]
+    # GitLab's deprecated `specific`: every runner but the instance's.
+    assert ids(root.get("/runners/all", params={"scope": "specific"})) == [specific.id, of_group.id]
+    assert ids(root.get("/runners/all", params={"scope": "project_type"})) == [specific.id]
     assert ids(root.get("/runners/all", params={"scope": "online"})) == [specific.id]
+    # GET /runners takes statuses only.
     r = root.get("/runners", params={"scope": "shared"})
-    assert (r.status_code, r.json()) == (400, {"message": "Scope contains invalid value"})
+    assert (r.status_code, r.json()) == (400, {"error": "scope does not have a valid value"})
     r = root.get("/runners/all", params={"scope": "everything"})
     assert (r.status_code, r.json()) == (400, {"error": "scope does not have a valid value"})
 
@@ -308,6 +312,30 @@ def test_update_refuses_bad_input_and_writes_nothing(api, make, db):
     assert r.status_code == 400
     d = root.get(url).json()
     assert (d["description"], d["tag_list"]) == ("kept", ["a"])
+
+
+def test_update_keeps_gitlabs_limits_on_tags_description_and_timeout(api, make, db):
+    made = make.runner(tags=["a"], description="kept")
+    root = api("root")
+    url = f"/runners/{made.id}"
+    r = root.put(url, json={"tag_list": [f"t{i}" for i in range(51)]})
+    assert (r.status_code, r.json()) == (
+        400,
+        {"message": {"tags_list": ["Too many tags specified. Please limit the number of tags to 50"]}},
+    )
+    r = root.put(url, json={"description": "x" * 1025})
+    assert (r.status_code, r.json()) == (
+        400,
+        {"message": {"description": ["is too long (maximum is 1024 characters)"]}},
+    )
+    r = root.put(url, json={"maximum_timeout": 2**40})
+    assert r.status_code == 400
+    assert r.json()["error"].startswith("maximum_timeout")
+    d = root.get(url).json()
+    assert (d["description"], d["tag_list"], d["maximum_timeout"]) == ("kept", ["a"], None)
+    r = root.put(url, json={"tag_list": [f"t{i}" for i in range(50)], "description": "y" * 1024})
+    assert r.status_code == 200, r.text
+    assert len(r.json()["tag_list"]) == 50
 
 
 def test_who_may_change_a_runner(api, make):

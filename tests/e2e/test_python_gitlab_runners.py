@@ -27,6 +27,8 @@ def test_runners_end_to_end(root, base_url, unique):
     assert [r.id for r in gl.runners.list()] == [made.id]
     assert [r.id for r in gl.runners.list(type="project_type", tag_list=["docker"])] == [made.id]
     assert gl.runners.list(status="online") == []
+    assert [r.id for r in gl.runners.list(scope="active")] == [made.id]
+    assert made.id in [r.id for r in root.runners.all(scope="specific", get_all=True)]
     runner = gl.runners.get(made.id)
     assert (runner.description, runner.status, runner.tag_list) == (
         "e2e",

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kiln.services.ci_yaml.untrusted import UnsupportedPattern, UntrustedPattern
+
 MAX_LENGTH = 10_000
 MAX_TOKENS = 500
 
@@ -74,8 +76,9 @@ def _tokens(text: str) -> list[_Tok]:
     return out
 
 
-def compile_pattern(text: str) -> re.Pattern[str]:
-    """`/body/flags` as a regular expression; raises ExpressionError."""
+def compile_pattern(text: str) -> UntrustedPattern:
+    """`/body/flags` as a regular expression matched in bounded time; raises
+    ExpressionError (for lookaround and backreferences too, as GitLab's RE2)."""
     m = re.fullmatch(r"/(.*)/([a-z]*)", text, re.DOTALL)
     if m is None:
         raise ExpressionError("not a pattern")
@@ -85,8 +88,8 @@ def compile_pattern(text: str) -> re.Pattern[str]:
             raise ExpressionError("unknown flag")
         flags |= _FLAGS[flag]
     try:
-        return re.compile(m.group(1).replace("\\/", "/"), flags)
-    except (re.error, OverflowError, RecursionError) as err:
+        return UntrustedPattern(m.group(1).replace("\\/", "/"), flags)
+    except (re.error, UnsupportedPattern, OverflowError, RecursionError) as err:
         raise ExpressionError("invalid pattern") from err
 
 
@@ -199,7 +202,7 @@ def _value(node: Node, variables: Mapping[str, str]) -> Any:
 
 
 def _plain(value: Any) -> Any:
-    return value.pattern if isinstance(value, re.Pattern) else value
+    return value.pattern if isinstance(value, UntrustedPattern) else value
 
 
 def _matches(left: Any, right: Any) -> bool:
@@ -208,9 +211,9 @@ def _matches(left: Any, right: Any) -> bool:
             right = compile_pattern(right)
         except ExpressionError:
             return False
-    if not isinstance(right, re.Pattern) or not isinstance(left, str):
+    if not isinstance(right, UntrustedPattern) or not isinstance(left, str):
         return False
-    return right.search(left) is not None
+    return right.found_in(left)
 
 
 def _truthy(value: Any) -> bool:

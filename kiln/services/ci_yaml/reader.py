@@ -1303,7 +1303,7 @@ class Reader:
             return False
         if len(pattern) >= 2 and pattern.startswith("/"):
             try:
-                return expressions.compile_pattern(pattern).search(ctx.ref) is not None
+                return expressions.compile_pattern(pattern).found_in(ctx.ref)
             except expressions.ExpressionError:
                 return pattern == ctx.ref
         return pattern == ctx.ref
