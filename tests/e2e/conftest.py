@@ -26,6 +26,8 @@ from tests.repositories import unsound_repositories
 
 ROOT_TOKEN = "kiln-e2e-root-token"
 ROOT_PASSWORD = "e2e-root-password-123"
+CI_LONG_POLL_SECONDS = "2"
+CI_STUCK_GRACE_SECONDS = "2"
 START_TIMEOUT = 60.0  # serve starts one HTTP process per CPU, each importing kiln: slow on a busy box
 
 
@@ -145,7 +147,15 @@ def kiln_server(
     repository its pushes, clones and API calls leave behind must pass `git fsck`."""
     base = tmp_path_factory.mktemp("e2e")
     data_dir = base / "data"
-    server = start_server(data_dir, new_database_url(), base)
+    # CI: runners' job requests held 2 s (not GitLab's 50), a silent job failed 2 s past its
+    # timeout (not 5 minutes), so that the CI tests see both within their time.
+    server = start_server(
+        data_dir,
+        new_database_url(),
+        base,
+        KILN_CI_LONG_POLL_SECONDS=CI_LONG_POLL_SECONDS,
+        KILN_CI_STUCK_GRACE_SECONDS=CI_STUCK_GRACE_SECONDS,
+    )
     yield server
     server.stop()
     assert unsound_repositories(data_dir / "repositories") == {}

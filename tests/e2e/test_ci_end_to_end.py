@@ -26,15 +26,21 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from tests.e2e.conftest import ROOT_TOKEN, Server, kiln_command, start_server
+from tests.e2e.conftest import (
+    CI_LONG_POLL_SECONDS,
+    CI_STUCK_GRACE_SECONDS,
+    ROOT_TOKEN,
+    Server,
+    kiln_command,
+)
 
 pytestmark = pytest.mark.e2e
 
 ROOT = {"Private-Token": ROOT_TOKEN}
 # The server holds a runner's job request this long (GitLab's 50 s is far too long here).
-LONG_POLL_SECONDS = "2"
+LONG_POLL_SECONDS = CI_LONG_POLL_SECONDS
 # How long after a job's timeout the server fails a running job nobody reports on.
-STUCK_GRACE_SECONDS = "2"
+STUCK_GRACE_SECONDS = CI_STUCK_GRACE_SECONDS
 # The timeout of the job whose runner is killed (`timeout:` in its configuration).
 KILLED_JOB_TIMEOUT = 10
 POLL = 0.1
@@ -49,23 +55,10 @@ DONE = {"success", "failed", "canceled", "skipped"}
 # --- the server, git and the runner -------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def ci_server(
-    new_database_url: Callable[[], str | None], tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Server]:
-    """A server of this module's own: short long polls, and a short grace for stuck jobs."""
-    base = tmp_path_factory.mktemp("ci-e2e")
-    server = start_server(
-        base / "data",
-        new_database_url(),
-        base,
-        KILN_CI_LONG_POLL_SECONDS=LONG_POLL_SECONDS,
-        KILN_CI_STUCK_GRACE_SECONDS=STUCK_GRACE_SECONDS,
-    )
-    try:
-        yield server
-    finally:
-        server.stop()
+@pytest.fixture
+def ci_server(kiln_server: Server) -> Server:
+    """The worker's shared server: it holds job requests and fails silent jobs quickly."""
+    return kiln_server
 
 
 class Api:
