@@ -152,6 +152,24 @@ def test_creation_records_a_pipeline_event(db, settings, make):
     assert events[0].action == "pipeline_created"
     assert events[0].data["hook"] == "pipeline"
     assert events[-1].data["status"] == "pending"
+    assert [(e.action, e.project_id) for e in events] == [
+        ("pipeline_created", project.id),
+        ("pipeline_status", project.id),
+    ]
+    assert events[0].data == {
+        "hook": "pipeline",
+        "status": "created",
+        "previous_status": None,
+        "ref": project.default_branch,
+        "sha": pipeline.sha,
+        "source": "push",
+    }
+    assert events[1].data == {
+        "hook": "pipeline",
+        "status": "pending",
+        "previous_status": "created",
+        "ref": project.default_branch,
+    }
 
 
 def test_pipeline_variables_are_kept_sealed_and_read_by_rules(db, settings, make):

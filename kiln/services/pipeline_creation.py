@@ -24,7 +24,7 @@ import pygit2
 import yaml
 from sqlalchemy.orm import Session
 
-from kiln import events, jobs, policy
+from kiln import jobs, policy
 from kiln.auth.actor import Actor
 from kiln.auth.sealing import seal
 from kiln.config import Settings
@@ -61,8 +61,7 @@ PROTECTED_REF = "Insufficient permissions for protected ref"
 SKIP_OPTION = "ci.skip"
 VARIABLE_OPTION = "ci.variable"
 _SKIP_MESSAGE = re.compile(r"\[(ci[ _-]skip|skip[ _-]ci)\]", re.IGNORECASE)
-# A variable key (GitLab's Ci::HasVariable).
-_KEY = re.compile(r"\A[a-zA-Z0-9_]+\Z")
+# A variable key breaking GitLab's rule (Ci::HasVariable; kiln.services.ci_variables.KEY_FORMAT).
 BAD_KEY = "Variables key can contain only letters, digits and '_'."
 
 
@@ -244,7 +243,7 @@ def _given(variables: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     kept: dict[str, dict[str, Any]] = {}
     for v in variables:
         key = str(v.get("key") or "")
-        if not _KEY.match(key):
+        if not ci_variables.KEY_FORMAT.fullmatch(key):
             raise Refused(BAD_KEY)
         kept.pop(key, None)
         kept[key] = {
@@ -442,21 +441,13 @@ def create(
         for job in plan.jobs:
             db.add(_job_row(pipeline, job, plan.variables, user_id))
     db.flush()
-    events.record(
+    pipeline_processing.record_pipeline_event(
         db,
+        pipeline,
         "pipeline_created",
-        project_id=project.id,
         actor=actor,
-        target_type="Pipeline",
-        target_id=pipeline.id,
-        data={
-            "hook": "pipeline",
-            "status": pipeline.status,
-            "previous_status": None,
-            "ref": pipeline.ref,
-            "sha": pipeline.sha,
-            "source": source,
-        },
+        previous=None,
+        extra={"sha": pipeline.sha, "source": source},
     )
     # A job-less pipeline composes as skipped ([skip ci]), or failed with its yaml_errors.
     pipeline_processing.process(db, pipeline.id, actor=actor)

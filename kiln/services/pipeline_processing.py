@@ -255,14 +255,36 @@ def _compose(
             pipeline.duration = int(_busy_seconds(latest))
     else:
         pipeline.finished_at = None
+    record_pipeline_event(db, pipeline, "pipeline_status", actor=actor, previous=previous)
+
+
+def record_pipeline_event(
+    db: Session,
+    pipeline: Pipeline,
+    action: str,
+    *,
+    actor: Actor | None,
+    previous: str | None,
+    extra: dict[str, Any] | None = None,
+) -> None:
+    """The one place a pipeline's status change (its creation included) becomes an event
+    for the pipeline hooks."""
+    data: dict[str, Any] = {
+        "hook": "pipeline",
+        "status": pipeline.status,
+        "previous_status": previous,
+        "ref": pipeline.ref,
+    }
+    if extra:
+        data.update(extra)
     events.record(
         db,
-        "pipeline_status",
+        action,
         project_id=pipeline.project_id,
         actor=actor,
         target_type="Pipeline",
         target_id=pipeline.id,
-        data={"hook": "pipeline", "status": status, "previous_status": previous, "ref": pipeline.ref},
+        data=data,
     )
 
 

@@ -13,7 +13,6 @@ longer a Developer) has their schedule turned off at its next run, as GitLab doe
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -46,13 +45,12 @@ from kiln.schemas.pipeline_schedules import (
     ScheduleVariableCreate,
     ScheduleVariableUpdate,
 )
-from kiln.services import pipeline_creation, repositories, subjects
+from kiln.services import ci_variables, pipeline_creation, repositories, subjects
 
 log = logging.getLogger("kiln.ci.schedules")
 
 RUN = "ci.run_schedule"
 INVALID_SYNTAX = " is invalid syntax"
-KEY_FORMAT = re.compile(r"[a-zA-Z0-9_]+")
 KEY_LIMIT = 255
 CRON_LIMIT = 255
 HEADS, TAGS = "refs/heads/", "refs/tags/"
@@ -351,7 +349,7 @@ def play(db: Session, actor: Actor, ident: str, schedule_id: int) -> None:
 
 
 def _variable_key_errors(key: str) -> None:
-    if not key or len(key) > KEY_LIMIT or not KEY_FORMAT.fullmatch(key):
+    if not key or len(key) > KEY_LIMIT or not ci_variables.KEY_FORMAT.fullmatch(key):
         raise ValidationFailed(
             {"key": ["can contain only letters, digits and '_'."]}
             if key and len(key) <= KEY_LIMIT
