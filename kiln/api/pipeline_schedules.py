@@ -13,7 +13,8 @@ from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
 from kiln.api._render import no_content, render
 from kiln.api._routes import delete, get, post, put
-from kiln.entities.pipeline_schedules import pipeline_basic, schedule, schedule_detail, schedule_variable
+from kiln.entities.pipeline_schedules import schedule, schedule_detail, schedule_variable
+from kiln.entities.pipelines import pipeline_basic_at
 from kiln.schemas.pipeline_schedules import (
     ScheduleCreate,
     ScheduleGet,
@@ -72,7 +73,7 @@ async def list_pipeline_schedule_pipelines(request: Req, db: Db, actor: Authenti
         db, actor, q.id, q.pipeline_schedule_id, q.sort == "desc", page
     )
     web = project_web(request, full_path)
-    return paginated(request, [pipeline_basic(r, web) for r in result.items], page, result)
+    return paginated(request, [pipeline_basic_at(r, web) for r in result.items], page, result)
 
 
 @post(BASE, params=ScheduleCreate)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kiln.entities._format import git_text, git_time, iso
-from kiln.entities.pipeline_schedules import pipeline_basic
+from kiln.entities.pipelines import pipeline_basic_at
 from kiln.entities.users import user_basic
 
 if TYPE_CHECKING:
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
     from kiln.git.history import Stats
     from kiln.queries.commits import CommitNoteRow
-    from kiln.queries.pipeline_schedules import PipelineBasicRow
+    from kiln.queries.pipelines import PipelineRow
     from kiln.queries.users import UserRow
 
 
@@ -82,7 +82,7 @@ def commit_detail(
     project_web_url: str,
     project_id: int,
     s: Stats | None,
-    pipeline: PipelineBasicRow | None = None,
+    pipeline: PipelineRow | None = None,
 ) -> dict[str, Any]:
     """Single-commit and create responses: stats when asked for; the newest pipeline's
     status and record (null when there is none, or the caller may not see pipelines)."""
@@ -91,7 +91,7 @@ def commit_detail(
         view["stats"] = stats_view(s)
     view["status"] = pipeline.status if pipeline is not None else None
     view["project_id"] = project_id
-    view["last_pipeline"] = pipeline_basic(pipeline, project_web_url) if pipeline is not None else None
+    view["last_pipeline"] = pipeline_basic_at(pipeline, project_web_url) if pipeline is not None else None
     return view
 
 

@@ -1,23 +1,18 @@
 """Pipeline schedule views (GitLab's Ci::PipelineSchedule and PipelineScheduleDetails
-entities), their variables (Ci::Variable as a schedule's variable shows it), and the basic
-pipeline record (Ci::PipelineBasic) a schedule, a commit or a status names."""
+entities) and their variables (Ci::Variable as a schedule's variable shows it); a schedule's
+pipelines render through kiln.entities.pipelines."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from kiln.entities._format import iso
-from kiln.entities.pipelines import basic_fields
+from kiln.entities.pipelines import pipeline_basic_at
 from kiln.entities.users import user_basic
 
 if TYPE_CHECKING:
     from kiln.queries.pipeline_schedules import PipelineBasicRow, ScheduleRow
     from kiln.queries.users import UserRow
-
-
-def pipeline_basic(row: PipelineBasicRow, project_web_url: str) -> dict[str, Any]:
-    """A schedule's (or a commit's) pipeline, under its project's web address."""
-    return basic_fields(row, f"{project_web_url}/-/pipelines/{row.id}")
 
 
 def schedule_variable(key: str, value: str, variable_type: str, raw: bool) -> dict[str, Any]:
@@ -49,7 +44,7 @@ def schedule_detail(
 ) -> dict[str, Any]:
     """`variables` None: the caller may not read them, and the view leaves them out."""
     view = schedule(row, owner, base)
-    view["last_pipeline"] = pipeline_basic(last, project_web_url) if last is not None else None
+    view["last_pipeline"] = pipeline_basic_at(last, project_web_url) if last is not None else None
     if variables is not None:
         view["variables"] = variables
     return view

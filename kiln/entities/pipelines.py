@@ -50,6 +50,11 @@ def pipeline_basic(row: PipelineRow, base_url: str) -> dict[str, Any]:
     return basic_fields(row, web_url(row, base_url))
 
 
+def pipeline_basic_at(row: PipelineRow | PipelineBasicRow, project_web_url: str) -> dict[str, Any]:
+    """The same view under its project's web address (a schedule's or a commit's pipeline)."""
+    return basic_fields(row, f"{project_web_url}/-/pipelines/{row.id}")
+
+
 def basic_fields(row: PipelineRow | PipelineBasicRow | Pipeline, url: str) -> dict[str, Any]:
     """GitLab's PipelineBasic from any row holding its columns: one shape for the pipeline
     lists, a job's pipeline, a schedule's pipelines and a commit's last pipeline."""

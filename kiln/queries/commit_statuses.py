@@ -1,6 +1,6 @@
 """Commit status reads: the jobs of a commit's pipelines (external statuses and the
-configuration's jobs alike, as GitLab lists them) and a commit's latest pipeline. The ORM
-models are for writes."""
+configuration's jobs alike, as GitLab lists them); a commit's latest pipeline is
+kiln.queries.pipelines.latest_for_sha. The ORM models are for writes."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from sqlalchemy.orm import Session
 from kiln.models.ci import CiJob, Pipeline
 from kiln.pagination import Page, PageResult
 from kiln.queries.paging import offset_page
-from kiln.queries.pipeline_schedules import PipelineBasicRow, pipeline_basic_columns
 from kiln.queries.reads import run
 
 _JOBS = CiJob.__table__
@@ -91,20 +90,3 @@ def _one_statement() -> Select[Any]:
 def status_row(db: Session, job_id: int) -> StatusRow | None:
     row = run(db, _one_statement(), {"id": job_id}).first()
     return None if row is None else StatusRow._make(row)
-
-
-@cache
-def _latest_statement() -> Select[Any]:
-    return (
-        select(*pipeline_basic_columns())
-        .where(_PIPELINES.c.project_id == bindparam("project_id"), _PIPELINES.c.sha == bindparam("sha"))
-        .order_by(_PIPELINES.c.id.desc())
-        .limit(1)
-    )
-
-
-def latest_pipeline(db: Session, project_id: int, sha: str) -> PipelineBasicRow | None:
-    """The commit's newest pipeline in the project, whatever its ref: the one whose status is
-    the commit's."""
-    row = run(db, _latest_statement(), {"project_id": project_id, "sha": sha}).first()
-    return None if row is None else PipelineBasicRow._make(row)

@@ -36,11 +36,11 @@ from kiln.git.writes import FileAction, Person, commit_actions, write_commit
 from kiln.models import CommitNote
 from kiln.pagination import TOTAL_LIMIT, Page, PageResult
 from kiln.policy import Action
-from kiln.queries import commit_statuses as status_reads
 from kiln.queries import commits as commit_reads
+from kiln.queries import pipelines as pipeline_reads
 from kiln.queries.commits import CommitNoteRow
 from kiln.queries.paging import list_page
-from kiln.queries.pipeline_schedules import PipelineBasicRow
+from kiln.queries.pipelines import PipelineRow
 from kiln.queries.users import UserRow
 from kiln.schemas.commits import (
     CherryPick,
@@ -110,7 +110,7 @@ class CommitDetail:
     commit: pygit2.Commit
     stats: Stats | None
     # The commit's newest pipeline (its `status` and `last_pipeline`), for those who see them.
-    pipeline: PipelineBasicRow | None = None
+    pipeline: PipelineRow | None = None
 
 
 @dataclass(slots=True)
@@ -129,11 +129,11 @@ def _where(ctx: RepoContext) -> Where:
     return Where(ctx.project.id, f"{ctx.subject.namespace.full_path}/{ctx.project.path}")
 
 
-def _latest_pipeline(db: Session, actor: Actor | None, ctx: RepoContext, sha: str) -> PipelineBasicRow | None:
+def _latest_pipeline(db: Session, actor: Actor | None, ctx: RepoContext, sha: str) -> PipelineRow | None:
     """The commit's newest pipeline, when the actor may see the project's pipelines."""
     if not policy.may(actor, Action.READ_PIPELINE, ctx.subject):
         return None
-    return status_reads.latest_pipeline(db, ctx.project.id, sha)
+    return pipeline_reads.latest_for_sha(db, ctx.project.id, sha)
 
 
 def _commit(ctx: RepoContext, sha: str) -> pygit2.Commit:

@@ -298,6 +298,24 @@ def test_the_commit_shows_its_latest_pipelines_status_and_record(api, make):
     assert last["source"] == "push"
     assert last["web_url"].endswith(f"/-/pipelines/{newest.id}")
     assert {"created_at", "updated_at"} <= last.keys()
+    assert last["web_url"] == f"http://kiln.test/{owner.username}/{project.path}/-/pipelines/{newest.id}"
+    assert set(last) == {
+        "id",
+        "iid",
+        "project_id",
+        "sha",
+        "ref",
+        "status",
+        "source",
+        "created_at",
+        "updated_at",
+        "web_url",
+        "name",
+    }
+    assert (
+        api(owner).get(f"/projects/{project.id}/pipelines/{newest.id}").json()["updated_at"]
+        == last["updated_at"]
+    )
 
 
 def test_a_guest_sees_no_pipeline_on_the_commit_while_pipelines_are_not_public(api, make):
