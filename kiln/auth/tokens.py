@@ -62,3 +62,9 @@ def runners_token(key: bytes, nonce: str) -> str:
     database holds only the nonce and the token's digest."""
     mac = hmac.new(key, b"runners_token:" + nonce.encode("utf-8"), hashlib.sha256).digest()
     return PREFIX_RUNNERS + base64.urlsafe_b64encode(mac[:15]).decode("ascii")
+
+
+def derived_mac(key: bytes, purpose: str, nonce: str) -> bytes:
+    """The HMAC-SHA-256 of a token's nonce under the server key, separated by purpose: what a
+    token kiln can show again (it stores the nonce and the token's digest) is made from."""
+    return hmac.new(key, purpose.encode("ascii") + b":" + nonce.encode("utf-8"), hashlib.sha256).digest()

@@ -9,8 +9,6 @@ manage_trigger); changing one takes its owner (admin_trigger)."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import secrets
 from collections.abc import Mapping
@@ -24,7 +22,7 @@ from kiln import policy
 from kiln.auth import server_secret
 from kiln.auth.actor import Actor
 from kiln.auth.credentials import JobTokenResolver
-from kiln.auth.tokens import digest
+from kiln.auth.tokens import derived_mac, digest
 from kiln.config import Settings
 from kiln.db import transaction
 from kiln.errors import BadRequest, Forbidden, NotFound, ParamError
@@ -70,8 +68,7 @@ class Triggered:
 def trigger_token(key: bytes, nonce: str) -> str:
     """A trigger token in GitLab's form (`glptt-` and 40 hex digits), derived from the
     trigger's nonce under the server key."""
-    mac = hmac.new(key, b"trigger_token:" + nonce.encode("utf-8"), hashlib.sha256).hexdigest()
-    return PREFIX + mac[:40]
+    return PREFIX + derived_mac(key, "trigger_token", nonce).hex()[:40]
 
 
 def short_token(token: str) -> str:
