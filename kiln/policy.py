@@ -449,6 +449,14 @@ def may_erase_job(
     return protection is None and actor.user.id == job_user_id and may_update_job(actor, s, None)
 
 
+def may_read_pipeline_variables(actor: Actor | None, s: ProjectSubject, pipeline_user_id: int | None) -> bool:
+    """A pipeline's variables with their values (GitLab's read_pipeline_variable): Developers
+    and up, administrators, and the user who ran the pipeline."""
+    if actor is None:
+        return False
+    return is_admin(actor) or (s.level or 0) >= DEVELOPER or actor.id == pipeline_user_id
+
+
 def may_admin_pipeline_schedule(actor: Actor | None, s: ProjectSubject, owner_id: int | None) -> bool:
     """Deleting a schedule, taking it over, reading its variables (GitLab's
     admin_pipeline_schedule): Maintainers, and its owner while a Developer or up."""

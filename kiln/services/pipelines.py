@@ -22,7 +22,6 @@ from kiln.db import transaction
 from kiln.errors import Forbidden, NotFound
 from kiln.git import branches as git_refs
 from kiln.models.ci import CiJob, JobArtifact, Pipeline, PipelineVariable
-from kiln.models.namespaces import DEVELOPER
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action, ProjectSubject
 from kiln.queries import pipelines as finder
@@ -142,8 +141,7 @@ def variables(
     (GitLab's read_pipeline_variable)."""
     s = _readable(db, actor, ident)
     row = _row(db, s, pipeline_id)
-    mine = actor is not None and row.user_id == actor.id
-    if not (mine or policy.is_admin(actor) or (s.level or 0) >= DEVELOPER):
+    if not policy.may_read_pipeline_variables(actor, s, row.user_id):
         raise Forbidden()
     out = []
     for v in finder.variables_of(db, row.id):
