@@ -60,8 +60,9 @@ def runners_token(key: bytes, nonce: str) -> str:
     """A project's runner registration token, in GitLab's form: derived from the project's
     nonce under the server key (kiln.auth.server_secret), so kiln can show it again while the
     database holds only the nonce and the token's digest."""
-    mac = hmac.new(key, b"runners_token:" + nonce.encode("utf-8"), hashlib.sha256).digest()
-    return PREFIX_RUNNERS + base64.urlsafe_b64encode(mac[:15]).decode("ascii")
+    return PREFIX_RUNNERS + base64.urlsafe_b64encode(derived_mac(key, "runners_token", nonce)[:15]).decode(
+        "ascii"
+    )
 
 
 def derived_mac(key: bytes, purpose: str, nonce: str) -> bytes:
