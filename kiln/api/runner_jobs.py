@@ -18,7 +18,7 @@ from litestar.handlers import HTTPRouteHandler
 from kiln import changes, storage
 from kiln.api import _user_content
 from kiln.api._asgi import ADMISSION_SLOT, AdmissionSlot
-from kiln.api._deps import Db, base_url, in_thread, runtime, streamed
+from kiln.api._deps import Db, base_url, credentials_of, in_thread, runtime, streamed
 from kiln.api._params import params
 from kiln.api._render import render
 from kiln.api._routes import get, patch, post, put
@@ -226,9 +226,12 @@ async def download_artifacts(request: Req, db: Db) -> Any:
 
 @get("/job", auth="none", params=CurrentJob)
 async def current_job(request: Req, db: Db) -> Response[bytes]:
+    """The job token as every API call sends it (JOB-TOKEN, `job_token`: credentials_of), or
+    as the runner protocol does (`token`)."""
     await params(request)
     rt = runtime(request)
-    return render(service.job_of_token(db, rt.settings, _job_token(request), base_url(request)))
+    token = credentials_of(request)[0].job_token or _job_token(request)
+    return render(service.job_of_token(db, rt.settings, token, base_url(request)))
 
 
 ROUTES: list[HTTPRouteHandler] = [

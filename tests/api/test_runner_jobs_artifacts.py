@@ -122,7 +122,13 @@ def test_an_upload_without_a_file_or_with_a_bad_format_is_400(api, make, db):
 def test_a_finished_job_uploads_nothing(api, make, db):
     job, token = running(api, make)
     api().put(f"/jobs/{job.id}", json={"token": token, "state": "success"})
-    assert upload(api, job, token).status_code == 403
+    r = upload(api, job, token)
+    assert (r.status_code, r.json(), r.headers["Job-Status"]) == (
+        403,
+        {"message": "403 Forbidden - Job is not running"},
+        "success",
+    )
+    assert artifacts(db) == 0
 
 
 def test_a_later_job_downloads_an_earlier_ones_artifacts_with_its_own_token(api, make, db):
@@ -173,6 +179,15 @@ def test_get_job_shows_the_tokens_job(api, make):
     body = r.json()
     assert (body["id"], body["status"], body["name"]) == (job.id, "running", "build")
     assert body["pipeline"]["id"] == job.pipeline_id
+
+
+def test_get_job_takes_the_token_as_every_api_call_does(api, make):
+    """GitLab's documented forms: the JOB-TOKEN header, `job_token`, and the runner's `token`."""
+    job, token = running(api, make)
+    for query in ({"job_token": token}, {"token": token}):
+        r = api().get("/job", params=query)
+        assert (r.status_code, r.json()["id"]) == (200, job.id)
+    assert api().get("/job", params={"job_token": "glcbt-nope"}).status_code == 401
 
 
 def test_get_job_without_a_good_token_is_401(api, make):

@@ -122,6 +122,7 @@ def test_another_jobs_token_is_refused_and_changes_nothing(api, make, db):
 def test_a_runner_token_is_no_job_token(api, make, db):
     job, _token, runner = running(api, make)
     assert api().put(f"/jobs/{job.id}", json={"token": runner.token, "state": "success"}).status_code == 403
+    assert fresh(db, job).status == RUNNING
 
 
 def test_a_finished_job_is_not_running(api, make, db):
@@ -245,6 +246,7 @@ def test_a_100_mb_log_streamed_in_pieces_is_kept_whole(api, make, db, settings):
     # One byte more is past GitLab's limit: the log stays at it and the job fails.
     r = patch(api, job, token, b"!", size)
     assert (r.status_code, r.headers["Job-Status"]) == (403, FAILED)
+    assert r.json() == {"message": "403 Forbidden - The job log size limit was reached"}
     row = fresh(db, job)
     assert (row.status, row.failure_reason, row.trace_size) == (FAILED, "trace_size_exceeded", size)
 
