@@ -784,3 +784,15 @@ def may_admin_runner(
     if runner_type == "project_type":
         return (project_level or 0) >= RUNNER_PROJECT_LEVEL
     return False
+
+
+def may_enable_runner(actor: Actor | None, locked: bool, manages: bool) -> bool:
+    """Let a project runner serve one more project: administrators; others only a runner they
+    manage (`may_admin_runner`) that is not locked to its projects."""
+    return actor is not None and (is_admin(actor) or (manages and not locked))
+
+
+def may_delete_runner(actor: Actor | None, project_count: int, manages: bool) -> bool:
+    """Remove a runner the caller manages; one that serves several projects, administrators
+    only (the others disable it in their project)."""
+    return actor is not None and manages and (is_admin(actor) or project_count <= 1)

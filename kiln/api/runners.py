@@ -19,7 +19,6 @@ from kiln.api._params import params
 from kiln.api._render import no_content, render
 from kiln.api._routes import delete, get, post, put
 from kiln.auth.tokens import API, CREATE_RUNNER
-from kiln.entities.commits import commit_basic
 from kiln.entities.runners import registered, runner, runner_detail, runner_job, token_result
 from kiln.errors import ParamError
 from kiln.policy import Action
@@ -186,21 +185,17 @@ async def list_runner_jobs(request: Req, db: Db, actor: Authenticated) -> Respon
     page = page_of(q)
     settings = runtime(request).settings
     found = service.list_jobs(db, actor, q, page, settings)
-    base = settings.external_url
-    items = []
-    for job in found.page.items:
-        commit = found.commits.get((job.project_id, job.sha))
-        web = f"{base}/{job.namespace_full_path}/{job.project_path}"
-        items.append(
-            runner_job(
-                job,
-                found.at,
-                user=found.users.get(job.user_id) if job.user_id is not None else None,
-                commit=commit_basic(commit, web) if commit is not None else None,
-                ip_address=found.ip_address,
-                base=base,
-            )
+    items = [
+        runner_job(
+            job,
+            found.at,
+            user=found.users.get(job.user_id) if job.user_id is not None else None,
+            commit=found.commits.get((job.project_id, job.sha)),
+            ip_address=found.ip_address,
+            base=settings.external_url,
         )
+        for job in found.page.items
+    ]
     return paginated(request, items, page, found.page)
 
 

@@ -8,15 +8,19 @@ A runner's `status` is read from `active` and `contacted_at`: `paused` when not 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from kiln.entities._format import iso
+from kiln.entities.commits import commit_basic
+from kiln.entities.projects import project_web_url
 from kiln.entities.users import user_basic, user_public
 from kiln.models.ci import INSTANCE_TYPE
 
 if TYPE_CHECKING:
+    import pygit2
+
     from kiln.queries.runners import RunnerGroupRow, RunnerJobRow, RunnerProjectRow, RunnerRow
     from kiln.queries.users import UserRow
 
@@ -149,13 +153,13 @@ def runner_job(
     at: datetime,
     *,
     user: UserRow | None,
-    commit: Mapping[str, Any] | None,
+    commit: pygit2.Commit | None,
     ip_address: str | None,
     base: str,
 ) -> dict[str, Any]:
     """A job a runner ran, with its pipeline, project, commit and user."""
     full_path = f"{job.namespace_full_path}/{job.project_path}"
-    web = f"{base}/{full_path}"
+    web = project_web_url(full_path, base)
     return {
         "id": job.id,
         "ip_address": ip_address,
@@ -173,7 +177,7 @@ def runner_job(
         "duration": _duration(job, at),
         "queued_duration": _queued_duration(job, at),
         "user": user_public(user, base) if user is not None else None,
-        "commit": dict(commit) if commit is not None else None,
+        "commit": commit_basic(commit, web) if commit is not None else None,
         "pipeline": {
             "id": job.pipeline_id,
             "iid": job.pipeline_iid,

@@ -156,18 +156,25 @@ def row_by_id(db: Session, runner_id: int) -> RunnerRow | None:
     return None if row is None else RunnerRow._make(row)
 
 
+# What a runner's project and a runner's job show of the project (JobBasicWithProject's
+# `project`, a runner detail's `projects`).
+_PROJECT_COLUMNS = (
+    Project.id,
+    Project.description,
+    Project.name,
+    Project.path,
+    Project.created_at,
+    Namespace.full_path,
+    Namespace.full_name,
+)
+
+
 @cache
 def _projects_statement() -> Select[Any]:
     return (
         select(
             _RP.c.runner_id,
-            Project.id,
-            Project.description,
-            Project.name,
-            Project.path,
-            Project.created_at,
-            Namespace.full_path,
-            Namespace.full_name,
+            *_PROJECT_COLUMNS,
         )
         .select_from(_RP)
         .join(Project, Project.id == _RP.c.project_id)
@@ -460,13 +467,7 @@ def _jobs_statement(by_status: bool, limited: bool, ascending: bool) -> Select[A
             p.c.source,
             p.c.created_at,
             p.c.updated_at,
-            Project.id,
-            Project.description,
-            Project.name,
-            Project.path,
-            Project.created_at,
-            Namespace.full_path,
-            Namespace.full_name,
+            *_PROJECT_COLUMNS,
         )
         .select_from(j)
         .join(p, p.c.id == j.c.pipeline_id)

@@ -320,24 +320,26 @@ def reset_instance_registration_token(db: Session, actor: Actor, settings: Setti
     return TokenResult(_derived(settings, nonce), None)
 
 
+def _reset_registration_token(
+    db: Session, settings: Settings, model: type[Project] | type[Namespace], owner_id: int
+) -> TokenResult:
+    with transaction(db):
+        owner = db.get(model, owner_id)
+        assert owner is not None
+        token = _new_registration_token(settings, owner)
+    return TokenResult(token, None)
+
+
 def reset_project_registration_token(
     db: Session, actor: Actor, ident: str, settings: Settings
 ) -> TokenResult:
     s = subjects.project(db, actor, ident, Action.ADMIN_RUNNERS)
-    with transaction(db):
-        project = db.get(Project, s.project.id)
-        assert project is not None
-        token = _new_registration_token(settings, project)
-    return TokenResult(token, None)
+    return _reset_registration_token(db, settings, Project, s.project.id)
 
 
 def reset_group_registration_token(db: Session, actor: Actor, ident: str, settings: Settings) -> TokenResult:
     s = subjects.group(db, actor, ident, Action.ADMIN_RUNNERS)
-    with transaction(db):
-        group = db.get(Namespace, s.group.id)
-        assert group is not None
-        token = _new_registration_token(settings, group)
-    return TokenResult(token, None)
+    return _reset_registration_token(db, settings, Namespace, s.group.id)
 
 
 @dataclass(slots=True)
@@ -591,10 +593,8 @@ def delete_runner(db: Session, actor: Actor, runner_id: int) -> None:
     """DELETE /runners/:id; a project runner of several projects is removed by an
     administrator only (others disable it in their project)."""
     seen = _seen(db, actor, runner_id)
-    if not policy.is_admin(actor) and len(seen.projects) > 1:
-        raise Forbidden(MORE_THAN_ONE_PROJECT)
-    if not seen.manages:
-        raise Forbidden(NO_ACCESS)
+    if not policy.may_delete_runner(actor, len(seen.projects), seen.manages):
+        raise Forbidden(MORE_THAN_ONE_PROJECT if len(seen.projects) > 1 else NO_ACCESS)
     with transaction(db):
         runner = db.get(Runner, runner_id)
         if runner is not None:
@@ -732,11 +732,8 @@ def enable(db: Session, actor: Actor, ident: str, runner_id: int) -> EnabledRunn
     row = seen.row
     if row.runner_type == GROUP_TYPE:
         raise Forbidden("Runner is a group runner")
-    if not policy.is_admin(actor):
-        if row.locked:
-            raise Forbidden("Runner is locked")
-        if not seen.manages:
-            raise Forbidden(NO_ACCESS)
+    if not policy.may_enable_runner(actor, row.locked, seen.manages):
+        raise Forbidden("Runner is locked" if row.locked else NO_ACCESS)
     if row.runner_type != PROJECT_TYPE:
         raise BadRequest("Runner is not a project runner")
     if any(p.id == s.project.id for p in seen.projects):

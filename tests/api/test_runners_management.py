@@ -378,12 +378,14 @@ def test_a_runner_of_several_projects_is_removed_by_an_administrator_only(api, m
         403,
         {"message": "403 Forbidden - Runner associated with more than one project"},
     )
+    assert db.scalar(select(func.count()).select_from(Runner).where(Runner.id == made.id)) == 1
     assert api("root").delete(f"/runners/{made.id}").status_code == 204
 
 
 def test_shared_runners_are_removed_by_administrators(api, make):
     shared = make.runner()
-    assert api(make.user()).delete(f"/runners/{shared.id}").status_code == 403
+    r = api(make.user()).delete(f"/runners/{shared.id}")
+    assert (r.status_code, r.json()) == (403, {"message": "403 Forbidden - No access granted"})
     assert api("root").delete(f"/runners/{shared.id}").status_code == 204
 
 
@@ -527,7 +529,8 @@ def test_enabling_is_refused_for_locked_group_shared_and_hidden_runners(api, mak
     assert (r.status_code, r.json()) == (403, {"message": "403 Forbidden - Runner is locked"})
     r = api(u).post(url, json={"runner_id": group_runner.id})
     assert (r.status_code, r.json()) == (403, {"message": "403 Forbidden - Runner is a group runner"})
-    assert api(u).post(url, json={"runner_id": shared.id}).status_code == 403
+    r = api(u).post(url, json={"runner_id": shared.id})
+    assert (r.status_code, r.json()) == (403, {"message": "403 Forbidden - No access granted"})
     assert api(u).post(url, json={"runner_id": hidden.id}).status_code == 404
     assert api(u).post(url, json={}).json() == {"error": "runner_id is missing"}
     assert api("root").post(url, json={"runner_id": shared.id}).status_code == 400
