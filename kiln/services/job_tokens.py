@@ -10,7 +10,6 @@ so, with 200, rather than refused); while the job runs it is found by its digest
 from __future__ import annotations
 
 import base64
-import hashlib
 import hmac
 from datetime import UTC, datetime
 
@@ -20,7 +19,7 @@ from sqlalchemy.orm import Session
 from kiln.auth import server_secret
 from kiln.auth.actor import Actor
 from kiln.auth.credentials import refusal
-from kiln.auth.tokens import digest
+from kiln.auth.tokens import derived_mac, digest
 from kiln.config import Settings
 from kiln.models.ci import CANCELING, RUNNING, CiJob
 from kiln.queries import users as user_queries
@@ -30,15 +29,15 @@ PREFIX = "glcbt-"
 # What a job token reaches: the one project, named in the actor's scopes so that policy can
 # keep it there (kiln.policy.job_token_project).
 PROJECT_SCOPE = "ci_job_project:"
-_PURPOSE = b"kiln ci job token:"
+_PURPOSE = "kiln ci job token"
 
 
 def derive(settings: Settings, job_id: int, started_at: datetime) -> str:
     """The token of the job that started at `started_at`: unguessable without the server key,
     and another one each time a job (or its retry, a new job) starts."""
     moment = started_at.astimezone(UTC).strftime("%Y%m%d%H%M%S%f")
-    mac = hmac.new(server_secret.key(settings), _PURPOSE + f"{job_id}:{moment}".encode(), hashlib.sha256)
-    return PREFIX + base64.urlsafe_b64encode(mac.digest()).decode("ascii").rstrip("=")
+    mac = derived_mac(server_secret.key(settings), _PURPOSE, f"{job_id}:{moment}")
+    return PREFIX + base64.urlsafe_b64encode(mac).decode("ascii").rstrip("=")
 
 
 def owns(settings: Settings, job: CiJob, token: str | None) -> bool:
