@@ -8,19 +8,43 @@ from __future__ import annotations
 import re
 
 MINUTE, HOUR = 60, 3600
+
+# The names of each unit, as GitLab's duration parsers (ChronicDuration) read them; what a
+# unit is worth is each reader's business (a working day of 8 hours, or a calendar day).
+UNIT_NAMES = {
+    "second": ("s", "sec", "secs", "second", "seconds"),
+    "minute": ("m", "min", "mins", "minute", "minutes"),
+    "hour": ("h", "hr", "hrs", "hour", "hours"),
+    "day": ("d", "day", "days"),
+    "week": ("w", "wk", "wks", "week", "weeks"),
+    "month": ("mo", "mos", "month", "months"),
+    "year": ("y", "yr", "yrs", "year", "years"),
+}
+
+
+def unit_table(**seconds: int) -> dict[str, int]:
+    """Every name of the units given (`day=86400`, ...) mapped to its seconds."""
+    return {name: size for unit, size in seconds.items() for name in UNIT_NAMES[unit]}
+
+
+CALENDAR_DAY = 24 * HOUR
+# Calendar units (a month is 30 days, a year 365), as CI durations and settings read them.
+CALENDAR_UNITS = unit_table(
+    second=1,
+    minute=MINUTE,
+    hour=HOUR,
+    day=CALENDAR_DAY,
+    week=7 * CALENDAR_DAY,
+    month=30 * CALENDAR_DAY,
+    year=365 * CALENDAR_DAY,
+)
+
+# Time tracking's units: a month is 4 weeks, a week 5 days, a day 8 hours; no years.
 DAY = 8 * HOUR
 WEEK = 5 * DAY
 MONTH = 4 * WEEK
-_UNITS: dict[str, int] = {}
-for _names, _size in (
-    (("mo", "mos", "month", "months"), MONTH),
-    (("w", "wk", "wks", "week", "weeks"), WEEK),
-    (("d", "dy", "day", "days"), DAY),
-    (("h", "hr", "hrs", "hour", "hours"), HOUR),
-    (("m", "min", "mins", "minute", "minutes"), MINUTE),
-    (("s", "sec", "secs", "second", "seconds"), 1),
-):
-    _UNITS.update(dict.fromkeys(_names, _size))
+_UNITS = unit_table(second=1, minute=MINUTE, hour=HOUR, day=DAY, week=WEEK, month=MONTH)
+_UNITS["dy"] = DAY
 _HUMAN_UNITS = (("mo", MONTH), ("w", WEEK), ("d", DAY), ("h", HOUR), ("m", MINUTE), ("s", 1))
 
 # A number with an optional unit (a bare number is hours), any number of times.

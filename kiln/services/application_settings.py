@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from kiln import policy
 from kiln.auth.actor import Actor
 from kiln.db import transaction
+from kiln.durations import CALENDAR_DAY, CALENDAR_UNITS
 from kiln.errors import ParamError, ValidationFailed
 from kiln.models import Namespace
 from kiln.policy import Action
@@ -147,7 +148,6 @@ def _duration(at_least_seconds: int, message: str) -> Check:
 
 _POSITIVE = (_above(0),)
 _NATURAL = (_at_least(0),)
-_DAY = 24 * 3600
 
 # GitLab's validations of single settings (app/models/application_setting.rb).
 RULES: dict[str, tuple[Check, ...]] = {
@@ -271,7 +271,7 @@ RULES: dict[str, tuple[Check, ...]] = {
     "ed25519_key_restriction": (_key_sizes(256),),
     "ecdsa_sk_key_restriction": (_key_sizes(256),),
     "ed25519_sk_key_restriction": (_key_sizes(256),),
-    "archive_builds_in_human_readable": (_duration(_DAY, "must be at least 1 day"),),
+    "archive_builds_in_human_readable": (_duration(CALENDAR_DAY, "must be at least 1 day"),),
     "default_artifacts_expire_in": (_duration(0, ""),),
     "commit_email_hostname": (_matches(r"[^@]+", "is invalid"),),
     "default_ci_config_path": (
@@ -334,40 +334,7 @@ BRANCH_PROTECTION_KEYS = frozenset(
     {"allowed_to_push", "allowed_to_merge", "allow_force_push", "developer_can_initial_push"}
 )
 
-_UNITS = {
-    "s": 1,
-    "sec": 1,
-    "secs": 1,
-    "second": 1,
-    "seconds": 1,
-    "m": 60,
-    "min": 60,
-    "mins": 60,
-    "minute": 60,
-    "minutes": 60,
-    "h": 3600,
-    "hr": 3600,
-    "hrs": 3600,
-    "hour": 3600,
-    "hours": 3600,
-    "d": _DAY,
-    "day": _DAY,
-    "days": _DAY,
-    "w": 7 * _DAY,
-    "wk": 7 * _DAY,
-    "wks": 7 * _DAY,
-    "week": 7 * _DAY,
-    "weeks": 7 * _DAY,
-    "mo": 30 * _DAY,
-    "mos": 30 * _DAY,
-    "month": 30 * _DAY,
-    "months": 30 * _DAY,
-    "y": 365 * _DAY,
-    "yr": 365 * _DAY,
-    "yrs": 365 * _DAY,
-    "year": 365 * _DAY,
-    "years": 365 * _DAY,
-}
+_UNITS = CALENDAR_UNITS
 _TERM = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*(?:,|and)?", re.IGNORECASE)
 
 

@@ -5,40 +5,9 @@ from __future__ import annotations
 
 import re
 
-_UNITS = {
-    "s": 1,
-    "sec": 1,
-    "secs": 1,
-    "second": 1,
-    "seconds": 1,
-    "m": 60,
-    "min": 60,
-    "mins": 60,
-    "minute": 60,
-    "minutes": 60,
-    "h": 3600,
-    "hr": 3600,
-    "hrs": 3600,
-    "hour": 3600,
-    "hours": 3600,
-    "d": 86400,
-    "day": 86400,
-    "days": 86400,
-    "w": 604800,
-    "wk": 604800,
-    "wks": 604800,
-    "week": 604800,
-    "weeks": 604800,
-    "mo": 2592000,
-    "mos": 2592000,
-    "month": 2592000,
-    "months": 2592000,
-    "y": 31536000,
-    "yr": 31536000,
-    "yrs": 31536000,
-    "year": 31536000,
-    "years": 31536000,
-}
+from kiln.durations import CALENDAR_UNITS
+
+_UNITS = CALENDAR_UNITS
 _PART = re.compile(r"(\d+(?:\.\d+)?)\s*([a-z]*)")
 _CLOCK = re.compile(r"(?:(\d+):)?(\d+):(\d+)")
 
