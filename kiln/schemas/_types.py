@@ -39,6 +39,15 @@ class GrapeMessage(ValueError):
     """A validator's message that becomes the whole 400 `error` text, verbatim."""
 
 
+def mutually_exclusive(data: Any, *names: str) -> None:
+    """Grape's mutually_exclusive, checked on what was sent (before the types): more than one
+    of `names` given (not null) is refused with "a, b are mutually exclusive"."""
+    if isinstance(data, dict):
+        given = [n for n in names if data.get(n) is not None]
+        if len(given) > 1:
+            raise GrapeMessage(f"{', '.join(given)} are mutually exclusive")
+
+
 class Params(BaseModel):
     """Unknown keys are ignored, as Grape ignores undeclared parameters."""
 

@@ -6,15 +6,7 @@ from typing import Any
 
 from pydantic import model_validator
 
-from kiln.schemas._types import Flag, GrapeMessage, Params
-
-
-def _exclusive(data: Any, *names: str) -> None:
-    """Grape's mutually_exclusive, checked on what was sent."""
-    if isinstance(data, dict):
-        given = [n for n in names if data.get(n) is not None]
-        if len(given) > 1:
-            raise GrapeMessage(f"{', '.join(given)} are mutually exclusive")
+from kiln.schemas._types import Flag, Params, mutually_exclusive
 
 
 class LintContent(Params):
@@ -37,6 +29,6 @@ class LintProject(Params):
     @model_validator(mode="before")
     @classmethod
     def _one_of_each(cls, data: Any) -> Any:
-        _exclusive(data, "sha", "content_ref")
-        _exclusive(data, "ref", "dry_run_ref")
+        mutually_exclusive(data, "sha", "content_ref")
+        mutually_exclusive(data, "ref", "dry_run_ref")
         return data

@@ -10,7 +10,16 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, model_validator
 
 from kiln.models.ci import RUNNER_TYPES
-from kiln.schemas._types import Flag, GrapeMessage, Int, OptionalStr, PageParams, Params
+from kiln.schemas._types import (
+    Flag,
+    GrapeMessage,
+    Int,
+    OptionalStr,
+    PageParams,
+    Params,
+    mutually_exclusive,
+)
+from kiln.schemas.pipelines import Status as JobStatus
 
 
 def _tags(value: Any) -> Any:
@@ -33,52 +42,16 @@ def _tags(value: Any) -> Any:
 
 TagList = Annotated[list[Annotated[str, Field(max_length=255)]], BeforeValidator(_tags)]
 AccessLevelName = Literal["not_protected", "ref_protected"]
-RunnerType = Literal["instance_type", "group_type", "project_type"]
-assert set(RUNNER_TYPES) == {"instance_type", "group_type", "project_type"}
-
 # Deprecated `scope` values (GitLab's Ci::Runner::AVAILABLE_SCOPES): the legacy types, the
 # types, and the statuses; which of them a list takes is the list's business.
 LEGACY_TYPES = ("specific", "shared")
 STATUSES = ("active", "paused", "online", "offline", "never_contacted", "stale", "not_connected")
 SCOPES = (*LEGACY_TYPES, *RUNNER_TYPES, *STATUSES)
-Scope = Literal[
-    "specific",
-    "shared",
-    "instance_type",
-    "group_type",
-    "project_type",
-    "active",
-    "paused",
-    "online",
-    "offline",
-    "never_contacted",
-    "stale",
-    "not_connected",
-]
-Status = Literal["active", "paused", "online", "offline", "never_contacted", "stale", "not_connected"]
+RunnerType = Literal[RUNNER_TYPES]  # type: ignore[valid-type]
+Scope = Literal[SCOPES]  # type: ignore[valid-type]
+Status = Literal[STATUSES]  # type: ignore[valid-type]
 # A runner's version prefix: digits, dots and pluses first (GitLab's /^[\d+.]+/).
 VersionPrefix = Annotated[str, Field(pattern=r"^[\d+.]+")]
-JobStatus = Literal[
-    "created",
-    "waiting_for_resource",
-    "preparing",
-    "pending",
-    "running",
-    "success",
-    "failed",
-    "canceling",
-    "canceled",
-    "skipped",
-    "manual",
-    "scheduled",
-]
-
-
-def _exclusive(data: Any, *names: str) -> None:
-    if isinstance(data, dict):
-        given = [n for n in names if data.get(n) is not None]
-        if len(given) > 1:
-            raise GrapeMessage(f"{', '.join(given)} are mutually exclusive")
 
 
 class RunnerInfo(Params):
@@ -132,7 +105,7 @@ class Registration(_RunnerFields):
     @model_validator(mode="before")
     @classmethod
     def _one_state(cls, data: Any) -> Any:
-        _exclusive(data, "active", "paused")
+        mutually_exclusive(data, "active", "paused")
         return data
 
 
@@ -147,7 +120,7 @@ class UserRunnerCreate(_RunnerFields):
     @model_validator(mode="before")
     @classmethod
     def _owner(cls, data: Any) -> Any:
-        _exclusive(data, "active", "paused")
+        mutually_exclusive(data, "active", "paused")
         if isinstance(data, dict):
             kind = data.get("runner_type")
             if kind == "group_type" and data.get("group_id") is None:
@@ -183,7 +156,7 @@ class RunnerUpdate(_RunnerFields):
                 raise GrapeMessage(
                     f"{', '.join(_UPDATABLE)} are missing, at least one parameter must be provided"
                 )
-            _exclusive(data, "active", "paused")
+            mutually_exclusive(data, "active", "paused")
         return data
 
 

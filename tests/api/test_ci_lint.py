@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from kiln.models import Pipeline
+from kiln.models import CiJob, Pipeline
 from kiln.models.namespaces import DEVELOPER, GUEST, REPORTER
 from kiln.services.ci_lint import NO_JOBS
 
@@ -84,7 +84,7 @@ def test_include_jobs_lists_every_job_of_a_static_check(api, dev, project):
     )
 
 
-def test_a_dry_run_evaluates_rules_for_the_ref(api, dev, project, make):
+def test_a_dry_run_evaluates_rules_for_the_ref(api, dev, project, make, db):
     make.branch(project, "release", make_sha(api, dev, project))
     on_main = (
         api(dev).post(lint_url(project), json={"content": GOOD, "dry_run": True, "include_jobs": True}).json()
@@ -97,6 +97,7 @@ def test_a_dry_run_evaluates_rules_for_the_ref(api, dev, project, make):
         "test",
         "deploy",
     ]
+    assert (db.query(Pipeline).count(), db.query(CiJob).count()) == (0, 0)
 
 
 def make_sha(api, user, p) -> str:
@@ -184,6 +185,11 @@ def test_the_configuration_path_follows_ci_config_path(api, dev, project, make, 
 def test_sha_and_content_ref_are_mutually_exclusive(api, dev, project):
     r = api(dev).get(lint_url(project), params={"sha": "main", "content_ref": "main"})
     assert (r.status_code, r.json()) == (400, {"error": "sha, content_ref are mutually exclusive"})
+
+
+def test_ref_and_dry_run_ref_are_mutually_exclusive(api, dev, project):
+    r = api(dev).get(lint_url(project), params={"ref": "main", "dry_run_ref": "main"})
+    assert (r.status_code, r.json()) == (400, {"error": "ref, dry_run_ref are mutually exclusive"})
 
 
 def test_an_unknown_commit_or_an_empty_repository_is_404(api, dev, project, make):
