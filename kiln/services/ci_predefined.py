@@ -24,6 +24,10 @@ from kiln.queries.runner_jobs import PayloadSources
 _SLUG_OUT = re.compile(r"[^a-z0-9]")
 
 
+# What every pipeline and job has, whatever the server and the commit.
+CI_FLAGS = {"CI": "true", "GITLAB_CI": "true", "CI_SERVER": "yes"}
+
+
 def slug(value: str, limit: int = 63) -> str:
     """GitLab's slugify: lowercased, every other character a `-` (a run of them is not
     folded into one), at most 63 characters, no `-` at either end."""
@@ -105,9 +109,7 @@ def server_variables(settings: Settings) -> list[dict[str, Any]]:
     port = parts.port or (443 if protocol == "https" else 80)
     major, minor, patch = [*COMPATIBLE_GITLAB_VERSION.split("."), "0", "0"][:3]
     return [
-        variable("CI", "true"),
-        variable("GITLAB_CI", "true"),
-        variable("CI_SERVER", "yes"),
+        *(variable(key, value) for key, value in CI_FLAGS.items()),
         variable("CI_SERVER_URL", base),
         variable("CI_SERVER_HOST", parts.hostname or ""),
         variable("CI_SERVER_PORT", port),

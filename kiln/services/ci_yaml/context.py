@@ -4,12 +4,12 @@ endpoint alike."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 import pygit2
 
 from kiln.git import files as git_files
+from kiln.services.ci_predefined import CI_FLAGS, slug
 from kiln.services.ci_yaml import globs
 from kiln.services.ci_yaml.plan import Context
 
@@ -20,30 +20,21 @@ MAX_EXISTS_COMPARISONS = 10_000
 MAX_TREE_PATHS = 50_000
 
 
-def ref_slug(ref: str) -> str:
-    """CI_COMMIT_REF_SLUG: lower case, anything but a-z and 0-9 as `-`, 63 characters, no
-    `-` at either end."""
-    slug = re.sub(r"[^a-z0-9]", "-", ref.lower())[:63]
-    return slug.strip("-")
-
-
 def basic_variables(
     project_path: str, default_branch: str | None, ref: str, tag: bool, source: str, sha: str
 ) -> dict[str, str]:
     """The predefined variables every pipeline has, as `rules: if` sees them."""
     namespace, _, name = project_path.rpartition("/")
     out = {
-        "CI": "true",
-        "GITLAB_CI": "true",
-        "CI_SERVER": "yes",
+        **CI_FLAGS,
         "CI_PROJECT_PATH": project_path,
-        "CI_PROJECT_PATH_SLUG": ref_slug(project_path),
+        "CI_PROJECT_PATH_SLUG": slug(project_path),
         "CI_PROJECT_NAME": name,
         "CI_PROJECT_NAMESPACE": namespace,
         "CI_DEFAULT_BRANCH": default_branch or "",
         "CI_PIPELINE_SOURCE": source,
         "CI_COMMIT_REF_NAME": ref,
-        "CI_COMMIT_REF_SLUG": ref_slug(ref),
+        "CI_COMMIT_REF_SLUG": slug(ref),
         "CI_COMMIT_SHA": sha,
         "CI_COMMIT_SHORT_SHA": sha[:8],
     }
