@@ -605,7 +605,18 @@ def test_jobs_run_for_branches_and_tags_by_default_but_not_merge_requests():
 
 
 @pytest.mark.parametrize(
-    ("value", "seconds"), [("1h 30m", 5400), ("90 minutes", 5400), ("3600", 3600), ("2 hours", 7200)]
+    ("value", "seconds"),
+    [
+        ("1h 30m", 5400),
+        ("90 minutes", 5400),
+        ("3600", 3600),
+        ("2 hours", 7200),
+        ("1 hour and 30 minutes", 5400),
+        ("1:30:00", 5400),
+        ("2d", 2 * 86400),
+        ("1 week", 7 * 86400),
+        ("1 month", 30 * 86400),
+    ],
 )
 def test_timeout_human_durations(value, seconds):
     assert ok(f"j: {{script: x, timeout: '{value}'}}\n").jobs[0].options["timeout"] == seconds
@@ -630,9 +641,40 @@ def test_retry_forms():
     assert job(plan, "c").options["retry"] == {"max": 2, "when": ["runner_system_failure"]}
 
 
-@pytest.mark.parametrize("retry", ["3", "{max: 3}", "{max: 1, when: [sometimes]}"])
-def test_retry_errors(retry):
-    assert errors(f"j: {{script: x, retry: {retry}}}\n")[0].startswith("jobs:j:retry")
+@pytest.mark.parametrize(
+    ("retry", "message"),
+    [
+        ("3", "jobs:j:retry config must be less than or equal to 2"),
+        ("{max: 3}", "jobs:j:retry max config must be less than or equal to 2"),
+        ("{max: 1, when: [sometimes]}", "jobs:j:retry when contains unknown values: sometimes"),
+        (
+            "{max: 1, when: [always, missing_dependency_failure]}",
+            "jobs:j:retry when contains unknown values: missing_dependency_failure",
+        ),
+    ],
+)
+def test_retry_errors(retry, message):
+    assert errors(f"j: {{script: x, retry: {retry}}}\n") == [message]
+
+
+def test_retry_when_takes_gitlabs_documented_reasons():
+    documented = [
+        "always",
+        "unknown_failure",
+        "script_failure",
+        "api_failure",
+        "stuck_or_timeout_failure",
+        "runner_system_failure",
+        "runner_unsupported",
+        "stale_schedule",
+        "job_execution_timeout",
+        "archived_failure",
+        "unmet_prerequisites",
+        "scheduler_failure",
+        "data_integrity_failure",
+    ]
+    plan = ok(f"j: {{script: x, retry: {{max: 2, when: [{', '.join(documented)}]}}}}\n")
+    assert job(plan, "j").options["retry"] == {"max": 2, "when": documented}
 
 
 # ------------------------------------------------------------------------------ artifacts

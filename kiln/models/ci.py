@@ -49,6 +49,53 @@ COMPLETED = (SUCCESS, FAILED, CANCELED, SKIPPED)
 # What may still be canceled (GitLab's cancelable statuses).
 CANCELABLE = (CREATED, WAITING_FOR_RESOURCE, PREPARING, PENDING, RUNNING, SCHEDULED, MANUAL)
 
+# Job failure reasons (GitLab's CommitStatus failure reasons). Those `retry:when` may name
+# (GitLab's RETRY_WHEN_IN_DOCUMENTATION, besides "always") come first; every reason the
+# server knows is FAILURE_REASONS, in GitLab's order.
+RETRYABLE_FAILURE_REASONS = (
+    "unknown_failure",
+    "script_failure",
+    "api_failure",
+    "stuck_or_timeout_failure",
+    "runner_system_failure",
+    "runner_unsupported",
+    "stale_schedule",
+    "job_execution_timeout",
+    "archived_failure",
+    "unmet_prerequisites",
+    "scheduler_failure",
+    "data_integrity_failure",
+)
+FAILURE_REASONS = (
+    *RETRYABLE_FAILURE_REASONS[:5],
+    "missing_dependency_failure",
+    *RETRYABLE_FAILURE_REASONS[5:],
+    "forward_deployment_failure",
+    "user_blocked",
+    "project_deleted",
+    "ci_quota_exceeded",
+    "pipeline_loop_detected",
+    "no_matching_runner",
+    "trace_size_exceeded",
+    "builds_disabled",
+    "environment_creation_failure",
+    "deployment_rejected",
+    "failed_outdated_deployment_job",
+    "protected_environment_failure",
+    "insufficient_bridge_permissions",
+    "downstream_bridge_project_not_found",
+    "invalid_bridge_trigger",
+    "upstream_bridge_project_not_found",
+    "insufficient_upstream_permissions",
+    "bridge_pipeline_is_child_pipeline",
+    "downstream_pipeline_creation_failed",
+    "secrets_provider_not_found",
+    "reached_max_descendant_pipelines_depth",
+    "ip_restriction_failure",
+    "reached_max_pipeline_hierarchy_size",
+    "reached_downstream_pipeline_trigger_rate_limit",
+)
+
 # ci_jobs.type
 BUILD, BRIDGE, EXTERNAL = "build", "bridge", "external"
 

@@ -28,7 +28,7 @@ from kiln.auth.sealing import SealError, unseal
 from kiln.auth.tokens import digest
 from kiln.config import Settings
 from kiln.db import is_sqlite, transaction
-from kiln.entities.runner_jobs import FAILURE_REASONS, current_job, job_payload
+from kiln.entities.runner_jobs import current_job, job_payload
 from kiln.errors import (
     BadRequest,
     Forbidden,
@@ -43,6 +43,7 @@ from kiln.models.ci import (
     CANCELED,
     CANCELING,
     FAILED,
+    FAILURE_REASONS,
     PENDING,
     RUNNING,
     SUCCESS,

@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from kiln.models.ci import RETRYABLE_FAILURE_REASONS
 from kiln.services.ci_yaml import durations, expressions
 from kiln.services.ci_yaml.compose import (
     Budget,
@@ -112,21 +113,7 @@ RULE_KEYS = {
     "needs",
     "interruptible",
 }
-RETRY_WHEN = {
-    "always",
-    "unknown_failure",
-    "script_failure",
-    "api_failure",
-    "stuck_or_timeout_failure",
-    "runner_system_failure",
-    "runner_unsupported",
-    "stale_schedule",
-    "job_execution_timeout",
-    "archived_failure",
-    "unmet_prerequisites",
-    "scheduler_failure",
-    "data_integrity_failure",
-}
+RETRY_WHEN = {"always", *RETRYABLE_FAILURE_REASONS}
 # Report types: (format, the file name runners store them under), as GitLab's job artifacts.
 REPORTS = {
     "junit": ("gzip", "junit.xml.gz"),
