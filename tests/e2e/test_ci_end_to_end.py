@@ -33,6 +33,7 @@ from tests.e2e.conftest import (
     Server,
     kiln_command,
 )
+from tests.e2e.test_git_http import Git as GitHttpGit
 
 pytestmark = pytest.mark.e2e
 
@@ -111,41 +112,18 @@ def until(check: Callable[[], Any], what: str, timeout: float = WAIT, logs: Call
         time.sleep(POLL)
 
 
-class Git:
-    """`git` with no user or system configuration, never prompting."""
-
-    def __init__(self, home: Path) -> None:
-        home.mkdir(parents=True, exist_ok=True)
-        self.env = {
-            "PATH": os.environ["PATH"],
-            "HOME": str(home),
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_TERMINAL_PROMPT": "0",
-            "GIT_AUTHOR_NAME": "E2E",
-            "GIT_AUTHOR_EMAIL": "e2e@example.com",
-            "GIT_COMMITTER_NAME": "E2E",
-            "GIT_COMMITTER_EMAIL": "e2e@example.com",
-            "LC_ALL": "C",
-        }
-
-    def run(self, *args: str, cwd: Path | None = None) -> str:
-        result = subprocess.run(
-            ["git", *args], cwd=cwd, env=self.env, capture_output=True, text=True, timeout=60, check=False
-        )
-        assert result.returncode == 0, f"git {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
-        return result.stdout
+class Git(GitHttpGit):
+    """The git-over-HTTP tests' `git`, able to push one file to a project."""
 
     def push_file(self, project: dict[str, Any], work: Path, name: str, content: str, *options: str) -> str:
         """Clone the project, commit `name`, push it (with push `options`); the new commit."""
         scheme, rest = str(project["http_url_to_repo"]).split("://", 1)
         url = f"{scheme}://root:{quote(ROOT_TOKEN, safe='')}@{rest}"
         self.run("clone", "-q", url, str(work))
-        (work / name).write_text(content)
-        self.run("add", name, cwd=work)
-        self.run("commit", "-q", "-m", f"Add {name}", cwd=work)
+        sha = self.commit(work, name, content, f"Add {name}")
         pushed = [arg for option in options for arg in ("-o", option)]
         self.run("push", "-q", *pushed, "origin", "HEAD", cwd=work)
-        return self.run("rev-parse", "HEAD", cwd=work).strip()
+        return sha
 
 
 @dataclass

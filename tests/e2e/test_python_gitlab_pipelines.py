@@ -77,9 +77,11 @@ def test_pipelines_through_python_gitlab(root, base_url, unique):
     made.retry()
     assert project.pipelines.get(made.id).status == "pending"
 
+    before = [p.id for p in project.pipelines.list(get_all=True)]
     with pytest.raises(GitlabCreateError) as refused:
         project.pipelines.create({"ref": "no-such-branch"})
     assert refused.value.response_code == 400
+    assert [p.id for p in project.pipelines.list(get_all=True)] == before
 
     made.delete()
     with pytest.raises(GitlabGetError):
@@ -95,6 +97,7 @@ def test_only_owners_delete_pipelines(root, base_url, unique):
     with pytest.raises(GitlabDeleteError) as refused:
         as_dev.pipelines.delete(made.id)
     assert refused.value.response_code == 403
+    assert project.pipelines.get(made.id).id == made.id
 
 
 def test_git_pushes_make_pipelines(root, base_url, unique, git, tmp_path):

@@ -52,6 +52,7 @@ def test_runners_end_to_end(root, base_url, unique):
     with pytest.raises(GitlabDeleteError) as err:
         first.runners.delete(made.id)
     assert err.value.response_code == 403
+    assert [r.id for r in first.runners.list(type="project_type")] == [made.id]
 
     assert runner.jobs.list() == []
     gl.runners.delete(made.id)

@@ -68,9 +68,11 @@ def test_pipeline_schedules_and_their_variables(root, base_url, unique):
     with pytest.raises(GitlabCreateError) as err:
         project.pipelineschedules.create({"description": "bad", "ref": "main", "cron": "61 * * * *"})
     assert err.value.response_code == 400
+    assert [s.id for s in project.pipelineschedules.list()] == [schedule.id]
     schedule.cron_timezone = "Mars/Olympus"
     with pytest.raises(GitlabUpdateError):
         schedule.save()
+    assert project.pipelineschedules.get(schedule.id).cron_timezone != "Mars/Olympus"
 
     schedule.variables.delete("GREETING")
     assert project.pipelineschedules.get(schedule.id).attributes["variables"] == []

@@ -45,6 +45,7 @@ def test_project_variables(root, base_url, unique):
     with pytest.raises(GitlabCreateError) as err:
         project.variables.create({"key": "BAD", "value": "not maskable", "masked": True})
     assert err.value.response_code == 400
+    assert "BAD" not in {v.key for v in project.variables.list(get_all=True)}
 
     hidden = project.variables.create({"key": "HIDDEN", "value": MASKABLE, "masked_and_hidden": True})
     assert (hidden.value, hidden.hidden) == (None, True)
@@ -71,6 +72,7 @@ def test_group_variables(root, base_url, unique):
     with pytest.raises(GitlabCreateError) as err:
         group.variables.create({"key": "SHARED", "value": "again", "environment_scope": "review/*"})
     assert err.value.response_code == 400
+    assert [(v.key, v.value) for v in group.variables.list(get_all=True)] == [("SHARED", "g2")]
     group.variables.delete("SHARED")
     assert group.variables.list(get_all=True) == []
 

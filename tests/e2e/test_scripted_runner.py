@@ -186,6 +186,7 @@ def test_a_scripted_runner_gets_runs_and_finishes_a_job(kiln_server: Server, uni
         f"/jobs/{job_id}/trace", content=b"", headers={"JOB-TOKEN": token, "Content-Range": f"{sent}-{sent}"}
     )
     assert r.status_code == 202  # a heartbeat
+    assert r.headers["Range"] == f"0-{sent}"
 
     # 4. Upload the artifact archive straight away, without the authorize step.
     archive = io.BytesIO()
@@ -219,4 +220,5 @@ def test_a_scripted_runner_gets_runs_and_finishes_a_job(kiln_server: Server, uni
         assert db.get(Pipeline, row.pipeline_id).status == SUCCESS
     # The job token ended with its job: no more git, no more API.
     assert _git("ls-remote", job["git_info"]["repo_url"], cwd=tmp_path).returncode != 0
-    assert api.get("/job", headers={"JOB-TOKEN": token}).status_code == 401
+    ended = api.get("/job", headers={"JOB-TOKEN": token})
+    assert (ended.status_code, ended.json()) == (401, {"message": "401 Unauthorized"})
