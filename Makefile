@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8080
-PYTEST_WORKERS ?= 2
+PYTEST_WORKERS ?= 3
 
 .PHONY: install install-dev run test lint test-sqlite test-postgres system-deps bench clean
 
