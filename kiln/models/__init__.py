@@ -25,6 +25,18 @@ from kiln.models.issues import InternalId, Issue, IssueAssignee, IssueLink, Time
 from kiln.models.jobs import Job
 from kiln.models.keys import Email, GPGKey, GPGKeySubkey, SSHKey
 from kiln.models.labels import Label, LabelLink, LabelPriority
+from kiln.models.merge_requests import (
+    Approval,
+    ApprovalRule,
+    ApprovalRuleGroup,
+    ApprovalRuleProtectedBranch,
+    ApprovalRuleUser,
+    MergeRequest,
+    MergeRequestAssignee,
+    MergeRequestDiff,
+    MergeRequestDiffCommit,
+    MergeRequestReviewer,
+)
 from kiln.models.milestones import Milestone
 from kiln.models.namespaces import GroupCustomAttribute, Member, Namespace
 from kiln.models.notes import AwardEmoji, Note
@@ -52,6 +64,11 @@ from kiln.models.users import Identity, User, UserCustomAttribute
 
 __all__ = [
     "ApplicationSetting",
+    "Approval",
+    "ApprovalRule",
+    "ApprovalRuleGroup",
+    "ApprovalRuleProtectedBranch",
+    "ApprovalRuleUser",
     "AwardEmoji",
     "Badge",
     "Base",
@@ -82,6 +99,11 @@ __all__ = [
     "LabelLink",
     "LabelPriority",
     "Member",
+    "MergeRequest",
+    "MergeRequestAssignee",
+    "MergeRequestDiff",
+    "MergeRequestDiffCommit",
+    "MergeRequestReviewer",
     "Milestone",
     "Namespace",
     "Note",

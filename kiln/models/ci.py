@@ -238,6 +238,10 @@ class Pipeline(Timestamps, Base):
         ForeignKey("ci_pipeline_schedules.id", ondelete="SET NULL"), index=True
     )
     trigger_id: Mapped[int | None] = mapped_column(ForeignKey("ci_triggers.id", ondelete="SET NULL"))
+    # A merge request pipeline's merge request (source `merge_request_event`). No foreign key:
+    # SQLite can add one to an existing table only by copying it; deleting a merge request
+    # clears it.
+    merge_request_id: Mapped[int | None] = mapped_column(BigInteger, index=True)
     started_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]
     committed_at: Mapped[datetime | None]

@@ -157,6 +157,13 @@ class Project(Timestamps, RowVersion, Base):
     auto_devops_deploy_strategy: Mapped[str] = mapped_column(String(32), default="continuous")
     mirror: Mapped[bool] = mapped_column(default=False)
     approvals_before_merge: Mapped[int] = mapped_column(default=0)
+    # Approval settings (GET|POST /projects/:id/approvals). merge_requests_author_approval
+    # true means authors cannot approve their own merge requests, as the spec defines it.
+    reset_approvals_on_push: Mapped[bool] = mapped_column(default=True)
+    disable_overriding_approvers_per_merge_request: Mapped[bool] = mapped_column(default=False)
+    merge_requests_author_approval: Mapped[bool] = mapped_column(default=False)
+    merge_requests_disable_committers_approval: Mapped[bool] = mapped_column(default=False)
+    require_password_to_approve: Mapped[bool] = mapped_column(default=False)
     external_authorization_classification_label: Mapped[str] = mapped_column(String(255), default="")
     repository_storage: Mapped[str] = mapped_column(String(64), default="default")
 
