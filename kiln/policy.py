@@ -17,7 +17,7 @@ from ipaddress import IPv4Network, IPv6Address, IPv6Network, ip_address
 
 from kiln.auth.actor import Actor
 from kiln.errors import Forbidden, NotFound
-from kiln.models import Epic, Issue, Namespace, Project, User
+from kiln.models import Epic, Issue, MergeRequest, Namespace, Project, User
 from kiln.models.namespaces import (
     DEVELOPER,
     GUEST,
@@ -57,7 +57,10 @@ class Action(Enum):
     ADMIN_PROTECTED_BRANCHES = auto()  # protect, unprotect, change rules (Maintainer)
     UPDATE_PROJECT = auto()  # settings (Maintainer)
     READ_PROJECT_SETTINGS = auto()  # what Maintainers see: runners token, import URL, CI settings
-    CREATE_MERGE_REQUEST_IN = auto()  # the project view's can_create_merge_request_in (Developer)
+    # A merge request into the project (the target; signed in and its merge requests and code
+    # readable, so a fork's owner may propose to a public project); the source branch's
+    # project asks PUSH_CODE (GitLab's create_merge_request_from).
+    CREATE_MERGE_REQUEST_IN = auto()
     CHANGE_VISIBILITY = auto()  # visibility, path and namespace (Owner)
     ADMIN_PROJECT = auto()  # archive, delete, restore (Owner)
     TRANSFER_PROJECT = auto()  # move to another namespace (Owner; archived projects too)
@@ -119,6 +122,16 @@ class Action(Enum):
     READ_BUILD = auto()
     UPDATE_BUILD = auto()
     DESTROY_ARTIFACTS = auto()
+    # Merge requests (GitLab's read_merge_request, admin_merge_request, destroy_merge_request):
+    # the merge_requests feature open to the actor, and in a private project a Reporter
+    # (Guests see those of public and internal projects); Reporters set labels, milestone,
+    # assignees and reviewers and lock discussions; Owners delete. Who may update, merge and
+    # approve one merge request: may_update_merge_request, may_merge, may_approve.
+    READ_MERGE_REQUEST = auto()
+    ADMIN_MERGE_REQUEST = auto()
+    DESTROY_MERGE_REQUEST = auto()
+    # A project's approval settings and approval rules (Maintainer).
+    ADMIN_APPROVALS = auto()
 
 
 @dataclass(slots=True, frozen=True)
@@ -151,6 +164,17 @@ class IssueSubject:
 
 
 @dataclass(slots=True, frozen=True)
+class MergeRequestSubject:
+    """A merge request the actor may read, with its (target) project; `merge_request` is the
+    model (writes change it)."""
+
+    project: ProjectSubject
+    merge_request: MergeRequest
+    assignee_ids: tuple[int, ...]
+    reviewer_ids: tuple[int, ...]
+
+
+@dataclass(slots=True, frozen=True)
 class EpicSubject:
     """An epic the actor may read, with its group; `epic` is the model (writes change it)."""
 
@@ -179,6 +203,9 @@ ARCHIVED_REFUSES = frozenset(
         Action.CREATE_PIPELINE,
         Action.UPDATE_PIPELINE,
         Action.CREATE_COMMIT_STATUS,
+        Action.CREATE_MERGE_REQUEST_IN,
+        Action.ADMIN_MERGE_REQUEST,
+        Action.ADMIN_APPROVALS,
     }
 )
 _CREATION_LEVEL = {
@@ -322,6 +349,10 @@ def _may_project(actor: Actor | None, action: Action, s: ProjectSubject) -> bool
         if s.project.issues_access_level == DISABLED or not _may_project(actor, Action.READ_PROJECT, s):
             return False
         return s.project.issues_access_level != FEATURE_PRIVATE or admin or level >= GUEST
+    if action is Action.READ_MERGE_REQUEST:
+        if not _feature_open(actor, s, "merge_requests"):
+            return False
+        return admin or level >= REPORTER or s.project.visibility != PRIVATE
     if action is Action.READ_MILESTONE:
         return _may_project(actor, Action.READ_ISSUE, s) or _feature_open(actor, s, "merge_requests")
     if action is Action.READ_CODE:
@@ -350,7 +381,13 @@ def _may_project(actor: Actor | None, action: Action, s: ProjectSubject) -> bool
     if action is Action.READ_PROJECT_SETTINGS:
         return admin or level >= MAINTAINER
     if action is Action.CREATE_MERGE_REQUEST_IN:
-        return admin or level >= DEVELOPER
+        return _may_project(actor, Action.READ_MERGE_REQUEST, s) and _may_project(actor, Action.READ_CODE, s)
+    if action is Action.ADMIN_MERGE_REQUEST:
+        return _may_project(actor, Action.READ_MERGE_REQUEST, s) and (admin or level >= REPORTER)
+    if action is Action.DESTROY_MERGE_REQUEST:
+        return admin or level >= OWNER
+    if action is Action.ADMIN_APPROVALS:
+        return admin or level >= MAINTAINER
     if action is Action.ADMIN_BADGES:  # GitLab's admin_project
         return admin or level >= MAINTAINER
     if action in (Action.READ_RUNNERS, Action.ADMIN_RUNNERS):
@@ -567,12 +604,19 @@ def may_update_issue(
     return actor.user.id == author_id or actor.user.id in set(assignee_ids)
 
 
-def may_comment(actor: Actor | None, s: ProjectSubject | GroupSubject, discussion_locked: bool) -> bool:
-    """A note on an issue (or epic) the actor can read: anyone signed in, but a locked
-    discussion takes a Reporter (GitLab's create_note on a locked issuable)."""
+def may_comment(
+    actor: Actor | None,
+    s: ProjectSubject | GroupSubject,
+    discussion_locked: bool,
+    *,
+    reads: Action = Action.READ_ISSUE,
+) -> bool:
+    """A note on an issue, epic or merge request (`reads`: what reading it takes) the actor can
+    read: anyone signed in, but a locked discussion takes a Reporter (GitLab's create_note on
+    a locked issuable)."""
     if actor is None:
         return False
-    if isinstance(s, ProjectSubject) and (s.project.archived or not may(actor, Action.CREATE_ISSUE, s)):
+    if isinstance(s, ProjectSubject) and (s.project.archived or not may(actor, reads, s)):
         return False
     return not discussion_locked or sees_confidential(actor, s)
 
@@ -602,10 +646,12 @@ def may_resolve_note(
     return actor.user.id == noteable_author_id or is_admin(actor) or (s.level or 0) >= DEVELOPER
 
 
-def may_award(actor: Actor | None, s: ProjectSubject | GroupSubject) -> bool:
+def may_award(
+    actor: Actor | None, s: ProjectSubject | GroupSubject, *, reads: Action = Action.READ_ISSUE
+) -> bool:
     """An emoji reaction on something the actor can read: anyone signed in (an archived
-    project's issues take none)."""
-    return may_comment(actor, s, discussion_locked=False)
+    project's issues and merge requests take none)."""
+    return may_comment(actor, s, discussion_locked=False, reads=reads)
 
 
 def may_revoke_award(actor: Actor | None, awarder_id: int) -> bool:
@@ -616,6 +662,55 @@ def may_revoke_award(actor: Actor | None, awarder_id: int) -> bool:
 def may_mention_all(actor: Actor | None, s: ProjectSubject) -> bool:
     """`@all` names every member of the project: its members' to use (GitLab ignores it from others)."""
     return actor is not None and (s.level or 0) >= GUEST
+
+
+def may_update_merge_request(
+    actor: Actor | None, s: ProjectSubject, author_id: int | None, assignee_ids: Iterable[int]
+) -> bool:
+    """Title, description, branches, state and the like (GitLab's update_merge_request):
+    Developers and up, the author, an assignee; archived projects refuse all."""
+    if actor is None or s.project.archived or not may(actor, Action.READ_MERGE_REQUEST, s):
+        return False
+    if is_admin(actor) or (s.level or 0) >= DEVELOPER:
+        return True
+    return actor.user.id == author_id or actor.user.id in set(assignee_ids)
+
+
+def may_merge(actor: Actor | None, s: ProjectSubject, rule_merge_level: int | None) -> bool:
+    """Merging into the target branch (GitLab's accept_merge_request): Developers, or the
+    branch's protection when it has one (`rule_merge_level`: 0 no one, 30 Developers,
+    40 Maintainers, 60 administrators)."""
+    if actor is None or s.project.archived or not may(actor, Action.READ_MERGE_REQUEST, s):
+        return False
+    if rule_merge_level is None:
+        return is_admin(actor) or (s.level or 0) >= DEVELOPER
+    if rule_merge_level == 0:
+        return False
+    if rule_merge_level >= 60:
+        return is_admin(actor)
+    return is_admin(actor) or (s.level or 0) >= rule_merge_level
+
+
+def may_approve(
+    actor: Actor | None, s: ProjectSubject, author_id: int | None, assignee_ids: Iterable[int]
+) -> bool:
+    """Approving or unapproving (GitLab's approve_merge_request): whoever may update the merge
+    request and is a member of its project (or an administrator). Whether an author or a
+    committer may approve is the project's approval setting, applied by the service."""
+    if not may_update_merge_request(actor, s, author_id, assignee_ids):
+        return False
+    return is_admin(actor) or (s.level or 0) >= GUEST
+
+
+def may_create_merge_request(actor: Actor | None, source: ProjectSubject, target: ProjectSubject) -> bool:
+    """A merge request from a branch of `source` into `target` (the same project, or its fork's
+    upstream): push access to the source (create_merge_request_from) and
+    CREATE_MERGE_REQUEST_IN on the target."""
+    return (
+        may(actor, Action.PUSH_CODE, source)
+        and not source.project.archived
+        and may(actor, Action.CREATE_MERGE_REQUEST_IN, target)
+    )
 
 
 def may_read_epic(actor: Actor | None, s: GroupSubject, confidential: bool, author_id: int | None) -> bool:

@@ -5,6 +5,7 @@ resource events are shared with issues and epics, keyed by ("MergeRequest", id).
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 
@@ -39,6 +40,14 @@ REGULAR, ANY_APPROVER, CODE_OWNER, REPORT_APPROVER = (
     "report_approver",
 )
 RULE_TYPES = (REGULAR, ANY_APPROVER, CODE_OWNER, REPORT_APPROVER)
+
+# A title that marks a draft, as GitLab reads it: `Draft:`, `[Draft]`, `(Draft)` or `Draft - `
+# at the start (any case), and the older `WIP:` / `[WIP]` spellings.
+_DRAFT = re.compile(r"^\s*(?:\[draft\]|\(draft\)|draft:|draft\s-\s|\[wip\]|wip:)", re.I)
+
+
+def draft_title(title: str) -> bool:
+    return _DRAFT.match(title) is not None
 
 
 class MergeRequest(Timestamps, Base):

@@ -229,7 +229,7 @@ def _taken(db: Session, a: Awardable, user_id: int, name: str) -> bool:
 
 def create_award(db: Session, actor: Actor, kind: Kind, p: AwardCreate) -> OneAward:
     a = _awardable(db, actor, kind, p)
-    if not policy.may_award(actor, a.noteable.subject):
+    if not policy.may_award(actor, a.noteable.subject, reads=a.noteable.kind.reads):
         raise NotFound("Award Emoji")
     if a.system_note:
         raise _refused("Awardable cannot be awarded emoji")

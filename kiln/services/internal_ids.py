@@ -12,7 +12,7 @@ from sqlalchemy import case, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from kiln.models import Epic, InternalId, Issue, Milestone, Pipeline
+from kiln.models import Epic, InternalId, Issue, MergeRequest, Milestone, Pipeline
 
 # usage → (model, column naming its scope)
 USAGES: dict[str, tuple[Any, Any]] = {
@@ -21,6 +21,7 @@ USAGES: dict[str, tuple[Any, Any]] = {
     "group_milestones": (Milestone, Milestone.group_id),
     "epics": (Epic, Epic.group_id),
     "ci_pipelines": (Pipeline, Pipeline.project_id),
+    "merge_requests": (MergeRequest, MergeRequest.project_id),
 }
 
 

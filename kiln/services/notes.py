@@ -130,7 +130,7 @@ def check_body(body: str) -> None:
 
 
 def check_may_comment(actor: Actor, n: Noteable) -> None:
-    if not policy.may_comment(actor, n.subject, n.locked):
+    if not policy.may_comment(actor, n.subject, n.locked, reads=n.kind.reads):
         raise Forbidden()
 
 

@@ -1,6 +1,6 @@
 """The subject of a project-, group- or user-scoped route: the project (with its namespace) or
-the group, and the caller's level on it, loaded for one caller and one action; an issue or an
-epic with its project or group; or the user whose keys, addresses or memberships a route reads.
+the group, and the caller's level on it, loaded for one caller and one action; an issue, a
+merge request or an epic with its project or group; or the user whose keys, addresses or memberships a route reads.
 
 Every project- or group-scoped service starts here, never from another resource's service:
 `project` and `group` answer the route's 404 or 403 through `policy.authorize`; the `find_*`
@@ -17,13 +17,14 @@ from sqlalchemy.orm import Session
 from kiln import policy
 from kiln.auth.actor import Actor
 from kiln.errors import Forbidden, NotFound
-from kiln.models import Epic, Issue, Namespace
-from kiln.models.notes import EPIC, ISSUE
-from kiln.policy import Action, EpicSubject, GroupSubject, IssueSubject, ProjectSubject
+from kiln.models import Epic, Issue, MergeRequest, Namespace
+from kiln.models.notes import EPIC, ISSUE, MERGE_REQUEST
+from kiln.policy import Action, EpicSubject, GroupSubject, IssueSubject, MergeRequestSubject, ProjectSubject
 from kiln.queries import access
 from kiln.queries import epics as epic_finder
 from kiln.queries import groups as group_finder
 from kiln.queries import issues as issue_finder
+from kiln.queries import merge_requests as merge_request_finder
 from kiln.queries import projects as project_finder
 from kiln.queries import users as user_finder
 from kiln.queries.issues import IssueRow
@@ -134,6 +135,31 @@ def readable_issues(
     return shown
 
 
+def merge_request(
+    db: Session,
+    actor: Actor | None,
+    ident: str,
+    iid: int,
+    action: Action = Action.READ_MERGE_REQUEST,
+    *,
+    rows: bool = True,
+) -> MergeRequestSubject:
+    """Merge request `iid` of the (target) project: 404 "Project" for a project hidden from the
+    actor, 403 when its merge requests are closed to them, 404 "Merge Request" when absent;
+    then 403 if `action` (an Action on the project) is refused. The merge request is the
+    model; who may update, merge or approve it is asked of policy by the service."""
+    s = project(db, actor, ident, Action.READ_MERGE_REQUEST, rows=rows)
+    found = merge_request_finder.subject_row(db, s.project.id, iid)
+    if found is None:
+        raise NotFound("Merge Request")
+    row, assignee_ids, reviewer_ids = found
+    if action is not Action.READ_MERGE_REQUEST:
+        policy.require(actor, action, s)
+    return MergeRequestSubject(
+        project=s, merge_request=row, assignee_ids=tuple(assignee_ids), reviewer_ids=tuple(reviewer_ids)
+    )
+
+
 def epics_group(
     db: Session, actor: Actor | None, ident: str, action: Action = Action.READ_EPIC, *, rows: bool = True
 ) -> GroupSubject:
@@ -182,20 +208,25 @@ class Kind:
     path: str  # the collection in the URL ("issues")
     # Whether its threads can be resolved (GitLab: merge requests); issues' and epics' cannot.
     resolvable: bool = False
+    # What reading one takes on its project (commenting and reacting ask it too).
+    reads: Action = Action.READ_ISSUE
 
 
 ISSUES = Kind(ISSUE, "projects", "issues")
-EPICS = Kind(EPIC, "groups", "epics")
-KINDS: dict[str, Kind] = {kind.path: kind for kind in (ISSUES, EPICS)}
+EPICS = Kind(EPIC, "groups", "epics", reads=Action.READ_EPIC)
+MERGE_REQUESTS = Kind(
+    MERGE_REQUEST, "projects", "merge_requests", resolvable=True, reads=Action.READ_MERGE_REQUEST
+)
+KINDS: dict[str, Kind] = {kind.path: kind for kind in (ISSUES, EPICS, MERGE_REQUESTS)}
 
 
 @dataclass(frozen=True, slots=True)
 class Noteable:
-    """An issue or epic the caller may read, with what notes need to know of it."""
+    """An issue, merge request or epic the caller may read, with what notes need to know of it."""
 
     kind: Kind
     subject: ProjectSubject | GroupSubject
-    model: Issue | Epic
+    model: Issue | MergeRequest | Epic
     id: int
     iid: int
     project_id: int | None
@@ -243,9 +274,27 @@ def _noteable_epic(db: Session, actor: Actor | None, ident: str, ref: int, by_id
     )
 
 
+def _noteable_merge_request(db: Session, actor: Actor | None, ident: str, ref: int, by_id: bool) -> Noteable:
+    s = merge_request(db, actor, ident, ref)
+    found = s.merge_request
+    return Noteable(
+        MERGE_REQUESTS,
+        s.project,
+        found,
+        found.id,
+        found.iid,
+        found.project_id,
+        None,
+        found.author_id,
+        False,
+        bool(found.discussion_locked),
+    )
+
+
 _LOADERS: dict[str, Callable[[Session, Actor | None, str, int, bool], Noteable]] = {
     ISSUE: _noteable_issue,
     EPIC: _noteable_epic,
+    MERGE_REQUEST: _noteable_merge_request,
 }
 
 

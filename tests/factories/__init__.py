@@ -7,6 +7,7 @@ from sqlalchemy.orm import Session
 
 from kiln.config import Settings
 from tests.factories.ci import CiFactory
+from tests.factories.merge_requests import MergeRequestFactory
 from tests.factories.planning import PlanningFactory
 from tests.factories.projects import ProjectFactory
 from tests.factories.repositories import RepositoryFactory
@@ -15,7 +16,9 @@ from tests.factories.users import MadeUser, UserFactory
 __all__ = ["Factory", "MadeUser"]
 
 
-class Factory(CiFactory, PlanningFactory, RepositoryFactory, ProjectFactory, UserFactory):
+class Factory(
+    CiFactory, MergeRequestFactory, PlanningFactory, RepositoryFactory, ProjectFactory, UserFactory
+):
     def __init__(self, db: Session, settings: Settings) -> None:
         self.db = db
         self.settings = settings
