@@ -157,18 +157,26 @@ class NotAllowed(KilnError):
         super().__init__("405 Method Not Allowed")
 
 
+class NotAcceptable(KilnError):
+    """406 {"message": "<message>"}: a merge that can't be made ("Branch cannot be merged")."""
+
+    status = 406
+
+
 class Conflict(KilnError):
     status = 409
 
 
 class ConflictList(KilnError):
-    """409 whose message is a list of full messages (GitLab's conflict! with errors)."""
+    """409 whose message is a list of full messages (GitLab's conflict! with errors); another
+    `status` for render_api_error! with a list (400, 404, 422)."""
 
     status = 409
 
-    def __init__(self, messages: list[str]) -> None:
+    def __init__(self, messages: list[str], status: int = 409) -> None:
         super().__init__("; ".join(messages))
         self.messages = messages
+        self.status = status
 
     def body(self) -> dict[str, Any]:
         return {"message": self.messages}

@@ -1,0 +1,865 @@
+"""Merge requests (GitLab's Merge Requests API core): reading one and the three lists,
+opening, changing, closing, reopening and deleting merge requests, subscriptions,
+participants, reviewers, commits and changes. Who may do what is the policy's; each write's
+side effects (system notes, resource events, to-dos, the outbox event, the first diff
+version) ride in the write's own transaction, so a refused request changes nothing."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime
+from typing import Any, Literal
+
+import pygit2
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from kiln import policy
+from kiln.auth.actor import Actor
+from kiln.config import Settings
+from kiln.db import transaction
+from kiln.entities.merge_requests import ANYWHERE, Context, Single, detailed_status_of
+from kiln.errors import ConflictList, Forbidden, NotFound
+from kiln.git import diffs as git_diffs
+from kiln.git.refs import branch_tip
+from kiln.models import (
+    AwardEmoji,
+    Label,
+    LabelLink,
+    MergeRequest,
+    MergeRequestAssignee,
+    MergeRequestReviewer,
+    Milestone,
+    Note,
+    Subscription,
+    Todo,
+    User,
+)
+from kiln.models.merge_requests import CLOSED, OPENED, draft_title
+from kiln.models.notes import MERGE_REQUEST
+from kiln.models.todos import ASSIGNED, REVIEW_REQUESTED
+from kiln.pagination import Page, PageResult
+from kiln.policy import Action, MergeRequestSubject, ProjectSubject
+from kiln.queries import access
+from kiln.queries import merge_requests as finder
+from kiln.queries import pipelines as pipeline_finder
+from kiln.queries import projects as project_finder
+from kiln.queries import users as user_finder
+from kiln.queries.merge_requests import ListScope, MergeRequestRow, Related
+from kiln.queries.paging import list_page
+from kiln.queries.users import UserRow
+from kiln.schemas.merge_requests import MergeRequestCreate, MergeRequestFilters, MergeRequestUpdate
+from kiln.services import (
+    internal_ids,
+    issuables,
+    label_links,
+    mentions,
+    merge_request_diffs,
+    merge_request_events,
+    protected_branches,
+    repositories,
+    resource_events,
+    subjects,
+    subscriptions,
+    system_notes,
+    todos,
+)
+from kiln.services.label_links import LabelScope
+
+ListKind = Literal["all", "groups", "projects"]
+
+
+@dataclass(slots=True)
+class OneMergeRequest:
+    row: MergeRequestRow
+    related: Related
+    context: Context
+    single: Single
+
+
+@dataclass(slots=True)
+class MergeRequests:
+    page: PageResult  # items: MergeRequestRow
+    related: Related
+    context: Context
+
+
+# ----------------------------------------------------------------------------- reading one
+
+
+def _is_participant(db: Session, user_id: int, row: Any) -> bool:
+    if user_id == row.author_id or user_id in set(row.assignee_ids) or user_id in set(row.reviewer_ids):
+        return True
+    return finder.commented_by(db, row.id, user_id)
+
+
+def _subscribed(db: Session, actor: Actor | None, row: MergeRequestRow) -> bool:
+    if actor is None:
+        return False
+    participant = _is_participant(db, actor.id, row)
+    return subscriptions.is_subscribed(db, actor.id, MERGE_REQUEST, row.id, participant=participant)
+
+
+def _approvals_left(db: Session, project: Any, mr: MergeRequest) -> int:
+    """Helper D's count of approvals still needed (0 until that module exists)."""
+    try:
+        from kiln.services import approvals
+    except ImportError:
+        return 0
+    counted = getattr(approvals, "approvals_left", None)
+    return int(counted(db, project, mr)) if counted is not None else 0
+
+
+def _diverged(settings: Settings | None, row: MergeRequestRow) -> int:
+    """Commits on the target branch that the source head lacks."""
+    if settings is None or row.head_sha is None:
+        return 0
+    with contextlib.suppress(KeyError, OSError, ValueError, pygit2.GitError):
+        repo = repositories.store(settings).open(row.project_id)
+        target = branch_tip(repo, row.target_branch)
+        if target is None:
+            return 0
+        head = pygit2.Oid(hex=row.head_sha)
+        if repo.get(head) is None:
+            return 0
+        base = git_diffs.merge_base(repo, head, target)
+        if base is None:
+            return 0
+        return len(git_diffs.commits_between(repo, base, target))
+    return 0
+
+
+def one_of(
+    db: Session, actor: Actor | None, s: MergeRequestSubject, *, settings: Settings | None = None
+) -> OneMergeRequest:
+    """The single view of the subject's merge request as it is now (re-read). `settings`:
+    lets diverged_commits_count read the repository (0 without)."""
+    row = finder.row_by_id(db, s.merge_request.id)
+    if row is None:
+        raise NotFound("Merge Request")
+    project = s.project.project
+    context = Context(project_id=project.id, namespace_id=project.namespace_id)
+    pipeline_id = finder.head_pipeline_id(db, row)
+    pipeline = pipeline_finder.basics_by_ids(db, [pipeline_id]).get(pipeline_id) if pipeline_id else None
+    diff = finder.latest_diff(db, row.latest_diff_id)
+    diff_refs = (
+        {
+            "base_sha": diff.base_commit_sha,
+            "head_sha": diff.head_commit_sha,
+            "start_sha": diff.start_commit_sha,
+        }
+        if diff is not None
+        else None
+    )
+    diverged = _diverged(settings, row)
+    model = s.merge_request
+    status = detailed_status_of(
+        row,
+        discussions_must_resolve=bool(project.only_allow_merge_if_all_discussions_are_resolved),
+        pipeline_must_succeed=bool(project.only_allow_merge_if_pipeline_succeeds),
+        pipeline_status=pipeline.status if pipeline is not None else None,
+        approvals_left=_approvals_left(db, project.id, model) if row.state == OPENED else 0,
+        needs_rebase=project.merge_method == "ff" and diverged > 0,
+    )
+    can_merge = actor is not None and policy.may_merge(actor, s.project, _merge_level(db, s))
+    single = Single(
+        subscribed=_subscribed(db, actor, row),
+        pipeline=pipeline,
+        diff_refs=diff_refs,
+        diverged_commits_count=diverged,
+        detailed_merge_status=status,
+        can_merge=can_merge,
+    )
+    return OneMergeRequest(row, finder.related_of(db, [row]), context, single)
+
+
+def _merge_level(db: Session, s: MergeRequestSubject) -> int | None:
+    """The target branch's protection merge level (None: unprotected)."""
+    rule = protected_branches.governing(
+        protected_branches.rules_of(db, s.project.project.id), s.merge_request.target_branch
+    )
+    return rule.merge_access_level if rule is not None else None
+
+
+def get_merge_request(
+    db: Session, actor: Actor | None, ident: str, iid: int, *, settings: Settings | None = None
+) -> OneMergeRequest:
+    return one_of(db, actor, subjects.merge_request(db, actor, ident, iid), settings=settings)
+
+
+def get_subject(db: Session, actor: Actor | None, ident: str, iid: int) -> MergeRequestSubject:
+    """The merge request's subject (404 / 403 as subjects.merge_request decides)."""
+    return subjects.merge_request(db, actor, ident, iid)
+
+
+# ----------------------------------------------------------------------------- lists
+
+
+def list_merge_requests(
+    db: Session, actor: Actor | None, kind: ListKind, q: MergeRequestFilters, page: Page
+) -> MergeRequests:
+    """A project's merge requests, a group's (its subgroups' included), or every one the
+    caller sees (`all`: their own by default, `scope=all` for all)."""
+    context = ANYWHERE
+    if kind == "projects":
+        s = subjects.project(db, actor, q.id or "", Action.READ_MERGE_REQUEST, rows=True)
+        scope = ListScope(project_id=s.project.id)
+        context = Context(project_id=s.project.id, namespace_id=s.project.namespace_id)
+    elif kind == "groups":
+        g = subjects.group(db, actor, q.id or "", Action.READ_GROUP, rows=True)
+        scope = ListScope(traversal=g.group.traversal, non_archived=q.non_archived)
+        context = Context(namespace_id=g.group.id)
+    else:
+        scope = ListScope(non_archived=False)
+        if q.scope is None:
+            q = q.model_copy(update={"scope": "created_by_me"})
+    if kind != "all" and q.scope is None:
+        q = q.model_copy(update={"scope": "all"})
+    stmt, values = finder.list_statement(
+        q, project_finder.viewer_of(actor), actor.id if actor is not None else None, scope
+    )
+    result = finder.page(db, stmt, values, page)
+    return MergeRequests(result, finder.related_of(db, result.items), context)
+
+
+def commit_merge_requests(
+    db: Session, actor: Actor | None, ident: str, sha: str, page: Page
+) -> MergeRequests:
+    """Merge requests of the project that hold the commit or were merged by it, if the caller
+    may read the project's merge requests (an empty list otherwise, as GitLab)."""
+    s = subjects.project(db, actor, ident, Action.READ_CODE, rows=True)
+    context = Context(project_id=s.project.id, namespace_id=s.project.namespace_id)
+    ids = (
+        finder.ids_with_commit(db, s.project.id, sha)
+        if policy.may(actor, Action.READ_MERGE_REQUEST, s)
+        else []
+    )
+    result = list_page(ids, page)
+    result.items = finder.rows_by_ids(db, result.items)
+    return MergeRequests(result, finder.related_of(db, result.items), context)
+
+
+# ----------------------------------------------------------------------------- shared by writes
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _label_scope(s: ProjectSubject) -> LabelScope:
+    ns = s.namespace
+    return LabelScope(s.project.id, list(reversed(ns.ancestor_ids)) if ns.is_group else [])
+
+
+def _group_ids(s: ProjectSubject) -> list[int]:
+    return list(s.namespace.ancestor_ids) if s.namespace.is_group else []
+
+
+def _note(db: Session, actor: Actor, mr: MergeRequest, body: str) -> None:
+    system_notes.add(
+        db, actor, noteable_type=MERGE_REQUEST, noteable_id=mr.id, body=body, project_id=mr.project_id
+    )
+
+
+def _milestone(db: Session, s: ProjectSubject, milestone_id: int) -> Milestone | None:
+    """A milestone the project may use: its own or one of its groups'."""
+    m = db.get(Milestone, milestone_id)
+    if m is None:
+        return None
+    if m.project_id == s.project.id or (m.group_id is not None and m.group_id in _group_ids(s)):
+        return m
+    return None
+
+
+def _people(db: Session, s: ProjectSubject, ids: list[int]) -> list[int]:
+    """Users who may be assigned or asked to review: active, and able to read the project's
+    merge requests (GitLab leaves the others out); 0 and unknown ids dropped, each once."""
+    wanted = list(dict.fromkeys(i for i in ids if i and i > 0))
+    out = []
+    today = date.today()
+    for user in user_finder.rows_by_ids(db, wanted):
+        level = db.scalar(select(access.project_level_of(user.id, s.project.id, today)))
+        seen_as = Actor(user=user, via="personal_access_token", scopes=None)
+        if user.is_active and policy.may(seen_as, Action.READ_MERGE_REQUEST, replace(s, level=level)):
+            out.append(user.id)
+    return out
+
+
+def _usernames(db: Session, ids: list[int]) -> dict[int, str]:
+    if not ids:
+        return {}
+    return dict(db.execute(select(User.id, User.username).where(User.id.in_(ids))).all())
+
+
+def _at(names: dict[int, str], ids: list[int]) -> str:
+    return " and ".join(", ".join(f"@{names[i]}" for i in ids if i in names).rsplit(", ", 1))
+
+
+def _set_people(
+    db: Session,
+    actor: Actor,
+    mr: MergeRequest,
+    table: Any,
+    current: list[int],
+    wanted: list[int],
+    *,
+    review: bool,
+) -> bool:
+    """Assign (or ask to review) exactly `wanted`: rows, the system note, to-dos for the new ones."""
+    added = [i for i in wanted if i not in current]
+    removed = [i for i in current if i not in wanted]
+    if not added and not removed:
+        return False
+    if removed:
+        db.execute(
+            delete(table).where(table.merge_request_id == mr.id, table.user_id.in_(removed)),
+            execution_options={"synchronize_session": False},
+        )
+    for uid in added:
+        db.add(table(merge_request_id=mr.id, user_id=uid))
+    names = _usernames(db, added + removed)
+    parts = []
+    if review:
+        if added:
+            parts.append(f"requested review from {_at(names, added)}")
+        if removed:
+            parts.append(f"removed review request for {_at(names, removed)}")
+    else:
+        if added:
+            parts.append(f"assigned to {_at(names, added)}")
+        if removed:
+            parts.append(f"unassigned {_at(names, removed)}")
+    _note(db, actor, mr, " and ".join(parts))
+    for uid in added:
+        if uid != actor.id:
+            todos.add(
+                db,
+                user_id=uid,
+                author_id=actor.id,
+                action=REVIEW_REQUESTED if review else ASSIGNED,
+                target_type=MERGE_REQUEST,
+                target_id=mr.id,
+                project_id=mr.project_id,
+            )
+    db.flush()
+    return True
+
+
+def _label_note(db: Session, actor: Actor, mr: MergeRequest, added: list[int], removed: list[int]) -> None:
+    if not added and not removed:
+        return
+    titles = dict(db.execute(select(Label.id, Label.title).where(Label.id.in_(added + removed))).all())
+
+    def refs(ids: list[int]) -> str:
+        noun = "label" if len(ids) == 1 else "labels"
+        return " ".join(f'~"{titles[i]}"' for i in ids if i in titles) + f" {noun}"
+
+    parts = []
+    if added:
+        parts.append(f"added {refs(added)}")
+    if removed:
+        parts.append(f"removed {refs(removed)}")
+    _note(db, actor, mr, " and ".join(parts))
+
+
+def _locked(db: Session, merge_request_id: int) -> MergeRequest:
+    """The merge request as the write's transaction sees it, locked against concurrent writers."""
+    stmt = select(MergeRequest).where(MergeRequest.id == merge_request_id).with_for_update()
+    return db.scalars(stmt.execution_options(populate_existing=True)).one()
+
+
+def _reloaded(
+    db: Session, actor: Actor | None, settings: Settings | None, s: ProjectSubject, mr_id: int
+) -> OneMergeRequest:
+    fresh = db.get(MergeRequest, mr_id)
+    if fresh is None:
+        raise NotFound("Merge Request")
+    found = finder.subject_row(db, s.project.id, fresh.iid)
+    assert found is not None
+    subject = MergeRequestSubject(
+        project=s, merge_request=found[0], assignee_ids=tuple(found[1]), reviewer_ids=tuple(found[2])
+    )
+    return one_of(db, actor, subject, settings=settings)
+
+
+def _branch_exists(settings: Settings, project_id: int, branch: str) -> bool:
+    with contextlib.suppress(KeyError, OSError, ValueError, pygit2.GitError):
+        repo = repositories.store(settings).open(project_id)
+        return branch_tip(repo, branch) is not None
+    return False
+
+
+def _is_fork_of(db: Session, fork: Any, upstream_id: int) -> bool:
+    """`upstream_id` is an ancestor of `fork` in its fork network."""
+    from kiln.models import Project
+
+    seen: set[int] = set()
+    parent = fork.forked_from_id
+    while parent is not None and parent not in seen:
+        if parent == upstream_id:
+            return True
+        seen.add(parent)
+        parent = db.scalar(select(Project.forked_from_id).where(Project.id == parent))
+    return False
+
+
+def _after_change(db: Session, actor: Actor, mr: MergeRequest) -> None:
+    """What runs after a merge request's branches change (in the write's transaction): the
+    mergeability check (helper B's job) and merge request pipelines (helper C's), each once
+    its module provides it."""
+    try:
+        from kiln.services import merges
+    except ImportError:
+        merges = None  # type: ignore[assignment]
+    check = getattr(merges, "enqueue_check", None)
+    if check is not None:
+        check(db, mr)
+    after = getattr(merge_request_diffs, "after_change", None)
+    if after is not None:
+        after(db, actor, mr)
+
+
+# ----------------------------------------------------------------------------- opening
+
+SAME_BRANCH = "You can't use same project/branch for source and target"
+DUPLICATE = "Another open merge request already exists for this source branch: !{iid}"
+
+
+def create_merge_request(
+    db: Session, actor: Actor, settings: Settings, p: MergeRequestCreate
+) -> OneMergeRequest:
+    """Open a merge request from `source_branch` of the route's project into `target_branch`
+    of `target_project_id` (the same project, or the upstream of a fork). Without GitLab's
+    admin_merge_request on the target, labels, milestone, assignees and reviewers are dropped."""
+    source = subjects.project(db, actor, p.id, rows=True)
+    target = source
+    if p.target_project_id is not None and p.target_project_id != source.project.id:
+        found = subjects.find_project(db, actor, str(p.target_project_id), rows=True)
+        if found is None or not policy.may(actor, Action.READ_PROJECT, found):
+            raise NotFound("Project")
+        if not _is_fork_of(db, source.project, found.project.id):
+            raise ConflictList(["Source project is not a fork of the target project"], 422)
+        target = found
+    if not policy.may_create_merge_request(actor, source, target):
+        raise Forbidden()
+    issuables.validate_text(p.title, p.description, creating=True)
+    if not _branch_exists(settings, source.project.id, p.source_branch):
+        raise ConflictList([f'Source branch "{p.source_branch}" does not exist'], 400)
+    if not _branch_exists(settings, target.project.id, p.target_branch):
+        raise ConflictList([f'Target branch "{p.target_branch}" does not exist'], 400)
+    if source.project.id == target.project.id and p.source_branch == p.target_branch:
+        raise ConflictList([SAME_BRANCH], 422)
+    admin = policy.may(actor, Action.ADMIN_MERGE_REQUEST, target)
+    given = p.given()
+    title = p.title.strip()
+    with transaction(db):
+        duplicate = finder.open_duplicate(
+            db, target.project.id, source.project.id, p.source_branch, p.target_branch, None
+        )
+        if duplicate is not None:
+            raise ConflictList([DUPLICATE.format(iid=duplicate)])
+        remove_source = p.remove_source_branch
+        mr = MergeRequest(
+            iid=internal_ids.next_iid(db, "merge_requests", target.project.id),
+            project_id=target.project.id,
+            source_project_id=source.project.id,
+            source_branch=p.source_branch,
+            target_branch=p.target_branch,
+            author_id=actor.id,
+            title=title,
+            description=p.description,
+            draft=draft_title(title),
+            force_remove_source_branch=remove_source,
+            squash=bool(p.squash),
+            allow_collaboration=bool(p.allow_collaboration or p.allow_maintainer_to_push)
+            and source.project.id != target.project.id,
+            approvals_before_merge=p.approvals_before_merge,
+            merge_params={"force_remove_source_branch": remove_source} if remove_source is not None else {},
+        )
+        if admin and p.milestone_id:
+            m = _milestone(db, target, p.milestone_id)
+            mr.milestone_id = m.id if m is not None else None
+        db.add(mr)
+        db.flush()
+        if admin:
+            wanted = p.assignee_ids if "assignee_ids" in given else ([p.assignee_id] if p.assignee_id else [])
+            _set_people(
+                db, actor, mr, MergeRequestAssignee, [], _people(db, target, wanted or []), review=False
+            )
+            _set_people(
+                db,
+                actor,
+                mr,
+                MergeRequestReviewer,
+                [],
+                _people(db, target, p.reviewer_ids or []),
+                review=True,
+            )
+            if p.labels:
+                create = policy.may(actor, Action.ADMIN_LABELS, target)
+                labels = label_links.resolve(db, _label_scope(target), p.labels, create=create)
+                label_links.set_labels(db, actor, MERGE_REQUEST, mr.id, [label.id for label in labels])
+            if mr.milestone_id is not None:
+                resource_events.milestone_changed(
+                    db, actor, MERGE_REQUEST, mr.id, mr.milestone_id, None, OPENED
+                )
+        merge_request_diffs.record_version(db, settings, mr)
+        mentions.record(
+            db, actor, p.description, target_type=MERGE_REQUEST, target_id=mr.id, project_id=mr.project_id
+        )
+        merge_request_events.record(db, actor, mr, merge_request_events.OPEN)
+        _after_change(db, actor, mr)
+        db.flush()
+        mr_id = mr.id
+    return _reloaded(db, actor, settings, target, mr_id)
+
+
+# ----------------------------------------------------------------------------- changing
+
+
+def update_merge_request(
+    db: Session, actor: Actor, settings: Settings, p: MergeRequestUpdate
+) -> OneMergeRequest:
+    """Change a merge request's fields, close or reopen it. Its author, assignees and
+    Developers and up may; labels, milestone, assignees, reviewers and the lock take
+    admin_merge_request and are dropped without it, as GitLab does."""
+    s = subjects.merge_request(db, actor, p.id, p.merge_request_iid, rows=True)
+    project = s.project
+    if not policy.may_update_merge_request(actor, project, s.merge_request.author_id, s.assignee_ids):
+        raise Forbidden()
+    issuables.validate_text(p.title, p.description, creating=False)
+    admin = policy.may(actor, Action.ADMIN_MERGE_REQUEST, project)
+    given = p.given()
+    with transaction(db):
+        mr = _locked(db, s.merge_request.id)
+        changes: dict[str, Any] = {}
+        touched = False
+        branches_moved = False
+
+        def changed(name: str, before: Any, after: Any) -> None:
+            changes[name] = {"previous": before, "current": after}
+
+        if p.title is not None and p.title.strip() != mr.title:
+            new_title = p.title.strip()
+            was_draft, now_draft = bool(mr.draft), draft_title(new_title)
+            if was_draft != now_draft:
+                _note(
+                    db,
+                    actor,
+                    mr,
+                    "marked this merge request as **draft**"
+                    if now_draft
+                    else "marked this merge request as **ready**",
+                )
+                changed("draft", was_draft, now_draft)
+            else:
+                _note(db, actor, mr, f"changed title from **{mr.title}** to **{new_title}**")
+            changed("title", mr.title, new_title)
+            mr.title, mr.draft = new_title, now_draft
+            mr.last_edited_at, mr.last_edited_by_id = _now(), actor.id
+        if "description" in given and (p.description or None) != (mr.description or None):
+            before = mr.description
+            _note(db, actor, mr, "changed the description")
+            changed("description", before, p.description)
+            mr.description = p.description
+            mr.last_edited_at, mr.last_edited_by_id = _now(), actor.id
+            mentions.record(
+                db,
+                actor,
+                p.description,
+                target_type=MERGE_REQUEST,
+                target_id=mr.id,
+                project_id=mr.project_id,
+                previous_text=before,
+            )
+        if p.target_branch is not None and p.target_branch != mr.target_branch:
+            if not _branch_exists(settings, mr.project_id, p.target_branch):
+                raise ConflictList([f'Target branch "{p.target_branch}" does not exist'], 400)
+            if mr.source_project_id == mr.project_id and p.target_branch == mr.source_branch:
+                raise ConflictList([SAME_BRANCH], 422)
+            if mr.state == OPENED:
+                dup = finder.open_duplicate(
+                    db, mr.project_id, mr.source_project_id or 0, mr.source_branch, p.target_branch, mr.id
+                )
+                if dup is not None:
+                    raise ConflictList([DUPLICATE.format(iid=dup)])
+            _note(db, actor, mr, f"changed target branch from `{mr.target_branch}` to `{p.target_branch}`")
+            changed("target_branch", mr.target_branch, p.target_branch)
+            mr.target_branch = p.target_branch
+            branches_moved = True
+        if p.remove_source_branch is not None and p.remove_source_branch != mr.force_remove_source_branch:
+            changed("force_remove_source_branch", mr.force_remove_source_branch, p.remove_source_branch)
+            mr.force_remove_source_branch = p.remove_source_branch
+            mr.merge_params = {
+                **(mr.merge_params or {}),
+                "force_remove_source_branch": p.remove_source_branch,
+            }
+        if p.squash is not None and p.squash != mr.squash:
+            changed("squash", mr.squash, p.squash)
+            mr.squash = p.squash
+        collaboration = (
+            p.allow_collaboration if p.allow_collaboration is not None else p.allow_maintainer_to_push
+        )
+        if (
+            collaboration is not None
+            and mr.source_project_id != mr.project_id
+            and collaboration != mr.allow_collaboration
+        ):
+            changed("allow_collaboration", mr.allow_collaboration, collaboration)
+            mr.allow_collaboration = collaboration
+        if p.approvals_before_merge is not None and p.approvals_before_merge != mr.approvals_before_merge:
+            changed("approvals_before_merge", mr.approvals_before_merge, p.approvals_before_merge)
+            mr.approvals_before_merge = p.approvals_before_merge
+        if admin:
+            touched |= _update_planning(db, actor, s, mr, p, given, changed)
+        hook_action = merge_request_events.UPDATE
+        if p.state_event == "close" and mr.state == OPENED:
+            mr.state, mr.closed_at, mr.closed_by_id = CLOSED, _now(), actor.id
+            _note(db, actor, mr, "closed")
+            resource_events.state_changed(db, actor, MERGE_REQUEST, mr.id, CLOSED)
+            todos.done_for_target(db, MERGE_REQUEST, mr.id)
+            changed("state_id", OPENED, CLOSED)
+            hook_action = merge_request_events.CLOSE
+        elif p.state_event == "reopen" and mr.state == CLOSED:
+            _refuse_reopen(db, settings, mr)
+            mr.state, mr.closed_at, mr.closed_by_id = OPENED, None, None
+            _note(db, actor, mr, "reopened")
+            resource_events.state_changed(db, actor, MERGE_REQUEST, mr.id, "reopened")
+            changed("state_id", CLOSED, OPENED)
+            hook_action = merge_request_events.REOPEN
+            branches_moved = True
+        if changes or touched:
+            mr.updated_at = _now()
+            merge_request_events.record(db, actor, mr, hook_action, changes)
+        if branches_moved and mr.state == OPENED:
+            merge_request_diffs.record_version(db, settings, mr)
+            _after_change(db, actor, mr)
+        db.flush()
+    return _reloaded(db, actor, settings, project, s.merge_request.id)
+
+
+def _refuse_reopen(db: Session, settings: Settings, mr: MergeRequest) -> None:
+    """GitLab refuses to reopen a merge request whose branches are gone or that an open one
+    with the same branches would duplicate."""
+    if mr.source_project_id is None or not _branch_exists(settings, mr.source_project_id, mr.source_branch):
+        raise ConflictList([f'Source branch "{mr.source_branch}" does not exist'], 400)
+    if not _branch_exists(settings, mr.project_id, mr.target_branch):
+        raise ConflictList([f'Target branch "{mr.target_branch}" does not exist'], 400)
+    dup = finder.open_duplicate(
+        db, mr.project_id, mr.source_project_id, mr.source_branch, mr.target_branch, mr.id
+    )
+    if dup is not None:
+        raise ConflictList([DUPLICATE.format(iid=dup)])
+
+
+def _update_planning(
+    db: Session,
+    actor: Actor,
+    s: MergeRequestSubject,
+    mr: MergeRequest,
+    p: MergeRequestUpdate,
+    given: set[str],
+    changed: Any,
+) -> bool:
+    """Labels, milestone, assignees, reviewers and lock of an update (admin_merge_request)."""
+    project = s.project
+    touched = False
+    if {"labels", "add_labels", "remove_labels"} & given:
+        create = policy.may(actor, Action.ADMIN_LABELS, project)
+        scope = _label_scope(project)
+        current = label_links.label_ids_of(db, MERGE_REQUEST, mr.id)
+        if "labels" in given:
+            wanted = [label.id for label in label_links.resolve(db, scope, p.labels or [], create=create)]
+        else:
+            wanted = list(current)
+        if p.add_labels:
+            wanted += [label.id for label in label_links.resolve(db, scope, p.add_labels, create=create)]
+        if p.remove_labels:
+            gone = {label.id for label in label_links.resolve(db, scope, p.remove_labels, create=False)}
+            wanted = [i for i in wanted if i not in gone]
+        wanted = list(dict.fromkeys(wanted))
+        added, removed = label_links.set_labels(db, actor, MERGE_REQUEST, mr.id, wanted)
+        if added or removed:
+            _label_note(db, actor, mr, added, removed)
+            changed("labels", current, wanted)
+            touched = True
+    if "milestone_id" in given:
+        m = _milestone(db, project, p.milestone_id) if p.milestone_id else None
+        new_id = m.id if m is not None else None
+        if new_id != mr.milestone_id:
+            before = db.get(Milestone, mr.milestone_id) if mr.milestone_id is not None else None
+            if m is not None:
+                _note(db, actor, mr, f'changed milestone to %"{m.title}"')
+            else:
+                _note(
+                    db, actor, mr, f'removed milestone %"{before.title}"' if before else "removed milestone"
+                )
+            resource_events.milestone_changed(
+                db, actor, MERGE_REQUEST, mr.id, new_id, mr.milestone_id, mr.state
+            )
+            changed("milestone_id", mr.milestone_id, new_id)
+            mr.milestone_id = new_id
+    if "assignee_ids" in given or "assignee_id" in given:
+        wanted_ids = p.assignee_ids if "assignee_ids" in given else ([p.assignee_id] if p.assignee_id else [])
+        current_ids = list(s.assignee_ids)
+        wanted_people = _people(db, project, wanted_ids or [])
+        if _set_people(db, actor, mr, MergeRequestAssignee, current_ids, wanted_people, review=False):
+            changed("assignees", current_ids, wanted_people)
+            touched = True
+    if "reviewer_ids" in given:
+        current_ids = list(s.reviewer_ids)
+        wanted_people = _people(db, project, p.reviewer_ids or [])
+        if _set_people(db, actor, mr, MergeRequestReviewer, current_ids, wanted_people, review=True):
+            changed("reviewers", current_ids, wanted_people)
+            touched = True
+    if p.discussion_locked is not None and p.discussion_locked != bool(mr.discussion_locked):
+        _note(
+            db,
+            actor,
+            mr,
+            "locked the discussion in this merge request"
+            if p.discussion_locked
+            else "unlocked the discussion in this merge request",
+        )
+        changed("discussion_locked", mr.discussion_locked, p.discussion_locked)
+        mr.discussion_locked = p.discussion_locked
+    return touched
+
+
+# ----------------------------------------------------------------------------- deleting
+
+
+def delete_merge_request(db: Session, actor: Actor, settings: Settings, ident: str, iid: int) -> None:
+    """Delete a merge request with what hangs off it by (type, id): labels, notes, award
+    emoji, to-dos, subscriptions (versions, assignees, reviewers, approvals by foreign key);
+    its head ref goes after the commit."""
+    s = subjects.merge_request(db, actor, ident, iid, Action.DESTROY_MERGE_REQUEST, rows=True)
+    with transaction(db):
+        mr = db.get(MergeRequest, s.merge_request.id)
+        if mr is None:
+            raise NotFound("Merge Request")
+        mr_id = mr.id
+        note_ids = select(Note.id).where(Note.noteable_type == MERGE_REQUEST, Note.noteable_id == mr_id)
+        for stmt in (
+            delete(AwardEmoji).where(
+                AwardEmoji.awardable_type == "Note", AwardEmoji.awardable_id.in_(note_ids)
+            ),
+            delete(AwardEmoji).where(
+                AwardEmoji.awardable_type == MERGE_REQUEST, AwardEmoji.awardable_id == mr_id
+            ),
+            delete(Note).where(Note.noteable_type == MERGE_REQUEST, Note.noteable_id == mr_id),
+            delete(LabelLink).where(LabelLink.target_type == MERGE_REQUEST, LabelLink.target_id == mr_id),
+            delete(Todo).where(Todo.target_type == MERGE_REQUEST, Todo.target_id == mr_id),
+            delete(Subscription).where(
+                Subscription.subscribable_type == MERGE_REQUEST, Subscription.subscribable_id == mr_id
+            ),
+        ):
+            db.execute(stmt, execution_options={"synchronize_session": False})
+        db.delete(mr)
+        db.flush()
+    merge_request_diffs.forget_refs(settings, mr)
+
+
+# ----------------------------------------------------------------------------- subscriptions, people
+
+
+def set_subscription(
+    db: Session, actor: Actor, settings: Settings, ident: str, iid: int, subscribed: bool
+) -> OneMergeRequest | None:
+    """Subscribe or unsubscribe; None when it was so already (the route's 304)."""
+    s = subjects.merge_request(db, actor, ident, iid, rows=True)
+    row = finder.row_by_id(db, s.merge_request.id)
+    if row is None:
+        raise NotFound("Merge Request")
+    with transaction(db):
+        participant = _is_participant(db, actor.id, row)
+        done = subscriptions.set_subscribed(
+            db,
+            actor.id,
+            MERGE_REQUEST,
+            row.id,
+            subscribed,
+            project_id=row.project_id,
+            participant=participant,
+        )
+    if not done:
+        return None
+    return one_of(db, actor, s, settings=settings)
+
+
+def participants(db: Session, actor: Actor | None, ident: str, iid: int, page: Page) -> PageResult:
+    """The merge request's author, assignees, reviewers and those who commented, each once."""
+    s = subjects.merge_request(db, actor, ident, iid, rows=True)
+    mr = s.merge_request
+    ids: dict[int, None] = {}
+    if mr.author_id is not None:
+        ids[mr.author_id] = None
+    for uid in (*s.assignee_ids, *s.reviewer_ids, *finder.commenters(db, mr.id)):
+        ids[uid] = None
+    users: list[UserRow] = user_finder.rows_by_ids(db, list(ids))
+    return list_page(users, page)
+
+
+def reviewers(db: Session, actor: Actor | None, ident: str, iid: int) -> list[tuple[UserRow, str, Any]]:
+    """Each reviewer with where their review stands: (user, state, created_at)."""
+    s = subjects.merge_request(db, actor, ident, iid, rows=True)
+    rows = finder.reviewer_rows(db, s.merge_request.id)
+    users = {u.id: u for u in user_finder.rows_by_ids(db, [r[0] for r in rows])}
+    return [(users[r[0]], r[1], r[2]) for r in rows if r[0] in users]
+
+
+# ----------------------------------------------------------------------------- commits, changes
+
+
+@dataclass(slots=True)
+class Commits:
+    page: PageResult  # items: MergeRequestDiffCommit
+    project_path: str
+
+
+def commits(db: Session, actor: Actor | None, ident: str, iid: int, page: Page) -> Commits:
+    """The latest version's commits, newest first (GitLab reads them from the version)."""
+    s = subjects.merge_request(db, actor, ident, iid, rows=True)
+    mr = s.merge_request
+    found = finder.diff_commits(db, mr.latest_diff_id) if mr.latest_diff_id is not None else []
+    return Commits(list_page(found, page), f"{s.project.namespace.full_path}/{s.project.project.path}")
+
+
+# No limits but these, for access_raw_diffs (GitLab reads the diffs from git then, uncut).
+_RAW = 2**31
+
+
+def _diff_set(db: Session, settings: Settings, s: MergeRequestSubject, *, raw: bool) -> git_diffs.DiffSet:
+    """The files the latest version changes (base..head), bounded as the instance bounds diffs."""
+    mr = s.merge_request
+    empty = git_diffs.DiffSet(files=[], overflow=False)
+    diff = finder.latest_diff(db, mr.latest_diff_id)
+    if diff is None:
+        return empty
+    limits = repositories.diff_limits(db, settings, expanded=True)
+    if raw:
+        limits = replace(limits, max_files=_RAW, max_lines=_RAW, max_patch_bytes=_RAW)
+    with contextlib.suppress(KeyError, OSError, ValueError, pygit2.GitError):
+        repo = merge_request_diffs.target_repository(settings, mr)
+        head = repo[diff.head_commit_sha].peel(pygit2.Commit)
+        base_sha = diff.base_commit_sha or diff.start_commit_sha
+        base = repo[base_sha].peel(pygit2.Commit) if base_sha else None
+        return git_diffs.tree_diff(repo, base, head, limits)
+    return empty
+
+
+def changes(
+    db: Session, actor: Actor | None, settings: Settings, ident: str, iid: int, *, raw: bool = False
+) -> tuple[OneMergeRequest, git_diffs.DiffSet]:
+    """The merge request and the files its latest version changes."""
+    s = subjects.merge_request(db, actor, ident, iid, rows=True)
+    return one_of(db, actor, s, settings=settings), _diff_set(db, settings, s, raw=raw)
+
+
+def diffs(
+    db: Session, actor: Actor | None, settings: Settings, ident: str, iid: int, page: Page
+) -> PageResult:
+    """A page of the files the latest version changes (items: git FileDiff)."""
+    s = subjects.merge_request(db, actor, ident, iid, rows=True)
+    return list_page(_diff_set(db, settings, s, raw=False).files, page)
