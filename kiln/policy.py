@@ -702,6 +702,28 @@ def may_approve(
     return is_admin(actor) or (s.level or 0) >= GUEST
 
 
+def may_override_approvers(
+    actor: Actor | None, s: ProjectSubject, author_id: int | None, assignee_ids: Iterable[int]
+) -> bool:
+    """A merge request's own approval rules and approvers (GitLab's update_approvers): whoever
+    may update it, unless the project keeps its rules (disable_overriding_approvers_per_merge_request)."""
+    if s.project.disable_overriding_approvers_per_merge_request:
+        return False
+    return may_update_merge_request(actor, s, author_id, assignee_ids)
+
+
+def authors_may_approve(project: Project, instance_prevents: bool) -> bool:
+    """An author approving their own merge request: refused where the project's
+    merge_requests_author_approval is true (the spec's meaning) or the instance prevents it."""
+    return not (project.merge_requests_author_approval or instance_prevents)
+
+
+def committers_may_approve(project: Project, instance_prevents: bool) -> bool:
+    """A user who committed to a merge request approving it: refused where the project's
+    merge_requests_disable_committers_approval is on or the instance prevents it."""
+    return not (project.merge_requests_disable_committers_approval or instance_prevents)
+
+
 def may_create_merge_request(actor: Actor | None, source: ProjectSubject, target: ProjectSubject) -> bool:
     """A merge request from a branch of `source` into `target` (the same project, or its fork's
     upstream): push access to the source (create_merge_request_from) and

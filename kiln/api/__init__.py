@@ -7,6 +7,8 @@ from litestar.handlers import HTTPRouteHandler
 from kiln.api import (
     application_settings,
     application_statistics,
+    approval_rules,
+    approvals,
     award_emoji,
     badges,
     boards,
@@ -141,6 +143,8 @@ API_ROUTES: list[HTTPRouteHandler] = [
     *plan_limits.ROUTES,
     *application_statistics.ROUTES,
     *issues.ROUTES,
+    *approvals.ROUTES,
+    *approval_rules.ROUTES,
     *merge_requests.ROUTES,
     *issue_links.ROUTES,
     *todos.ROUTES,

@@ -1,0 +1,60 @@
+"""Request contracts for approval rules, a project's and a merge request's (GitLab's
+ee/lib/api/project_approval_rules.rb and merge_request_approval_rules.rb parameters)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from kiln.schemas._types import Flag, Int, IntArray, PageParams, Params, StrArray
+
+
+class ProjectRules(PageParams):
+    id: str
+
+
+class ProjectRule(Params):
+    id: str
+    approval_rule_id: Int
+
+
+class _RuleFields(Params):
+    name: str
+    approvals_required: Int
+    user_ids: IntArray | None = None
+    group_ids: IntArray | None = None
+    usernames: StrArray | None = None
+
+
+class ProjectRuleCreate(_RuleFields):
+    id: str
+    protected_branch_ids: IntArray | None = None
+    rule_type: Literal["regular", "any_approver"] | None = None
+    applies_to_all_protected_branches: Flag | None = None
+
+
+class ProjectRuleUpdate(ProjectRuleCreate):
+    approval_rule_id: Int
+    # GitLab's PUT takes them all optionally; the spec requires name and approvals_required.
+
+
+class MergeRequestRules(PageParams):
+    id: str
+    merge_request_iid: Int
+
+
+class MergeRequestRule(Params):
+    id: str
+    merge_request_iid: Int
+    approval_rule_id: Int
+
+
+class MergeRequestRuleCreate(_RuleFields):
+    id: str
+    merge_request_iid: Int
+    approval_project_rule_id: Int | None = None
+
+
+class MergeRequestRuleUpdate(_RuleFields):
+    id: str
+    merge_request_iid: Int
+    approval_rule_id: Int
