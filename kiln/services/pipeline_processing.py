@@ -256,6 +256,12 @@ def _compose(
     else:
         pipeline.finished_at = None
     record_pipeline_event(db, pipeline, "pipeline_status", actor=actor, previous=previous)
+    if status == SUCCESS:
+        # Merge requests set to merge when this pipeline succeeds (imported here: merges
+        # reaches this module through repositories and pipeline creation).
+        from kiln.services import merges
+
+        merges.after_pipeline_success(db, pipeline)
 
 
 def record_pipeline_event(
