@@ -86,6 +86,9 @@ def refspecs(job: CiJob, pipeline_id: int) -> list[str]:
     """The ref the job runs on, and its commit under the pipeline's own ref (GitLab's)."""
     if job.tag:
         own = f"+refs/tags/{job.ref}:refs/tags/{job.ref}"
+    elif job.ref.startswith("refs/merge-requests/"):
+        # A merge request pipeline's ref is its head ref in the target project, fetched as is.
+        own = f"+{job.ref}:{job.ref}"
     else:
         own = f"+refs/heads/{job.ref}:refs/remotes/origin/{job.ref}"
     return [own, f"+{job.sha}:refs/pipelines/{pipeline_id}"]

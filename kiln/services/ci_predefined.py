@@ -226,7 +226,8 @@ def for_job(
     if job.tag:
         add(variable("CI_COMMIT_TAG", job.ref))
         add(variable("CI_COMMIT_TAG_MESSAGE", commit.tag_message))
-    else:
+    elif pipeline.merge_request_id is None:
+        # A merge request pipeline has no branch of its own (kiln.services.merge_request_pipelines).
         add(variable("CI_COMMIT_BRANCH", job.ref))
     add(variable("CI_COMMIT_MESSAGE", commit.message))
     add(variable("CI_COMMIT_TITLE", title))

@@ -10,19 +10,31 @@ readable after a force-push or a deleted source branch, as GitLab keeps them."""
 from __future__ import annotations
 
 import contextlib
+import html
+import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import pygit2
 from sqlalchemy.orm import Session
 
+from kiln import jobs
+from kiln.auth.actor import Actor
 from kiln.config import Settings
+from kiln.errors import NotFound
 from kiln.git import diffs as git_diffs
 from kiln.git import picks
-from kiln.git.refs import branch_tip
+from kiln.git.refs import ZERO, branch_tip
 from kiln.models import MergeRequest, MergeRequestDiff, MergeRequestDiffCommit
-from kiln.models.merge_requests import COLLECTED, EMPTY, UNCHECKED
-from kiln.services import repositories
+from kiln.models.merge_requests import COLLECTED, EMPTY, MERGED, OPENED, OVERFLOW, UNCHECKED
+from kiln.models.notes import MERGE_REQUEST as MERGE_REQUEST_NOTEABLE
+from kiln.pagination import Page, PageResult
+from kiln.queries import merge_request_diffs as reads
+from kiln.queries import users as user_finder
+from kiln.queries.merge_request_diffs import Version, VersionCommit
+from kiln.services import merge_request_events, repositories, subjects, system_notes
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,12 +118,18 @@ def record_version(db: Session, settings: Settings, mr: MergeRequest) -> MergeRe
         commits = git_diffs.commits_between(repo, pygit2.Oid(hex=now.start), head_oid)
         old_tree = repo[now.start].peel(pygit2.Commit).tree
     files = len(old_tree.diff_to_tree(repo[now.head].peel(pygit2.Commit).tree))
+    # Past the instance's file limit GitLab's collection stops: the version overflows and
+    # its real_size reads "<limit>+".
+    max_files = repositories.diff_limits(db, settings, expanded=True).max_files
+    state = COLLECTED if commits else EMPTY
+    if files > max_files:
+        state, files = OVERFLOW, max_files
     version = MergeRequestDiff(
         merge_request_id=mr.id,
         head_commit_sha=now.head,
         base_commit_sha=now.base,
         start_commit_sha=now.start,
-        state=COLLECTED if commits else EMPTY,
+        state=state,
         commits_count=len(commits),
         files_count=files,
     )
@@ -147,3 +165,275 @@ def forget_refs(settings: Settings, mr: MergeRequest) -> None:
         ref = repo.references.get(head_ref(mr.iid))
         if ref is not None:
             ref.delete()
+
+
+# ---------------------------------------------------------------------------- versions API
+
+
+def list_versions(db: Session, actor: Actor | None, ident: str, iid: int, page: Page) -> PageResult:
+    """The merge request's versions, newest first."""
+    s = subjects.merge_request(db, actor, ident, iid)
+    return reads.versions(db, s.merge_request.id, page)
+
+
+def get_version(
+    db: Session, settings: Settings, actor: Actor | None, ident: str, iid: int, version_id: int
+) -> Version:
+    """One version with its commits (newest first) and its diff, base to head, read from the
+    target repository (where every version's head is kept) within the instance's limits.
+    Another merge request's version is not found."""
+    s = subjects.merge_request(db, actor, ident, iid)
+    version = reads.version(db, s.merge_request.id, version_id)
+    if version is None:
+        raise NotFound(message="404 Not found")
+    rows = reads.commits(db, version.id)
+    full_path = f"{s.project.namespace.full_path}/{s.project.project.path}"
+    repo = repositories.store(settings).find(s.project.project.id)
+    if repo is None:
+        return Version(version, [VersionCommit(r, []) for r in rows], [], full_path)
+    commits = [VersionCommit(r, _parents(repo, r.sha)) for r in rows]
+    head = _commit(repo, version.head_commit_sha)
+    old = _commit(repo, version.base_commit_sha or version.start_commit_sha)
+    if head is None:
+        return Version(version, commits, [], full_path)
+    found = git_diffs.tree_diff(repo, old, head, repositories.diff_limits(db, settings, expanded=True))
+    return Version(version, commits, found.files, full_path)
+
+
+def _commit(repo: pygit2.Repository, sha: str | None) -> pygit2.Commit | None:
+    if not sha:
+        return None
+    try:
+        return repo[sha].peel(pygit2.Commit)
+    except (KeyError, ValueError, pygit2.GitError):
+        return None
+
+
+def _parents(repo: pygit2.Repository, sha: str) -> list[str]:
+    commit = _commit(repo, sha)
+    return [str(p) for p in commit.parent_ids] if commit is not None else []
+
+
+# ---------------------------------------------------------------------------- pushes
+# A push to a branch, after it is recorded (kiln.services.repositories.record_push): the open
+# merge requests whose source it is get a new version, a system note listing the commits it
+# added, their approvals reset (when the project says so), automatic merge cancelled and an
+# update event; those targeting it are checked again, and marked merged when the push brought
+# their head into the branch. `git push -o merge_request.*` options act afterwards.
+
+REFRESH = "merge_requests.refresh"
+AFTER_CHANGE = "merge_requests.after_change"
+_HEADS = "refs/heads/"
+
+
+def enqueue_refresh(
+    db: Session,
+    project_id: int,
+    actor: Actor | None,
+    ref: str,
+    before: str,
+    after: str,
+    push_options: list[str],
+) -> None:
+    """Queue the merge request work of one branch update (tags move no merge request)."""
+    if not ref.startswith(_HEADS):
+        return
+    jobs.enqueue(
+        db,
+        REFRESH,
+        {
+            "project_id": project_id,
+            "ref": ref,
+            "before": before,
+            "after": after,
+            "user_id": actor.id if actor is not None else None,
+            "push_options": list(push_options),
+        },
+    )
+
+
+def after_change(db: Session, actor: Actor | None, mr: MergeRequest) -> None:
+    """After a merge request is opened (or its branches change): its merge request pipeline,
+    queued in the caller's transaction (the merge request services queue the mergeability
+    check themselves). The one entry point they call."""
+    jobs.enqueue(db, AFTER_CHANGE, {"merge_request_id": mr.id, "user_id": actor.id if actor else None})
+
+
+def _optional(module: str, name: str) -> Callable[..., Any] | None:
+    """A function another part of the merge request work provides, once it exists."""
+    try:
+        found = importlib.import_module(module)
+    except ImportError:
+        return None
+    fn = getattr(found, name, None)
+    return fn if callable(fn) else None
+
+
+def job_actor(db: Session, user_id: Any) -> Actor | None:
+    """The user a job acts for (the pusher), as an actor; None when gone."""
+    if user_id is None:
+        return None
+    user = user_finder.row_by_id(db, int(user_id))
+    return Actor(user=user, via="session", scopes=None) if user is not None else None
+
+
+@jobs.handler(AFTER_CHANGE)
+def _after_change(ctx: jobs.JobContext, payload: dict[str, Any]) -> None:
+    mr = ctx.db.get(MergeRequest, int(payload["merge_request_id"]))
+    if mr is None or mr.state != OPENED:
+        return
+    from kiln.services import merge_request_pipelines
+
+    merge_request_pipelines.create_quietly(
+        ctx.db, ctx.settings, job_actor(ctx.db, payload.get("user_id")), mr
+    )
+
+
+@jobs.handler(REFRESH)
+def _refresh(ctx: jobs.JobContext, payload: dict[str, Any]) -> None:
+    db, settings = ctx.db, ctx.settings
+    project_id = int(payload["project_id"])
+    branch = str(payload["ref"])[len(_HEADS) :]
+    before, after = str(payload.get("before") or ZERO), str(payload.get("after") or ZERO)
+    actor = job_actor(db, payload.get("user_id"))
+    for mr in reads.open_from_source(db, project_id, branch):
+        _source_moved(db, settings, actor, mr, before, after)
+    if after != ZERO:
+        _target_moved(db, settings, actor, project_id, branch, before, after)
+    options = [str(o) for o in payload.get("push_options") or []]
+    if after != ZERO and options:
+        from kiln.services import merge_request_pushes
+
+        merge_request_pushes.apply(db, settings, actor, project_id, branch, options)
+
+
+def _branch_note(db: Session, actor: Actor | None, mr: MergeRequest, verb: str) -> None:
+    """GitLab's note of a source branch deleted or pushed again."""
+    system_notes.add(
+        db,
+        actor,
+        noteable_type=MERGE_REQUEST_NOTEABLE,
+        noteable_id=mr.id,
+        project_id=mr.project_id,
+        body=f"{verb} source branch `{mr.source_branch}`",
+    )
+
+
+def _source_moved(
+    db: Session, settings: Settings, actor: Actor | None, mr: MergeRequest, before: str, after: str
+) -> None:
+    if after == ZERO:
+        # The versions stay (their heads are kept around); the thread says the branch went.
+        _branch_note(db, actor, mr, "deleted")
+        return
+    if before == ZERO:
+        _branch_note(db, actor, mr, "restored")
+    previous_id, oldrev = mr.latest_diff_id, mr.head_sha
+    known = set(reads.commit_shas(db, previous_id))
+    version = record_version(db, settings, mr)
+    if version is None:
+        return
+    added = [c for c in reversed(reads.commits(db, version.id)) if c.sha not in known]
+    if added:
+        system_notes.add(
+            db,
+            actor,
+            noteable_type=MERGE_REQUEST_NOTEABLE,
+            noteable_id=mr.id,
+            project_id=mr.project_id,
+            body=commits_note(db, mr, version.id, added, oldrev),
+        )
+    # The project's reset_approvals_on_push is read by the approvals service.
+    reset = _optional("kiln.services.approvals", "reset_on_push")
+    if reset is not None:
+        reset(db, actor, mr)
+    if mr.merge_when_pipeline_succeeds:
+        cancel = _optional("kiln.services.merges", "cancel_auto_merge")
+        if cancel is not None:
+            cancel(db, mr, "source branch was updated", actor)
+    check = _optional("kiln.services.merges", "enqueue_check")
+    if check is not None:
+        check(db, mr)
+    merge_request_events.record(db, actor, mr, merge_request_events.UPDATE)
+    from kiln.services import merge_request_pipelines
+
+    merge_request_pipelines.create_quietly(db, settings, actor, mr)
+
+
+def commits_note(
+    db: Session, mr: MergeRequest, version_id: int, added: list[MergeRequestDiffCommit], oldrev: str | None
+) -> str:
+    """GitLab's "added N commits" note: the count, each commit's short id and title, and a
+    link comparing the new version with the previous head."""
+    n = len(added)
+    items = "".join(f"<li>{c.sha[:8]} - {html.escape(_title(c.message))}</li>" for c in added)
+    path = reads.project_path(db, mr.project_id)
+    link = f"/{path}/-/merge_requests/{mr.iid}/diffs?diff_id={version_id}"
+    if oldrev:
+        link += f"&start_sha={oldrev}"
+    return f"added {n} commit{'s' if n != 1 else ''}\n\n<ul>{items}</ul>\n\n[Compare with previous version]({link})"
+
+
+def _title(message: str) -> str:
+    return message.replace("\r", "\n").split("\n", 1)[0] if message.strip() else "No commit message"
+
+
+def _target_moved(
+    db: Session,
+    settings: Settings,
+    actor: Actor | None,
+    project_id: int,
+    branch: str,
+    before: str,
+    after: str,
+) -> None:
+    """Merge requests into the branch: checked again; one whose head the push brought into
+    the branch is merged (GitLab's manual merge: no merge commit of its own)."""
+    targeting = reads.open_into(db, project_id, branch)
+    if not targeting:
+        return
+    recheck = _optional("kiln.services.merges", "recheck_target")
+    if recheck is not None:
+        recheck(db, project_id, branch)
+    repo = repositories.store(settings).find(project_id)
+    if repo is None:
+        return
+    for mr in targeting:
+        latest = db.get(MergeRequestDiff, mr.latest_diff_id) if mr.latest_diff_id is not None else None
+        # An empty merge request (no commits of its own) is not merged by a push.
+        if latest is None or latest.state == EMPTY or not mr.head_sha:
+            continue
+        if _brought_in(repo, mr.head_sha, before, after):
+            _merged_by_push(db, actor, mr)
+
+
+def _brought_in(repo: pygit2.Repository, head: str, before: str, after: str) -> bool:
+    """`head` is in the branch now and was not before."""
+    try:
+        tip, sha = pygit2.Oid(hex=after), pygit2.Oid(hex=head)
+        if tip != sha and not repo.descendant_of(tip, sha):
+            return False
+        if before == ZERO:
+            return True
+        old = pygit2.Oid(hex=before)
+        return old != sha and not repo.descendant_of(old, sha)
+    except (KeyError, ValueError, pygit2.GitError):
+        return False
+
+
+def _merged_by_push(db: Session, actor: Actor | None, mr: MergeRequest) -> None:
+    mr.state = MERGED
+    mr.merged_at = datetime.now(UTC)
+    mr.merged_by_id = actor.id if actor is not None else None
+    mr.merge_commit_sha = None
+    mr.merge_when_pipeline_succeeds = False
+    mr.lock_version += 1
+    system_notes.add(
+        db,
+        actor,
+        noteable_type=MERGE_REQUEST_NOTEABLE,
+        noteable_id=mr.id,
+        project_id=mr.project_id,
+        body="merged",
+    )
+    merge_request_events.record(db, actor, mr, merge_request_events.MERGE)

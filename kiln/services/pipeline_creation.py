@@ -306,6 +306,8 @@ def _plan(
     before_sha: str,
     config_path: str,
     message: str,
+    extra: dict[str, str | None] | None = None,
+    compare_to: str | None = None,
 ) -> PipelinePlan:
     variables = predefined(
         settings,
@@ -318,6 +320,12 @@ def _plan(
         config_path=config_path,
         message=message,
     )
+    # A merge request pipeline's own variables (None: a variable it does not have).
+    for key, value in (extra or {}).items():
+        if value is None:
+            variables.pop(key, None)
+        else:
+            variables[key] = value
     for v in ci_variables.for_pipeline(
         db,
         settings,
@@ -336,7 +344,7 @@ def _plan(
         ref=target.ref,
         tag=target.tag,
         source=source,
-        before_sha=before_sha,
+        before_sha=compare_to or before_sha,
         max_includes=150,
     )
     return ci_yaml.plan_pipeline(text, ctx)
@@ -358,17 +366,23 @@ def create(
     commit_message: str | None = None,
     save_on_errors: bool = True,
     skip: bool = False,
+    target: Target | None = None,
+    merge_request_id: int | None = None,
+    extra_variables: dict[str, str | None] | None = None,
+    compare_to: str | None = None,
 ) -> Pipeline:
     """A new pipeline of `project` for `ref`, inside the caller's transaction, processed once
     (its first jobs pending). Refused (nothing written) when the ref or the configuration is
     missing, workflow rules filter it out, it has no job, or (`save_on_errors` off) the
     configuration is invalid. `skip`: a skipped pipeline without jobs ([skip ci]).
     `commit_message`: the head commit's message when the caller read it (a push), else it
-    is read from the commit."""
+    is read from the commit. A merge request pipeline (kiln.services.merge_request_pipelines)
+    gives its `target` (the merge request's head ref), `merge_request_id`, its variables and
+    the commit `rules: changes` compare with (the merge request's diff base)."""
     namespace = db.get(Namespace, project.namespace_id)
     assert namespace is not None
     repo = repositories.store(settings).find(project.id)
-    target = resolve(db, repo, project.id, ref, sha)
+    target = target or resolve(db, repo, project.id, ref, sha)
     assert repo is not None
     given = _given(variables)
     config = config_text(db, settings, actor, project.id, repo, target.commit)
@@ -395,6 +409,8 @@ def create(
             before_sha=before,
             config_path=config_path,
             message=commit_message if commit_message is not None else _message(target.commit),
+            extra=extra_variables,
+            compare_to=compare_to,
         )
     if plan.errors:
         if not save_on_errors:
@@ -417,6 +433,7 @@ def create(
         user_id=actor.id if actor is not None else None,
         schedule_id=schedule_id,
         trigger_id=trigger_id,
+        merge_request_id=merge_request_id,
         committed_at=datetime.fromtimestamp(target.commit.commit_time, UTC),
         name=plan.name,
     )

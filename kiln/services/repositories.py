@@ -28,7 +28,7 @@ from kiln.git.store import RepositoryStore, store_for
 from kiln.models import Event, Project, ProjectStatistics, ProtectedBranch
 from kiln.models.repository import DEVELOPER_ACCESS, MAINTAINER_ACCESS
 from kiln.policy import Action, ProjectSubject
-from kiln.services import instance_settings, languages, pipeline_creation, subjects
+from kiln.services import instance_settings, languages, merge_request_diffs, pipeline_creation, subjects
 from kiln.services import protected_branches as protection
 
 PUSH_REFUSED = "You are not allowed to push into this branch"
@@ -223,6 +223,7 @@ def record_push(
     )
     jobs.enqueue(db, MAINTAIN, {"project_id": project.id})
     pipeline_creation.enqueue_for_push(db, project.id, actor, ref, before, after, push_options or [])
+    merge_request_diffs.enqueue_refresh(db, project.id, actor, ref, before, after, push_options or [])
     languages.after_push(db, project, ref, after)
     project = model_of(db, project)
     project.last_activity_at = datetime.now(UTC)

@@ -60,6 +60,7 @@ from kiln.services import (
     ci_variables,
     instance_settings,
     job_tokens,
+    merge_request_pipelines,
     repositories,
     runners,
 )
@@ -295,6 +296,7 @@ def _payload(db: Session, settings: Settings, job: CiJob, job_token: str, timeou
         config_path=config_path,
         commit=_commit_facts(settings, job),
     )
+    variables += merge_request_pipelines.job_variables(db, settings, src.pipeline)
     variables += [_yaml_variable(v) for v in job.yaml_variables or [] if isinstance(v, dict)]
     environment = job.options.get("environment") if job.options else None
     variables += ci_variables.for_pipeline(
