@@ -1,5 +1,6 @@
 """Emoji reactions (GitLab's Emoji reactions API, formerly award emoji) on issues
-(/projects/:id/issues/:issue_iid/award_emoji), epics (/groups/:id/epics/:epic_iid/award_emoji)
+(/projects/:id/issues/:issue_iid/award_emoji), merge requests
+(/projects/:id/merge_requests/:merge_request_iid/award_emoji), epics (/groups/:id/epics/:epic_iid/award_emoji)
 and their notes (…/notes/:note_id/award_emoji). Epics are named by iid here, as GitLab names them."""
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from kiln.schemas.award_emoji import AwardCreate, AwardGet, AwardList
 from kiln.schemas.notes import for_noteable
 from kiln.services import award_emoji as service
 from kiln.services.award_emoji import OneAward
-from kiln.services.subjects import EPICS, ISSUES, Kind
+from kiln.services.subjects import EPICS, ISSUES, MERGE_REQUESTS, Kind
 
 Req = Request[Any, Any, Any]
 
@@ -80,4 +81,6 @@ ROUTES: list[HTTPRouteHandler] = [
     *_routes(ISSUES, "issue_iid", "an issue", on_note=True),
     *_routes(EPICS, "epic_iid", "an epic", on_note=False),
     *_routes(EPICS, "epic_iid", "an epic", on_note=True),
+    *_routes(MERGE_REQUESTS, "merge_request_iid", "a merge request", on_note=False),
+    *_routes(MERGE_REQUESTS, "merge_request_iid", "a merge request", on_note=True),
 ]

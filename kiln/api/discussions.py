@@ -1,5 +1,6 @@
-"""Threads (GitLab's Discussions API) on issues (/projects/:id/issues/:issue_iid/discussions)
-and epics (/groups/:id/epics/:epic_id/discussions, the epic's global id as clients send it).
+"""Threads (GitLab's Discussions API) on issues (/projects/:id/issues/:issue_iid/discussions),
+merge requests (/projects/:id/merge_requests/:merge_request_iid/discussions, whose threads
+resolve and may sit on a diff position) and epics (/groups/:id/epics/:epic_id/discussions, the epic's global id as clients send it).
 Resolving a whole thread is routed only for kinds whose threads resolve, as in GitLab."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from typing import Any
 from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
 
-from kiln.api._deps import Authenticated, Db, Viewer, base_url, in_thread
+from kiln.api._deps import Authenticated, Db, Viewer, base_url, in_thread, runtime
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
 from kiln.api._render import no_content, render
@@ -28,7 +29,7 @@ from kiln.schemas.notes import for_noteable
 from kiln.services import discussions as service
 from kiln.services.discussions import OneThread
 from kiln.services.notes import OneNote
-from kiln.services.subjects import EPICS, ISSUES, Kind
+from kiln.services.subjects import EPICS, ISSUES, MERGE_REQUESTS, Kind
 
 Req = Request[Any, Any, Any]
 
@@ -70,7 +71,9 @@ def _routes(kind: Kind, ref: str, singular: str, *, by_id: bool) -> list[HTTPRou
 
     async def create_discussion(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
         p: DiscussionCreate = await params(request)
-        found = await in_thread(service.create_discussion, db, actor, kind, p, by_id=by_id)
+        found = await in_thread(
+            service.create_discussion, db, actor, kind, p, by_id=by_id, settings=runtime(request).settings
+        )
         return render(_thread_view(request, found), status=201)
 
     async def reply_to_discussion(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
@@ -127,4 +130,5 @@ def _routes(kind: Kind, ref: str, singular: str, *, by_id: bool) -> list[HTTPRou
 ROUTES: list[HTTPRouteHandler] = [
     *_routes(ISSUES, "issue_iid", "an issue", by_id=False),
     *_routes(EPICS, "epic_id", "an epic", by_id=True),
+    *_routes(MERGE_REQUESTS, "merge_request_iid", "a merge request", by_id=False),
 ]

@@ -1,5 +1,6 @@
-"""Notes (GitLab's Notes API) on issues (/projects/:id/issues/:issue_iid/notes) and epics
-(/groups/:id/epics/:epic_id/notes, the epic's global id as clients send it)."""
+"""Notes (GitLab's Notes API) on issues (/projects/:id/issues/:issue_iid/notes), merge requests
+(/projects/:id/merge_requests/:merge_request_iid/notes) and epics (/groups/:id/epics/:epic_id/notes,
+the epic's global id as clients send it)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from kiln.entities.notes import note
 from kiln.schemas.notes import NoteCreate, NoteGet, NoteList, NoteUpdate, for_noteable
 from kiln.services import notes as service
 from kiln.services.notes import OneNote
-from kiln.services.subjects import EPICS, ISSUES, Kind
+from kiln.services.subjects import EPICS, ISSUES, MERGE_REQUESTS, Kind
 
 Req = Request[Any, Any, Any]
 
@@ -83,4 +84,5 @@ def _routes(kind: Kind, ref: str, singular: str, *, by_id: bool) -> list[HTTPRou
 ROUTES: list[HTTPRouteHandler] = [
     *_routes(ISSUES, "issue_iid", "an issue", by_id=False),
     *_routes(EPICS, "epic_id", "an epic", by_id=True),
+    *_routes(MERGE_REQUESTS, "merge_request_iid", "a merge request", by_id=False),
 ]

@@ -1,5 +1,6 @@
 """To-dos (GitLab's To-do list API): the caller's own to-dos, marking them done, and the
-to-do a caller sets on an issue (/projects/:id/issues/:issue_iid/todo)."""
+to-do a caller sets on an issue (/projects/:id/issues/:issue_iid/todo) or a merge request
+(/projects/:id/merge_requests/:merge_request_iid/todo)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from kiln.api._params import params
 from kiln.api._render import no_content, not_modified, render
 from kiln.api._routes import get, post
 from kiln.entities.todos import todo, todos
-from kiln.schemas.todos import IssueTodo, TodoGet, TodoList
+from kiln.schemas.todos import IssueTodo, MergeRequestTodo, TodoGet, TodoList
 from kiln.services import todos as service
 
 Req = Request[Any, Any, Any]
@@ -55,4 +56,20 @@ async def create_issue_todo(request: Req, db: Db, actor: Authenticated) -> Respo
     return render(todo(found.todos[0], found, base_url(request)), status=201)
 
 
-ROUTES: list[HTTPRouteHandler] = [list_todos, mark_all_todos_done, mark_todo_done, create_issue_todo]
+@post("/projects/{id:str}/merge_requests/{merge_request_iid:str}/todo", params=MergeRequestTodo)
+async def create_merge_request_todo(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
+    """Add a to-do for the caller on a merge request; 304 when they have a pending one there."""
+    p: MergeRequestTodo = await params(request)
+    found = await in_thread(service.mark_merge_request, db, actor, p.id, p.merge_request_iid)
+    if found is None:
+        return not_modified()
+    return render(todo(found.todos[0], found, base_url(request)), status=201)
+
+
+ROUTES: list[HTTPRouteHandler] = [
+    list_todos,
+    mark_all_todos_done,
+    mark_todo_done,
+    create_issue_todo,
+    create_merge_request_todo,
+]

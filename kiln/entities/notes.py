@@ -1,5 +1,6 @@
 """Note views (GitLab's Note entity): the note, its author, what it is about, and whether its
-thread is resolved; a thread (GitLab's Discussion entity) is its id and its notes."""
+thread is resolved (a diff note: its position on the diff too); a thread (GitLab's Discussion
+entity) is its id and its notes."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def _user(user_id: int | None, users: Mapping[int, UserRow], base: str) -> dict[
 
 
 def note(row: NoteRow, users: Mapping[int, UserRow], noteable_iid: int | None, base: str) -> dict[str, Any]:
-    return {
+    view: dict[str, Any] = {
         "id": row.id,
         "type": row.type,
         "body": row.body,
@@ -42,6 +43,11 @@ def note(row: NoteRow, users: Mapping[int, UserRow], noteable_iid: int | None, b
         "noteable_iid": noteable_iid,
         "commands_changes": {},
     }
+    if row.type == "DiffNote":
+        # GitLab shows a diff note's place on the diff (and the commit it is on, if any).
+        view["position"] = row.position
+        view["commit_id"] = row.commit_id
+    return view
 
 
 def discussion(

@@ -1,17 +1,18 @@
 """To-do views (GitLab's Todo entity): the project (or group) it is in, who caused it, what
-it asks, and its target rendered as the target's own view (an issue, an epic); a target
-kiln does not serve (a merge request) or the user may no longer read shows as null."""
+it asks, and its target rendered as the target's own view (an issue, an epic, a merge
+request); a target the user may no longer read shows as null."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from kiln.entities import epics as epic_views
+from kiln.entities import merge_requests as merge_request_views
 from kiln.entities._format import iso
 from kiln.entities.issues import issue, issue_url
 from kiln.entities.projects import namespace_basic
 from kiln.entities.users import user_basic
-from kiln.models.notes import EPIC, ISSUE
+from kiln.models.notes import EPIC, ISSUE, MERGE_REQUEST
 from kiln.models.todos import ACTION_NAMES
 
 if TYPE_CHECKING:
@@ -42,6 +43,10 @@ def _target(row: TodoRow, found: TodoSet, base: str) -> tuple[dict[str, Any] | N
         epic = found.epics[row.target_id]
         related = epic_views.Related(labels=found.epic_labels, users=found.users)
         return epic_views.epic(epic, related, base), epic_views.web_url(base, epic) + anchor
+    if row.target_type == MERGE_REQUEST and row.target_id in found.merge_requests:
+        mr = found.merge_requests[row.target_id]
+        view = merge_request_views.merge_request(mr, found.merge_request_related, base)
+        return view, merge_request_views.merge_request_url(base, mr) + anchor
     return None, None
 
 

@@ -9,7 +9,8 @@ from typing import Any
 from sqlalchemy import Select, bindparam, func, select
 from sqlalchemy.orm import Session
 
-from kiln.models import Note
+from kiln.models import MergeRequestDiff, MergeRequestDiffCommit, Note
+from kiln.models.notes import MERGE_REQUEST
 from kiln.pagination import Page, PageResult
 from kiln.queries.notes import NoteRow, columns, noteable_values, of_noteable
 from kiln.queries.paging import offset_page
@@ -57,3 +58,35 @@ def thread_notes(
         return []
     values = {**noteable_values(noteable_type, noteable_id), "discussion_ids": discussion_ids}
     return [NoteRow._make(row) for row in run(db, _thread_notes_statement(internal), values)]
+
+
+def unresolved_count(db: Session, merge_request_id: int) -> int:
+    """How many of the merge request's notes are resolvable and not yet resolved (GitLab's
+    unresolved notes, which block a merge when all threads must be resolved)."""
+    stmt = select(func.count()).where(
+        _NOTES.c.noteable_type == MERGE_REQUEST,
+        _NOTES.c.noteable_id == merge_request_id,
+        _NOTES.c.resolvable.is_(True),
+        _NOTES.c.resolved_at.is_(None),
+    )
+    return int(db.execute(stmt).scalar_one())
+
+
+def version_refs(db: Session, merge_request_id: int) -> list[tuple[str | None, str, str]]:
+    """The (base, start, head) shas of each of the merge request's diff versions, which a
+    thread's diff position must name."""
+    stmt = select(
+        MergeRequestDiff.base_commit_sha, MergeRequestDiff.start_commit_sha, MergeRequestDiff.head_commit_sha
+    ).where(MergeRequestDiff.merge_request_id == merge_request_id)
+    return [(r[0], r[1], r[2]) for r in db.execute(stmt)]
+
+
+def has_commit(db: Session, merge_request_id: int, sha: str) -> bool:
+    """Whether `sha` is a commit of one of the merge request's diff versions."""
+    stmt = (
+        select(MergeRequestDiffCommit.sha)
+        .join(MergeRequestDiff, MergeRequestDiff.id == MergeRequestDiffCommit.merge_request_diff_id)
+        .where(MergeRequestDiff.merge_request_id == merge_request_id, MergeRequestDiffCommit.sha == sha)
+        .limit(1)
+    )
+    return db.execute(stmt).first() is not None

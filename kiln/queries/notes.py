@@ -34,6 +34,8 @@ _COLUMNS = (
     "resolvable",
     "resolved_at",
     "resolved_by_id",
+    "position",
+    "commit_id",
 )
 
 NoteRow = namedtuple("NoteRow", _COLUMNS)  # type: ignore[misc]

@@ -20,6 +20,8 @@ from kiln.queries import access
 from kiln.queries.epics import EpicRow
 from kiln.queries.epics import LabelRow as EpicLabelRow
 from kiln.queries.issues import IssueRow, Related
+from kiln.queries.merge_requests import MergeRequestRow
+from kiln.queries.merge_requests import Related as MergeRequestRelated
 from kiln.queries.paging import offset_page
 from kiln.queries.projects import NamespaceRow, ProjectAccess
 from kiln.queries.reads import row_columns, run
@@ -45,8 +47,8 @@ class GroupAccess:
 
 @dataclass(slots=True)
 class TodoSet:
-    """To-dos with what their views show; `issues` and `epics` hold the targets the user may
-    read (a target they no longer may is left out)."""
+    """To-dos with what their views show; `issues`, `epics` and `merge_requests` hold the
+    targets the user may read (a target they no longer may is left out)."""
 
     todos: list[TodoRow]
     page: PageResult | None = None
@@ -57,6 +59,8 @@ class TodoSet:
     issue_related: Related = field(default_factory=Related)
     epics: dict[int, EpicRow] = field(default_factory=dict)
     epic_labels: dict[int, list[EpicLabelRow]] = field(default_factory=dict)
+    merge_requests: dict[int, MergeRequestRow] = field(default_factory=dict)
+    merge_request_related: MergeRequestRelated = field(default_factory=MergeRequestRelated)
 
 
 @cache

@@ -3,11 +3,11 @@ path field is added per kind by schemas.notes.for_noteable."""
 
 from __future__ import annotations
 
-from typing import Self
+from typing import Literal, Self
 
 from pydantic import model_validator
 
-from kiln.schemas._types import Flag, GrapeMessage, Int, PageParams, When
+from kiln.schemas._types import Flag, GrapeMessage, Int, OptionalInt, OptionalStr, PageParams, Params, When
 from kiln.schemas.notes import NoteableParams
 
 
@@ -19,9 +19,45 @@ class DiscussionGet(NoteableParams):
     discussion_id: str
 
 
+class DiffLineRangeEnd(Params):
+    """One end of a multiline comment's range, as the client describes it."""
+
+    line_code: OptionalStr = None
+    type: OptionalStr = None
+    old_line: OptionalInt = None
+    new_line: OptionalInt = None
+
+
+class DiffLineRange(Params):
+    start: DiffLineRangeEnd | None = None
+    end: DiffLineRangeEnd | None = None
+
+
+class DiffPosition(Params):
+    """Where on a merge request's diff a thread sits (GitLab's position parameters): the diff
+    version by its three shas, the file, and the line (text) or spot (image)."""
+
+    base_sha: str
+    start_sha: str
+    head_sha: str
+    position_type: Literal["text", "image", "file"]
+    new_path: OptionalStr = None
+    old_path: OptionalStr = None
+    new_line: OptionalInt = None
+    old_line: OptionalInt = None
+    line_range: DiffLineRange | None = None
+    width: OptionalInt = None
+    height: OptionalInt = None
+    x: OptionalInt = None
+    y: OptionalInt = None
+
+
 class DiscussionCreate(NoteableParams):
     body: str
     created_at: When | None = None
+    # Merge requests: a thread on the diff (a DiffNote), or on one of its commits.
+    position: DiffPosition | None = None
+    commit_id: OptionalStr = None
 
 
 class DiscussionReply(NoteableParams):

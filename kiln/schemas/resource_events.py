@@ -1,5 +1,5 @@
-"""Request contracts for resource events (GitLab's resource_*_events parameters): an issue
-by its iid, an epic by its global id."""
+"""Request contracts for resource events (GitLab's resource_*_events parameters): an issue or
+a merge request by its iid, an epic by its global id."""
 
 from __future__ import annotations
 
@@ -25,4 +25,15 @@ class EpicEventList(PageParams):
 class EpicEventGet(Params):
     id: str
     epic_id: Int
+    event_id: Int
+
+
+class MergeRequestEventList(PageParams):
+    id: str
+    merge_request_iid: Int
+
+
+class MergeRequestEventGet(Params):
+    id: str
+    merge_request_iid: Int
     event_id: Int

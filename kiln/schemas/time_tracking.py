@@ -18,3 +18,17 @@ class EstimateSet(IssueTime):
 class SpentAdd(IssueTime):
     duration: str
     summary: str | None = None
+
+
+class MergeRequestTime(Params):
+    id: str
+    merge_request_iid: Int
+
+
+class MergeRequestEstimateSet(MergeRequestTime):
+    duration: str
+
+
+class MergeRequestSpentAdd(MergeRequestTime):
+    duration: str
+    summary: str | None = None

@@ -51,3 +51,8 @@ class TodoGet(Params):
 class IssueTodo(Params):
     id: str
     issue_iid: Int
+
+
+class MergeRequestTodo(Params):
+    id: str
+    merge_request_iid: Int

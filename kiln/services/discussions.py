@@ -1,35 +1,44 @@
-"""Threads (GitLab's discussions) on issues and epics: every note grouped by its discussion id.
-A note written alone is an individual note (type null); a thread started as one, or a reply,
-is a `DiscussionNote`, and replying to an individual note turns it into a thread as GitLab
-does. Resolving works on the notes' resolvable and resolved fields, for the kinds whose
-threads resolve (none of issues' and epics', as in GitLab: merge requests')."""
+"""Threads (GitLab's discussions) on issues, merge requests and epics: every note grouped by
+its discussion id. A note written alone is an individual note (type null); a thread started
+as one, or a reply, is a `DiscussionNote`, and replying to an individual note turns it into a
+thread as GitLab does. A merge request's thread may sit on a place of its diff (a `DiffNote`
+with the position, checked against the merge request's diff versions and the diff itself).
+Resolving works on the notes' resolvable and resolved fields, for the kinds whose threads
+resolve (none of issues' and epics', as in GitLab: merge requests'); resolving a thread
+resolves each of its notes."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+import pygit2
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from kiln import policy
 from kiln.auth.actor import Actor
+from kiln.config import Settings
 from kiln.db import transaction
 from kiln.errors import BadRequest, Forbidden, NotFound
+from kiln.git import diffs as git_diffs
 from kiln.models import Note
 from kiln.models.base import utcnow
+from kiln.models.notes import MERGE_REQUEST
 from kiln.pagination import Page, PageResult
 from kiln.queries import discussions as finder
 from kiln.queries.notes import NoteRow
 from kiln.queries.users import UserRow
 from kiln.schemas.discussions import (
+    DiffPosition,
     DiscussionCreate,
     DiscussionList,
     DiscussionNoteUpdate,
     DiscussionReply,
     DiscussionResolve,
 )
-from kiln.services import notes, subjects
-from kiln.services.notes import DISCUSSION_NOTE, OneNote
+from kiln.services import merge_request_diffs, notes, subjects
+from kiln.services.notes import DIFF_NOTE, DISCUSSION_NOTE, OneNote
 from kiln.services.subjects import Kind, Noteable
 from kiln.services.system_notes import new_discussion_id
 
@@ -109,11 +118,120 @@ def get_discussion_note(
 # ----------------------------------------------------------------------------- writing
 
 
+# GitLab's answer to a diff position that names no line of the diff (its DiffNote's line_code
+# validation), whatever is wrong with it: shas of no version, a file or line not in the diff.
+INVALID_POSITION = 'Note {:line_code=>["can\'t be blank", "must be a valid line code"]}'
+
+
+def _refs_known(db: Session, n: Noteable, pos: DiffPosition, commit_id: str | None) -> bool:
+    """The position's shas are those of one of the merge request's diff versions, or, for a
+    thread on one of its commits, that commit (head; its parent is checked with the diff)."""
+    if commit_id is not None:
+        return pos.head_sha == commit_id and finder.has_commit(db, n.id, commit_id)
+    return any(
+        pos.base_sha in (base, start) and pos.start_sha == start and pos.head_sha == head
+        for base, start, head in finder.version_refs(db, n.id)
+    )
+
+
+def _commit(repo: pygit2.Repository, sha: str) -> pygit2.Commit | None:
+    """The commit `sha` names (full hex only: never a revision expression)."""
+    try:
+        found = repo.get(pygit2.Oid(hex=sha))
+    except (ValueError, TypeError):
+        return None
+    return found if isinstance(found, pygit2.Commit) else None
+
+
+def _diff_lines(
+    repo: pygit2.Repository, pos: DiffPosition, commit_id: str | None
+) -> set[tuple[int | None, int | None]] | None:
+    """The (old_line, new_line) pairs the diff from the position's base to its head shows for
+    its file (an added line has no old line, a removed one no new line); None when the file is
+    not in that diff (or is too large to show lines), or, on a commit, the base and start are
+    not its parent."""
+    base, head = _commit(repo, pos.base_sha), _commit(repo, pos.head_sha)
+    if base is None or head is None:
+        return None
+    if commit_id is not None and (pos.start_sha != pos.base_sha or base.id not in head.parent_ids):
+        return None
+    found = git_diffs.changes(repo, base.tree, head.tree)
+    for index, delta in enumerate(found.diff.deltas):
+        paths = (delta.old_file.path, delta.new_file.path)
+        if (pos.new_path or pos.old_path) not in paths or (pos.old_path or pos.new_path) not in paths:
+            continue
+        size = git_diffs.blob_size(repo, delta.old_file.id) + git_diffs.blob_size(repo, delta.new_file.id)
+        if size > git_diffs.IN_PROCESS_BYTES:
+            return None
+        patch = found.diff[index]
+        lines: set[tuple[int | None, int | None]] = set()
+        for hunk in patch.hunks if patch is not None else ():
+            for line in hunk.lines:
+                old_line = line.old_lineno if line.old_lineno > 0 else None
+                new_line = line.new_lineno if line.new_lineno > 0 else None
+                lines.add((old_line, new_line))
+        return lines
+    return None
+
+
+def _position_view(pos: DiffPosition) -> dict[str, Any]:
+    """The position as GitLab keeps and echoes it (its Position#to_h for the type)."""
+    view: dict[str, Any] = {
+        "base_sha": pos.base_sha,
+        "start_sha": pos.start_sha,
+        "head_sha": pos.head_sha,
+        "old_path": pos.old_path or pos.new_path,
+        "new_path": pos.new_path or pos.old_path,
+        "position_type": pos.position_type,
+    }
+    if pos.position_type == "text":
+        line_range = None
+        if pos.line_range is not None:
+            line_range = pos.line_range.model_dump()
+        view.update(old_line=pos.old_line, new_line=pos.new_line, line_range=line_range)
+    elif pos.position_type == "image":
+        view.update(width=pos.width, height=pos.height, x=pos.x, y=pos.y)
+    return view
+
+
+def _checked_position(
+    db: Session, settings: Settings | None, n: Noteable, pos: DiffPosition, commit_id: str | None
+) -> dict[str, Any]:
+    """The position of a new diff thread, if it names a place on the merge request's diff;
+    otherwise GitLab's 400."""
+    if not (pos.new_path or pos.old_path) or settings is None or not _refs_known(db, n, pos, commit_id):
+        raise BadRequest(INVALID_POSITION)
+    if pos.position_type == "text" and pos.new_line is None and pos.old_line is None:
+        raise BadRequest(INVALID_POSITION)
+    repo = merge_request_diffs.target_repository(settings, n.model)  # type: ignore[arg-type]
+    lines = _diff_lines(repo, pos, commit_id)
+    if lines is None or (pos.position_type == "text" and (pos.old_line, pos.new_line) not in lines):
+        raise BadRequest(INVALID_POSITION)
+    return _position_view(pos)
+
+
 def create_discussion(
-    db: Session, actor: Actor, kind: Kind, p: DiscussionCreate, *, by_id: bool
+    db: Session,
+    actor: Actor,
+    kind: Kind,
+    p: DiscussionCreate,
+    *,
+    by_id: bool,
+    settings: Settings | None = None,
 ) -> OneThread:
-    """A new thread: its first note is a `DiscussionNote` others reply to."""
+    """A new thread: its first note is a `DiscussionNote` others reply to; on a merge request
+    with a `position`, a `DiffNote` on that place of the diff (`settings`: where its
+    repository is, to check the place is in the diff)."""
     n = subjects.noteable(db, actor, kind, p.id, p.ref, by_id=by_id)
+    note_type, position, commit_id = DISCUSSION_NOTE, None, None
+    if kind.noteable_type == MERGE_REQUEST:
+        notes.check_may_comment(actor, n)
+        commit_id = p.commit_id
+        if p.position is not None:
+            note_type = DIFF_NOTE
+            position = _checked_position(db, settings, n, p.position, commit_id)
+        elif commit_id is not None and not finder.has_commit(db, n.id, commit_id):
+            raise BadRequest(INVALID_POSITION)
     discussion_id = new_discussion_id()
     with transaction(db):
         notes.add_note(
@@ -122,8 +240,10 @@ def create_discussion(
             n,
             p.body,
             created_at=p.created_at,
-            note_type=DISCUSSION_NOTE,
+            note_type=note_type,
             discussion_id=discussion_id,
+            position=position,
+            commit_id=commit_id,
         )
     return _one(db, actor, n, discussion_id)
 
@@ -138,6 +258,8 @@ def reply(db: Session, actor: Actor, kind: Kind, p: DiscussionReply, *, by_id: b
         raise BadRequest("Discussion can not be replied to.")
     notes.check_may_comment(actor, n)
     notes.check_body(p.body)
+    # A reply in a diff thread is on the same place of the diff, as GitLab's are.
+    note_type = DIFF_NOTE if first.type == DIFF_NOTE else DISCUSSION_NOTE
     with transaction(db):
         if first.type is None:
             db.execute(
@@ -147,7 +269,7 @@ def reply(db: Session, actor: Actor, kind: Kind, p: DiscussionReply, *, by_id: b
                     Note.noteable_id == n.id,
                     Note.discussion_id == p.discussion_id,
                 )
-                .values(type=DISCUSSION_NOTE),
+                .values(type=DISCUSSION_NOTE, resolvable=notes.resolvable_type(n, DISCUSSION_NOTE)),
                 execution_options={"synchronize_session": False},
             )
         note_id = notes.add_note(
@@ -156,9 +278,11 @@ def reply(db: Session, actor: Actor, kind: Kind, p: DiscussionReply, *, by_id: b
             n,
             p.body,
             created_at=p.created_at,
-            note_type=DISCUSSION_NOTE,
+            note_type=note_type,
             discussion_id=p.discussion_id,
             internal=bool(first.internal),
+            position=first.position if note_type == DIFF_NOTE else None,
+            commit_id=first.commit_id,
         )
     return notes.one(db, actor, n, note_id)
 

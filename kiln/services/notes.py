@@ -1,4 +1,5 @@
-"""Notes (comments) on issues and epics, and the note writes that threads (discussions) share.
+"""Notes (comments) on issues, merge requests and epics, and the note writes that threads
+(discussions) share.
 
 Which things take notes is one table (KINDS): each kind names its parent (a project or a
 group), its path, how its subject is loaded, and whether its threads can be resolved; merge
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import case, delete, update
 from sqlalchemy.orm import Session
@@ -129,6 +131,12 @@ def check_body(body: str) -> None:
         raise BadRequest(f'Note {{:note=>["is too long (maximum is {BODY_LIMIT} characters)"]}}')
 
 
+def resolvable_type(n: Noteable, note_type: str | None) -> bool:
+    """Whether a note of `note_type` on `n` can be resolved: a thread's notes where threads
+    resolve (GitLab's DiscussionNote and DiffNote on a merge request)."""
+    return n.kind.resolvable and note_type in (DISCUSSION_NOTE, DIFF_NOTE)
+
+
 def check_may_comment(actor: Actor, n: Noteable) -> None:
     if not policy.may_comment(actor, n.subject, n.locked, reads=n.kind.reads):
         raise Forbidden()
@@ -161,9 +169,13 @@ def add_note(
     created_at: datetime | None = None,
     note_type: str | None = None,
     discussion_id: str | None = None,
+    position: dict[str, Any] | None = None,
+    commit_id: str | None = None,
 ) -> int:
     """A person's note on the noteable, in the caller's transaction: counted, its mentions
-    turned into to-dos, and its `commented` event recorded. Checks come first."""
+    turned into to-dos, and its `commented` event recorded. Checks come first. A thread's
+    note on a kind whose threads resolve (merge requests) is resolvable; an individual note
+    is not, as in GitLab."""
     check_may_comment(actor, n)
     if internal and not sees_internal(actor, n):
         raise Forbidden()
@@ -177,6 +189,9 @@ def add_note(
         type=note_type,
         internal=internal,
         discussion_id=discussion_id or new_discussion_id(),
+        resolvable=resolvable_type(n, note_type),
+        position=position,
+        commit_id=commit_id,
         **n.owner,
     )
     if when is not None:

@@ -1,6 +1,6 @@
 """Resource events: the history of labels, milestone, state and weight of an issue, epic or
 merge request. Writes call the `*_changed` functions in their own transaction; the routes
-read them back, oldest first, for whoever may read the issue (or epic)."""
+read them back, oldest first, for whoever may read the issue (or merge request, or epic)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from kiln.auth.actor import Actor
 from kiln.errors import NotFound
 from kiln.models import ResourceLabelEvent, ResourceMilestoneEvent, ResourceStateEvent, ResourceWeightEvent
-from kiln.models.notes import EPIC, ISSUE
+from kiln.models.notes import EPIC, ISSUE, MERGE_REQUEST
 from kiln.models.resource_events import ADD, REMOVE
 from kiln.pagination import Page, PageResult
 from kiln.queries import milestones as milestone_finder
@@ -110,26 +110,28 @@ def _related(db: Session, kind: Kind, rows: list[Any], page: PageResult | None) 
     return Events(rows, page, users, labels, milestones)
 
 
-def _target(db: Session, actor: Actor | None, parent: str, ident: str, ref: int) -> tuple[str, int]:
-    """The issue (of a project) or epic (of a group, by its global id, as GitLab reaches epics
-    here) whose events are read: 404 when hidden, as it is."""
-    if parent == "projects":
+def _target(db: Session, actor: Actor | None, resources: str, ident: str, ref: int) -> tuple[str, int]:
+    """The issue or merge request (of a project, by iid) or epic (of a group, by its global
+    id, as GitLab reaches epics here) whose events are read: 404 when hidden, as it is."""
+    if resources == "issues":
         return ISSUE, subjects.issue(db, actor, ident, ref).issue.id
+    if resources == "merge_requests":
+        return MERGE_REQUEST, subjects.merge_request(db, actor, ident, ref).merge_request.id
     return EPIC, subjects.epic(db, actor, ident, ref, by_id=True).epic.id
 
 
 def list_events(
-    db: Session, actor: Actor | None, kind: Kind, parent: str, ident: str, ref: int, page: Page
+    db: Session, actor: Actor | None, kind: Kind, resources: str, ident: str, ref: int, page: Page
 ) -> Events:
-    target_type, target_id = _target(db, actor, parent, ident, ref)
+    target_type, target_id = _target(db, actor, resources, ident, ref)
     result = finder.page_of(db, kind, target_type, target_id, page)
     return _related(db, kind, result.items, result)
 
 
 def get_event(
-    db: Session, actor: Actor | None, kind: Kind, parent: str, ident: str, ref: int, event_id: int
+    db: Session, actor: Actor | None, kind: Kind, resources: str, ident: str, ref: int, event_id: int
 ) -> Events:
-    target_type, target_id = _target(db, actor, parent, ident, ref)
+    target_type, target_id = _target(db, actor, resources, ident, ref)
     row = finder.one_of(db, kind, target_type, target_id, event_id)
     if row is None:
         raise NotFound(message=EVENT_NOT_FOUND)

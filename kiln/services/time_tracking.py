@@ -18,12 +18,12 @@ from kiln.auth.actor import Actor
 from kiln.db import transaction
 from kiln.durations import human, parse_duration
 from kiln.errors import ValidationFailed
-from kiln.models import Issue, Timelog
+from kiln.models import Issue, MergeRequest, Timelog
 from kiln.models.base import utcnow
-from kiln.models.notes import ISSUE
+from kiln.models.notes import ISSUE, MERGE_REQUEST
 from kiln.policy import Action
 from kiln.queries.time_tracking import TimeStats
-from kiln.services import subjects, system_notes
+from kiln.services import merge_request_events, subjects, system_notes
 
 # The most an estimate holds (GitLab keeps a larger one as this: its integer column's limit).
 MAX_ESTIMATE = 2**31 - 1
@@ -56,7 +56,14 @@ def _stats(t: Trackable) -> TimeStats:
     return TimeStats(t.target.time_estimate or 0, t.target.total_time_spent or 0)
 
 
+def _of_merge_request(mr: MergeRequest) -> Trackable:
+    return Trackable(mr, MERGE_REQUEST, mr.project_id, merge_request_events.HOOK)
+
+
 def _changed(db: Session, actor: Actor, t: Trackable, changes: dict[str, Any]) -> None:
+    if t.target_type == MERGE_REQUEST:
+        merge_request_events.record(db, actor, t.target, merge_request_events.UPDATE, changes)
+        return
     events.record(
         db,
         "updated",
@@ -194,3 +201,37 @@ def add_issue_spent(
 def reset_issue_spent(db: Session, actor: Actor, ident: str, iid: int) -> TimeStats:
     s = subjects.issue(db, actor, ident, iid, Action.ADMIN_ISSUE)
     return reset_spent(db, actor, _of_issue(s.issue))
+
+
+# ----------------------------------------------------------------------------- merge requests
+# The same, on a merge request: changing takes GitLab's admin_merge_request, reading sight of it.
+
+
+def merge_request_time_stats(db: Session, actor: Actor | None, ident: str, iid: int) -> TimeStats:
+    mr = subjects.merge_request(db, actor, ident, iid).merge_request
+    return TimeStats(mr.time_estimate or 0, mr.total_time_spent or 0)
+
+
+def set_merge_request_estimate(db: Session, actor: Actor, ident: str, iid: int, duration: str) -> TimeStats:
+    s = subjects.merge_request(db, actor, ident, iid, Action.ADMIN_MERGE_REQUEST)
+    return set_estimate(db, actor, _of_merge_request(s.merge_request), _estimate_seconds(duration))
+
+
+def reset_merge_request_estimate(db: Session, actor: Actor, ident: str, iid: int) -> TimeStats:
+    s = subjects.merge_request(db, actor, ident, iid, Action.ADMIN_MERGE_REQUEST)
+    return set_estimate(db, actor, _of_merge_request(s.merge_request), 0)
+
+
+def add_merge_request_spent(
+    db: Session, actor: Actor, ident: str, iid: int, duration: str, summary: str | None
+) -> TimeStats:
+    s = subjects.merge_request(db, actor, ident, iid, Action.ADMIN_MERGE_REQUEST)
+    seconds = parse_duration(duration)
+    if seconds is None:
+        raise ValidationFailed({"timelogs.time_spent": [SPENT_INVALID]})
+    return spend(db, actor, _of_merge_request(s.merge_request), seconds, summary)
+
+
+def reset_merge_request_spent(db: Session, actor: Actor, ident: str, iid: int) -> TimeStats:
+    s = subjects.merge_request(db, actor, ident, iid, Action.ADMIN_MERGE_REQUEST)
+    return reset_spent(db, actor, _of_merge_request(s.merge_request))

@@ -1,7 +1,7 @@
 """To-do items: what a user is asked to look at (assigned, mentioned, marked by themselves).
 Others' writes call `add` and `done_for_target` in their own transaction. Each user reads and
-marks done only their own to-dos (another's is not found); a to-do whose issue or epic they
-may no longer read is left out of their list, and shows no target elsewhere."""
+marks done only their own to-dos (another's is not found); a to-do whose issue, epic or merge
+request they may no longer read is left out of their list, and shows no target elsewhere."""
 
 from __future__ import annotations
 
@@ -14,12 +14,13 @@ from kiln.db import transaction
 from kiln.errors import NotFound
 from kiln.models import Todo
 from kiln.models.base import utcnow
-from kiln.models.notes import EPIC, ISSUE
+from kiln.models.notes import EPIC, ISSUE, MERGE_REQUEST
 from kiln.models.todos import ACTION_NAMES, DONE, MARKED, PENDING
 from kiln.pagination import Page
-from kiln.policy import GroupSubject
+from kiln.policy import Action, GroupSubject, ProjectSubject
 from kiln.queries import epics as epic_finder
 from kiln.queries import issues as issue_finder
+from kiln.queries import merge_requests as merge_request_finder
 from kiln.queries import projects as project_finder
 from kiln.queries import todos as finder
 from kiln.queries import users as user_finder
@@ -111,17 +112,37 @@ def _gather(db: Session, actor: Actor, rows: list[TodoRow]) -> TodoSet:
         if policy.may_read_epic(actor, s, epic.confidential, epic.author_id):
             out.epics[epic.id] = epic
     out.epic_labels = epic_finder.labels_of(db, list(out.epics))
+    _gather_merge_requests(db, actor, rows, out)
     user_ids = {r.author_id for r in rows} | {e.author_id for e in out.epics.values()}
     out.users = {u.id: u for u in user_finder.rows_by_ids(db, sorted(u for u in user_ids if u is not None))}
     return out
 
 
+def _gather_merge_requests(db: Session, actor: Actor, rows: list[TodoRow], out: TodoSet) -> None:
+    """The merge requests of `rows` the actor may still read, with what their views show (no
+    statement when there are none); their projects are among out.projects."""
+    ids = [r.target_id for r in rows if r.target_type == MERGE_REQUEST]
+    if not ids:
+        return
+    for mr in merge_request_finder.rows_by_ids(db, ids):
+        p = out.projects.get(mr.project_id)
+        if p is None:
+            continue
+        s = ProjectSubject(project=p.project, namespace=p.namespace, level=p.level)
+        if policy.may(actor, Action.READ_MERGE_REQUEST, s):
+            out.merge_requests[mr.id] = mr
+    out.merge_request_related = merge_request_finder.related_of(db, list(out.merge_requests.values()))
+
+
 def _target_lost(found: TodoSet, row: TodoRow) -> bool:
-    """An issue or epic to-do whose target the user may no longer read (or is gone)."""
+    """An issue, epic or merge request to-do whose target the user may no longer read (or is
+    gone)."""
     if row.target_type == ISSUE:
         return row.target_id not in found.issues
     if row.target_type == EPIC:
         return row.target_id not in found.epics
+    if row.target_type == MERGE_REQUEST:
+        return row.target_id not in found.merge_requests
     return False
 
 
@@ -175,16 +196,15 @@ def mark_all_done(db: Session, actor: Actor) -> None:
         )
 
 
-def mark_issue(db: Session, actor: Actor, ident: str, iid: int) -> TodoSet | None:
-    """A to-do the actor sets themselves on an issue they may read; None (GitLab's 304) when
+def _mark(db: Session, actor: Actor, target_type: str, target_id: int, project_id: int) -> TodoSet | None:
+    """A to-do the actor sets themselves on something they may read; None (GitLab's 304) when
     they have a pending one on it already."""
-    s = subjects.issue(db, actor, ident, iid)
     with transaction(db):
         pending = db.scalars(
             select(Todo.id).where(
                 Todo.user_id == actor.id,
-                Todo.target_type == ISSUE,
-                Todo.target_id == s.issue.id,
+                Todo.target_type == target_type,
+                Todo.target_id == target_id,
                 Todo.state == PENDING,
             )
         ).first()
@@ -195,9 +215,22 @@ def mark_issue(db: Session, actor: Actor, ident: str, iid: int) -> TodoSet | Non
             user_id=actor.id,
             author_id=actor.id,
             action=MARKED,
-            target_type=ISSUE,
-            target_id=s.issue.id,
-            project_id=s.project.project.id,
+            target_type=target_type,
+            target_id=target_id,
+            project_id=project_id,
         )
         todo_id = todo.id
     return _shown(db, actor, todo_id)
+
+
+def mark_issue(db: Session, actor: Actor, ident: str, iid: int) -> TodoSet | None:
+    """A to-do the actor sets themselves on an issue they may read; None (GitLab's 304) when
+    they have a pending one on it already."""
+    s = subjects.issue(db, actor, ident, iid)
+    return _mark(db, actor, ISSUE, s.issue.id, s.project.project.id)
+
+
+def mark_merge_request(db: Session, actor: Actor, ident: str, iid: int) -> TodoSet | None:
+    """The same on a merge request."""
+    s = subjects.merge_request(db, actor, ident, iid)
+    return _mark(db, actor, MERGE_REQUEST, s.merge_request.id, s.project.project.id)
