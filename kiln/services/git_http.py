@@ -83,6 +83,10 @@ DELETE_PROTECTED_VIA_GIT = "You can only delete protected branches using the web
 PUSH_PROTECTED = "You are not allowed to push code to protected branches on this project."
 CREATE_PROTECTED = "You are not allowed to create protected branches on this project."
 CHANGE_TAG = "You are not allowed to change existing tags on this project."
+# Refs kiln keeps itself (merge request heads and merges, kept commits, pipelines): readable by
+# fetch, never written by a push (GitLab hides them from receive-pack; git's own words).
+KEPT_REF_PREFIXES = ("refs/merge-requests/", "refs/keep-around/", "refs/pipelines/", "refs/environments/")
+HIDDEN_REF = "deny updating a hidden ref"
 # What kiln's pre-receive hook refuses once the objects are there (kiln.git.pre_receive).
 PATH_REFUSED = "You cannot push {path}: {reason}."
 NOT_A_COMMIT = "You can only push commits to a branch."
@@ -306,6 +310,8 @@ def check_push(db: Session, settings: Settings, access: GitAccess, push: PushReq
 
 def _refusal(db: Session, access: GitAccess, command: RefCommand) -> str | None:
     s, actor = access.subject, access.actor
+    if command.ref.startswith(KEPT_REF_PREFIXES):
+        return HIDDEN_REF
     if command.ref.startswith("refs/tags/"):
         tag = command.ref.removeprefix("refs/tags/")
         if not command.creation and not policy.may(actor, Action.ADMIN_PROTECTED_BRANCHES, s):

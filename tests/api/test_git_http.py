@@ -610,6 +610,24 @@ def test_developer_cannot_change_an_existing_tag(api, client, make, settings):
     assert progress == b"GitLab: You are not allowed to change existing tags on this project.\n"
 
 
+@pytest.mark.parametrize(
+    "ref", ["refs/merge-requests/1/head", "refs/keep-around/" + "a" * 40, "refs/pipelines/1"]
+)
+def test_refs_kiln_keeps_are_refused_to_pushes(api, client, make, settings, ref):
+    owner = make.user()
+    project = new_project(api, owner)
+    head = head_of(settings, project)
+    body = push_request((ZERO, head, ref))
+    r = client.post(
+        rpc_url(project, "git-receive-pack"),
+        content=body,
+        headers={**RECEIVE_REQUEST, **basic("x", owner.token)},
+    )
+    _, progress = demux(r.content)
+    assert progress == b"GitLab: deny updating a hidden ref\n"
+    assert store(settings).open(project["id"]).references.get(ref) is None
+
+
 def test_branch_named_like_a_commit_id_is_refused(api, client, make, settings):
     owner = make.user()
     project = new_project(api, owner)
