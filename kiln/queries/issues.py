@@ -47,6 +47,7 @@ from kiln.models import (
     Project,
     User,
 )
+from kiln.models.base import numeric_id
 from kiln.models.issues import BLOCKS, OPENED
 from kiln.models.namespaces import PUBLIC
 from kiln.models.notes import ISSUE
@@ -444,7 +445,8 @@ def _add(
             filters.append((p + "assignee", keyword))
         else:
             filters.append((p + "assignee", "id"))
-            values[p + "assignee_id"] = int(q.assignee_id)
+            # An id past the largest names no one (-1 matches no row; it would overflow BIGINT).
+            values[p + "assignee_id"] = numeric_id(q.assignee_id) or -1
     elif q.assignee_username:
         names = [n.lower() for n in q.assignee_username if n]
         if negated:
@@ -467,7 +469,7 @@ def _add(
             filters.append((p + "weight", keyword))
         else:
             filters.append((p + "weight", "value"))
-            values[p + "weight"] = int(q.weight)
+            values[p + "weight"] = numeric_id(q.weight) if numeric_id(q.weight) is not None else -1
     if q.iids:
         filters.append((p + "iids",))
         values[p + "iids"] = list(q.iids)
