@@ -33,8 +33,12 @@ class ProjectRuleCreate(_RuleFields):
 
 
 class ProjectRuleUpdate(ProjectRuleCreate):
+    """The spec sends name and approvals_required with every PUT; python-gitlab's `rule.save()`
+    sends only what changed, as GitLab's PUT allows: a field left out keeps its value."""
+
     approval_rule_id: Int
-    # GitLab's PUT takes them all optionally; the spec requires name and approvals_required.
+    name: str | None = None  # type: ignore[assignment]
+    approvals_required: Int | None = None  # type: ignore[assignment]
 
 
 class MergeRequestRules(PageParams):
@@ -55,6 +59,10 @@ class MergeRequestRuleCreate(_RuleFields):
 
 
 class MergeRequestRuleUpdate(_RuleFields):
+    """As ProjectRuleUpdate: a field left out keeps its value."""
+
     id: str
     merge_request_iid: Int
     approval_rule_id: Int
+    name: str | None = None  # type: ignore[assignment]
+    approvals_required: Int | None = None  # type: ignore[assignment]

@@ -171,14 +171,15 @@ def create_project_rule(db: Session, actor: Actor, ident: str, p: ProjectRuleCre
 def update_project_rule(db: Session, actor: Actor, ident: str, p: ProjectRuleUpdate) -> RuleView:
     s = subjects.project(db, actor, ident, Action.ADMIN_APPROVALS)
     project_id = s.project.id
-    name = _check(p.name, p.approvals_required)
     with transaction(db):
         rule = finder.rule_for_update(db, project_id, p.approval_rule_id, None)
         if rule is None:
             raise NotFound(message=RULE_NOT_FOUND)
+        required = rule.approvals_required if p.approvals_required is None else p.approvals_required
+        name = _check(rule.name if p.name is None else p.name, required)
         rule_type = p.rule_type or rule.rule_type
         _unique(db, project_id, None, name, rule_type, rule.id)
-        rule.name, rule.rule_type, rule.approvals_required = name, rule_type, p.approvals_required
+        rule.name, rule.rule_type, rule.approvals_required = name, rule_type, required
         if p.applies_to_all_protected_branches is not None:
             rule.applies_to_all_protected_branches = p.applies_to_all_protected_branches
         users = _members(db, actor, project_id, p.user_ids, p.usernames)
@@ -188,8 +189,13 @@ def update_project_rule(db: Session, actor: Actor, ident: str, p: ProjectRuleUpd
             if p.protected_branch_ids is None
             else finder.project_branch_ids(db, project_id, p.protected_branch_ids)
         )
-        # PUT replaces: users and groups not listed go (the spec's rule).
-        _set_links(db, rule.id, users or [], groups or [], branches)
+        # A PUT in the spec's shape (name and approvals_required) replaces the rule: users and
+        # groups not listed go. A partial one (python-gitlab's save of what changed, as GitLab
+        # allows) changes only the lists it sends.
+        whole = p.name is not None and p.approvals_required is not None
+        if whole:
+            users, groups = users or [], groups or []
+        _set_links(db, rule.id, users, groups, branches)
     return _project_view(db, actor, project_id, rule.id)
 
 
@@ -306,11 +312,12 @@ def _own_rule(db: Session, actor: Actor, s: MergeRequestSubject, rule_id: int) -
 def update_mr_rule(db: Session, actor: Actor, ident: str, iid: int, p: MergeRequestRuleUpdate) -> RuleView:
     s = _writable(db, actor, ident, iid)
     project_id, mr_id = s.project.project.id, s.merge_request.id
-    name = _check(p.name, p.approvals_required)
     with transaction(db):
         rule = _own_rule(db, actor, s, p.approval_rule_id)
+        required = rule.approvals_required if p.approvals_required is None else p.approvals_required
+        name = _check(rule.name if p.name is None else p.name, required)
         _unique(db, project_id, mr_id, name, rule.rule_type, rule.id)
-        rule.name, rule.approvals_required = name, p.approvals_required
+        rule.name, rule.approvals_required = name, required
         users = _members(db, actor, project_id, p.user_ids, p.usernames)
         groups = _groups(db, actor, p.group_ids)
         _set_links(db, rule.id, users, groups)

@@ -206,11 +206,23 @@ def test_put_replaces_users_and_groups(api, make):
     assert ([u["id"] for u in body["users"]], body["groups"]) == ([maint.id], [])
 
 
-def test_put_requires_name_and_approvals(api, make):
+def test_a_partial_put_changes_only_what_it_sends(api, make):
+    # python-gitlab's `rule.approvals_required = 1; rule.save()` sends that field alone.
+    p, owner, dev, dev2, maint = setup(make)
+    g = make.group(owners=[owner])
+    made = create(api, owner, p, user_ids=[dev.id], group_ids=[g.id])
+    r = api(owner).put(rules_url(p, made["id"]), json={"approvals_required": 1})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert (body["name"], body["approvals_required"]) == (made["name"], 1)
+    assert ([u["id"] for u in body["users"]], [x["id"] for x in body["groups"]]) == ([dev.id], [g.id])
+
+
+def test_a_put_with_a_blank_name_is_refused(api, make):
     p, owner, *_ = setup(make)
     made = create(api, owner, p)
-    r = api(owner).put(rules_url(p, made["id"]), json={"approvals_required": 1})
-    assert (r.status_code, r.json()) == (400, {"error": "name is missing"})
+    r = api(owner).put(rules_url(p, made["id"]), json={"name": " ", "approvals_required": 1})
+    assert (r.status_code, r.json()) == (400, {"message": {"name": ["can't be blank"]}})
 
 
 def test_delete_removes_the_rule(api, make):
