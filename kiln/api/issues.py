@@ -8,13 +8,14 @@ from typing import Any
 from litestar import Request, Response
 from litestar.handlers import HTTPRouteHandler
 
-from kiln.api._deps import Authenticated, Db, Viewer, base_url, in_thread
+from kiln.api._deps import Authenticated, Db, Viewer, base_url, in_thread, runtime
 from kiln.api._pagination import page_of, paginated
 from kiln.api._params import params
 from kiln.api._render import no_content, not_modified, render
 from kiln.api._routes import delete, get, post, put
 from kiln.auth.actor import Actor
 from kiln.entities.issues import issue, issues
+from kiln.entities.merge_requests import merge_requests
 from kiln.entities.users import user_basic
 from kiln.schemas.issues import (
     IssueById,
@@ -42,7 +43,7 @@ def _one(request: Req, one: OneIssue, status: int = 200) -> Response[bytes]:
 
 def _list_of(request: Req, db: Db, viewer: Actor | None, kind: ListKind, q: IssueFilters) -> Response[bytes]:
     page = page_of(q)
-    found = service.list_issues(db, viewer, kind, q, page)
+    found = service.list_issues(db, viewer, kind, q, page, settings=runtime(request).settings)
     views = issues(
         found.page.items,
         found.related,
@@ -75,7 +76,7 @@ async def list_project_issues(request: Req, db: Db, viewer: Viewer) -> Response[
 async def get_issue(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
     """One issue of a project."""
     p: IssueGet = await params(request)
-    return _one(request, service.get_issue(db, viewer, p.id, p.issue_iid))
+    return _one(request, service.get_issue(db, viewer, p.id, p.issue_iid, settings=runtime(request).settings))
 
 
 @get("/issues/{id:str}", params=IssueById)
@@ -155,6 +156,29 @@ async def reorder_issue(request: Req, db: Db, actor: Authenticated) -> Response[
     return _one(request, await in_thread(service.reorder_issue, db, actor, p))
 
 
+def _merge_requests_of(request: Req, found: service.MergeRequestsOf, page: Any) -> Response[bytes]:
+    views = merge_requests(found.page.items, found.related, base_url(request), context=found.context)
+    return paginated(request, views, page, found.page)
+
+
+@get(f"{PROJECT_ISSUE}/closed_by", auth="optional", params=ParticipantList)
+async def issue_closed_by(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
+    """The project's merge requests that close the issue when merged."""
+    p: ParticipantList = await params(request)
+    page = page_of(p)
+    found = service.closed_by(db, viewer, runtime(request).settings, p.id, p.issue_iid, page)
+    return _merge_requests_of(request, found, page)
+
+
+@get(f"{PROJECT_ISSUE}/related_merge_requests", auth="optional", params=ParticipantList)
+async def issue_related_merge_requests(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
+    """Merge requests that name or close the issue."""
+    p: ParticipantList = await params(request)
+    page = page_of(p)
+    found = service.related_merge_requests(db, viewer, runtime(request).settings, p.id, p.issue_iid, page)
+    return _merge_requests_of(request, found, page)
+
+
 ROUTES: list[HTTPRouteHandler] = [
     list_all_issues,
     list_group_issues,
@@ -170,4 +194,6 @@ ROUTES: list[HTTPRouteHandler] = [
     move_issue,
     clone_issue,
     reorder_issue,
+    issue_closed_by,
+    issue_related_merge_requests,
 ]

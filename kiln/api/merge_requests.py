@@ -16,6 +16,7 @@ from kiln.api._render import no_content, not_modified, render
 from kiln.api._routes import delete, get, post, put
 from kiln.auth.actor import Actor
 from kiln.entities.compare import diff_entry
+from kiln.entities.issues import issues
 from kiln.entities.merge_requests import diff_commit, merge_requests, reviewer, single
 from kiln.entities.users import user_basic
 from kiln.schemas.merge_requests import (
@@ -182,20 +183,27 @@ async def merge_request_diffs(request: Req, db: Db, viewer: Viewer) -> Response[
     return paginated(request, [diff_entry(d, unidiff=p.unidiff) for d in found.items], page, found)
 
 
-@get(f"{PROJECT_MR}/related_issues", auth="optional", params=MergeRequestGet)
+def _issues_of(request: Req, found: service.IssuesOf, page: Any) -> Response[bytes]:
+    views = issues(found.page.items, found.related, base_url(request), context=found.context)
+    return paginated(request, views, page, found.page)
+
+
+@get(f"{PROJECT_MR}/related_issues", auth="optional", params=MergeRequestPage)
 async def merge_request_related_issues(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
-    """Issues the merge request mentions (none recorded yet)."""
-    p: MergeRequestGet = await params(request)
-    service.get_subject(db, viewer, p.id, p.merge_request_iid)
-    return render([])
+    """Issues the merge request's title and description name."""
+    p: MergeRequestPage = await params(request)
+    page = page_of(p)
+    found = service.related_issues(db, viewer, runtime(request).settings, p.id, p.merge_request_iid, page)
+    return _issues_of(request, found, page)
 
 
-@get(f"{PROJECT_MR}/closes_issues", auth="optional", params=MergeRequestGet)
+@get(f"{PROJECT_MR}/closes_issues", auth="optional", params=MergeRequestPage)
 async def merge_request_closes_issues(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
-    """Issues the merge request closes when merged (none recorded yet)."""
-    p: MergeRequestGet = await params(request)
-    service.get_subject(db, viewer, p.id, p.merge_request_iid)
-    return render([])
+    """Issues merging the merge request closes (GitLab's closing pattern)."""
+    p: MergeRequestPage = await params(request)
+    page = page_of(p)
+    found = service.closes_issues(db, viewer, runtime(request).settings, p.id, p.merge_request_iid, page)
+    return _issues_of(request, found, page)
 
 
 @get(

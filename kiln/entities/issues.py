@@ -145,7 +145,7 @@ def issue(
         "type": "ISSUE" if row.issue_type == "issue" else row.issue_type.upper(),
         "assignee": assignees[0] if assignees else None,
         "user_notes_count": row.user_notes_count,
-        "merge_requests_count": 0,
+        "merge_requests_count": related.merge_requests_count.get(row.id, 0),
         "upvotes": row.upvotes,
         "downvotes": row.downvotes,
         "due_date": day(row.due_date),

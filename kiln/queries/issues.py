@@ -218,6 +218,8 @@ class Related:
     users: dict[int, UserRow] = field(default_factory=dict)  # by user id
     milestones: dict[int, MilestoneRow] = field(default_factory=dict)  # by milestone id
     epics: dict[int, EpicRef] = field(default_factory=dict)  # by issue id
+    # How many merge requests close each issue (by issue id), where the reader counted them.
+    merge_requests_count: dict[int, int] = field(default_factory=dict)
 
 
 @cache

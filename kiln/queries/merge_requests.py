@@ -59,7 +59,7 @@ from kiln.queries import users as user_finder
 from kiln.queries.milestones import MilestoneRow
 from kiln.queries.paging import capped_count, offset_page
 from kiln.queries.reads import reusable, row_columns, run
-from kiln.queries.text import contains
+from kiln.queries.text import ESCAPE, contains, escape_like
 from kiln.queries.users import UserRow
 
 _MRS = MergeRequest.__table__
@@ -697,3 +697,85 @@ def page(db: Session, stmt: Select[Any], values: dict[str, Any], page: Page) -> 
     result = offset_page(db, stmt, page, core=True, params=values, count=count)
     result.items = rows_by_ids(db, [row[0] for row in result.items])
     return result
+
+
+# ----------------------------------------------------------------------------- what merge requests say of issues
+
+# How many merge requests an issue's read looks at, at most: those whose text may name it.
+MENTIONS_LIMIT = 500
+
+MentionRow = namedtuple(  # type: ignore[misc]
+    "MentionRow",
+    ["id", "iid", "project_id", "title", "description", "state", "target_branch", "default_branch", "path"],
+)
+
+
+def mentioning(
+    db: Session,
+    viewer: Any,
+    viewer_id: int | None,
+    issues: list[tuple[int, str, int]],
+    states: tuple[str, ...],
+) -> list[MentionRow]:
+    """Merge requests in `states`, of projects whose merge requests the viewer
+    (project_finder.viewer_of) reads, whose title or description may name one of `issues`
+    ((project id, project full path, iid)): `#iid` or `…/issues/iid` in the issue's own
+    project, `path#iid` or `path/-/issues/iid` in any. A prefilter with LIKE, one statement for
+    however many issues, at most MENTIONS_LIMIT rows (the newest); the exact reading of the
+    texts is the caller's."""
+    if not issues:
+        return []
+    c = _MRS.c
+    text = func.lower(func.coalesce(c.title, "") + " " + func.coalesce(c.description, ""))
+    values: dict[str, Any] = {}
+    if viewer_id is not None:
+        values["viewer_id"], values["viewer_today"] = viewer_id, date.today()
+    anywhere: list[ColumnElement[bool]] = []
+    for n, (project_id, path, iid) in enumerate(issues):
+        local = or_(
+            text.like(bindparam(f"short_{n}"), escape=ESCAPE),
+            text.like(bindparam(f"url_{n}"), escape=ESCAPE),
+        )
+        values[f"short_{n}"] = contains(f"#{iid}")
+        values[f"url_{n}"] = contains(f"/issues/{iid}")
+        values[f"full_{n}"] = contains(f"{path}#{iid}")
+        values[f"link_{n}"] = f"%{escape_like(path.lower())}/%issues/{iid}%"
+        anywhere.append(and_(c.project_id == project_id, local))
+        anywhere.append(text.like(bindparam(f"full_{n}"), escape=ESCAPE))
+        anywhere.append(text.like(bindparam(f"link_{n}"), escape=ESCAPE))
+    stmt = (
+        select(
+            c.id,
+            c.iid,
+            c.project_id,
+            c.title,
+            c.description,
+            c.state,
+            c.target_branch,
+            Project.default_branch,
+            Namespace.full_path + "/" + Project.path,
+        )
+        .join(Project, Project.id == c.project_id)
+        .join(Namespace, Namespace.id == Project.namespace_id)
+        .where(
+            c.state.in_(states),
+            c.project_id.in_(readable_projects(viewer)),
+            or_(*anywhere),
+        )
+        .order_by(c.id.desc())
+        .limit(MENTIONS_LIMIT)
+    )
+    return [MentionRow._make(row) for row in db.execute(stmt, values)]
+
+
+def commit_messages(db: Session, diff_id: int | None) -> list[str]:
+    """The messages of a version's commits (what a merge's closing pattern reads too)."""
+    if diff_id is None:
+        return []
+    return list(
+        db.scalars(
+            select(MergeRequestDiffCommit.message).where(
+                MergeRequestDiffCommit.merge_request_diff_id == diff_id
+            )
+        )
+    )

@@ -15,8 +15,10 @@ from sqlalchemy.orm import Session
 
 from kiln import events, policy
 from kiln.auth.actor import Actor
+from kiln.config import Settings
 from kiln.db import transaction
 from kiln.entities.issues import ANYWHERE, Context
+from kiln.entities.merge_requests import Context as MergeRequestContext
 from kiln.errors import BadRequest, Forbidden, NotFound, ValidationFailed
 from kiln.models import (
     AwardEmoji,
@@ -36,9 +38,10 @@ from kiln.models.issues import CLOSED, OPENED
 from kiln.models.notes import ISSUE
 from kiln.models.todos import ASSIGNED
 from kiln.pagination import Page, PageResult
-from kiln.policy import Action, IssueSubject, ProjectSubject
+from kiln.policy import Action, IssueSubject, MergeRequestSubject, ProjectSubject
 from kiln.queries import access
 from kiln.queries import issues as finder
+from kiln.queries import merge_requests as mr_finder
 from kiln.queries import projects as project_finder
 from kiln.queries import users as user_finder
 from kiln.queries.issues import IssueRow, ListScope, Related
@@ -55,6 +58,7 @@ from kiln.services import (
     issuables,
     label_links,
     mentions,
+    merge_requests,
     resource_events,
     subjects,
     subscriptions,
@@ -84,7 +88,15 @@ class Issues:
 # ----------------------------------------------------------------------------- reading
 
 
-def list_issues(db: Session, actor: Actor | None, kind: ListKind, q: IssueFilters, page: Page) -> Issues:
+def list_issues(
+    db: Session,
+    actor: Actor | None,
+    kind: ListKind,
+    q: IssueFilters,
+    page: Page,
+    *,
+    settings: Settings | None = None,
+) -> Issues:
     """A project's issues, a group's (its subgroups' included), or every issue the caller
     sees (`all`: their own by default, `scope=all` for all)."""
     context = ANYWHERE
@@ -104,7 +116,9 @@ def list_issues(db: Session, actor: Actor | None, kind: ListKind, q: IssueFilter
         q, project_finder.viewer_of(actor), actor.id if actor is not None else None, scope, date.today()
     )
     result = finder.page(db, stmt, values, page)
-    return Issues(result, finder.related_of(db, result.items), context)
+    related = finder.related_of(db, result.items)
+    _count_merge_requests(db, actor, settings, result.items, related)
+    return Issues(result, related, context)
 
 
 def _is_participant(db: Session, user_id: int, issue_id: int, author_id: int | None, assignees: Any) -> bool:
@@ -130,16 +144,32 @@ def _subscribed(db: Session, actor: Actor | None, row: IssueRow) -> bool:
     return subscriptions.is_subscribed(db, actor.id, ISSUE, row.id, participant=participant)
 
 
-def _one(db: Session, actor: Actor | None, s: IssueSubject) -> OneIssue:
+def _count_merge_requests(
+    db: Session, actor: Actor | None, settings: Settings | None, rows: list[IssueRow], related: Related
+) -> None:
+    """merge_requests_count: how many merge requests the caller reads close each issue (one
+    bounded statement for the page; without `settings` none are counted)."""
+    if settings is None or not rows:
+        return
+    refs = [merge_requests.IssueRef(r.id, r.project_id, r.project_path, r.iid) for r in rows]
+    found = merge_requests.naming_merge_requests(db, actor, settings, refs)
+    related.merge_requests_count = {issue_id: len(mrs) for issue_id, mrs in found.closing.items()}
+
+
+def _one(db: Session, actor: Actor | None, s: IssueSubject, settings: Settings | None = None) -> OneIssue:
     row = finder.row_by_id(db, s.issue.id)
     if row is None:
         raise NotFound("Issue")
     context = Context(project_id=s.project.project.id, namespace_id=s.project.project.namespace_id)
-    return OneIssue(row, finder.related_of(db, [row]), context, _subscribed(db, actor, row))
+    related = finder.related_of(db, [row])
+    _count_merge_requests(db, actor, settings, [row], related)
+    return OneIssue(row, related, context, _subscribed(db, actor, row))
 
 
-def get_issue(db: Session, actor: Actor | None, ident: str, iid: int) -> OneIssue:
-    return _one(db, actor, subjects.issue(db, actor, ident, iid))
+def get_issue(
+    db: Session, actor: Actor | None, ident: str, iid: int, *, settings: Settings | None = None
+) -> OneIssue:
+    return _one(db, actor, subjects.issue(db, actor, ident, iid), settings)
 
 
 def get_issue_by_id(db: Session, actor: Actor, issue_id: int) -> OneIssue:
@@ -200,6 +230,14 @@ def _note(db: Session, actor: Actor, issue: Issue, body: str) -> None:
     system_notes.add(
         db, actor, noteable_type=ISSUE, noteable_id=issue.id, body=body, project_id=issue.project_id
     )
+
+
+def _close(db: Session, actor: Actor, issue: Issue, note: str) -> None:
+    """Close an open issue: its state, the system note, the state event, its to-dos done."""
+    issue.state, issue.closed_at, issue.closed_by_id = CLOSED, _now(), actor.id
+    _note(db, actor, issue, note)
+    resource_events.state_changed(db, actor, ISSUE, issue.id, CLOSED)
+    todos.done_for_target(db, ISSUE, issue.id)
 
 
 def _assignable(db: Session, s: ProjectSubject, ids: list[int], issue: Issue | None = None) -> list[int]:
@@ -517,10 +555,7 @@ def update_issue(db: Session, actor: Actor, p: IssueUpdate) -> OneIssue:
             touched |= _update_planning(db, actor, s, issue, p, given, current_assignees, changed)
         action, hook_action = "updated", "update"
         if p.state_event == "close" and issue.state != CLOSED:
-            issue.state, issue.closed_at, issue.closed_by_id = CLOSED, _now(), actor.id
-            _note(db, actor, issue, "closed")
-            resource_events.state_changed(db, actor, ISSUE, issue.id, CLOSED)
-            todos.done_for_target(db, ISSUE, issue.id)
+            _close(db, actor, issue, "closed")
             changed("state_id", OPENED, CLOSED)
             action, hook_action = "closed", "close"
         elif p.state_event == "reopen" and issue.state != OPENED:
@@ -920,3 +955,81 @@ def reorder_issue(db: Session, actor: Actor, p: Any) -> OneIssue:
         issue.relative_position = position
         db.flush()
     return _reloaded(db, actor, s.project, s.issue.id)
+
+
+# ----------------------------------------------------------------------------- merge requests
+
+
+@dataclass(slots=True)
+class MergeRequestsOf:
+    page: PageResult  # items: queries.merge_requests.MergeRequestRow
+    related: mr_finder.Related
+    context: MergeRequestContext
+
+
+def _merge_requests_of(
+    db: Session, actor: Actor | None, settings: Settings, ident: str, iid: int, page: Page, *, closing: bool
+) -> MergeRequestsOf:
+    s = subjects.issue(db, actor, ident, iid)
+    issue, project = s.issue, s.project.project
+    path = f"{s.project.namespace.full_path}/{project.path}"
+    found = merge_requests.naming_merge_requests(
+        db, actor, settings, [merge_requests.IssueRef(issue.id, project.id, path, issue.iid)]
+    )
+    if closing:
+        # GitLab's closed_by: the issue's project's merge requests, newest first.
+        ids = [m.id for m in found.closing.get(issue.id, []) if m.project_id == project.id]
+    else:
+        # GitLab's related_merge_requests: those naming it (the closing ones among them), by iid.
+        ids = list(dict.fromkeys(m.id for m in sorted(found.naming.get(issue.id, []), key=lambda m: m.iid)))
+    result = list_page(ids, page)
+    result.items = mr_finder.rows_by_ids(db, result.items)
+    context = MergeRequestContext(project_id=project.id, namespace_id=project.namespace_id)
+    return MergeRequestsOf(result, mr_finder.related_of(db, result.items), context)
+
+
+def closed_by(
+    db: Session, actor: Actor | None, settings: Settings, ident: str, iid: int, page: Page
+) -> MergeRequestsOf:
+    """GET …/issues/:iid/closed_by: the project's merge requests (open or merged) that close
+    the issue, those the caller may read."""
+    return _merge_requests_of(db, actor, settings, ident, iid, page, closing=True)
+
+
+def related_merge_requests(
+    db: Session, actor: Actor | None, settings: Settings, ident: str, iid: int, page: Page
+) -> MergeRequestsOf:
+    """GET …/issues/:iid/related_merge_requests: merge requests (open or merged, of projects the
+    caller reads) that name or close the issue."""
+    return _merge_requests_of(db, actor, settings, ident, iid, page, closing=False)
+
+
+def close_by_merge_request(
+    db: Session, actor: Actor, settings: Settings, s: MergeRequestSubject
+) -> list[int]:
+    """A merge into the project's default branch closes the issues its merge request closes
+    (kiln.services.merge_requests.closing_issues), when the project's
+    autoclose_referenced_issues is on, in the merge's transaction: those the merging user may
+    read and update, with GitLab's "closed via merge request !N" note and state event. The
+    ids of the issues closed."""
+    if not s.project.project.autoclose_referenced_issues:
+        return []
+    mr = s.merge_request
+    closed = []
+    for project, row in merge_requests.closing_issues(db, actor, settings, s):
+        assignees = [actor.id] if row.assigned else []
+        if row.state == CLOSED or not policy.may_update_issue(
+            actor, project.subject, row.author_id, assignees
+        ):
+            continue
+        issue = _locked(db, row.id)
+        if issue.state == CLOSED:
+            continue
+        here = project.id == mr.project_id
+        reference = f"!{mr.iid}" if here else f"{_full_path(s.project)}!{mr.iid}"
+        _close(db, actor, issue, f"closed via merge request {reference}")
+        issue.updated_at = _now()
+        _event(db, actor, issue, "closed", "close", {"state_id": {"previous": OPENED, "current": CLOSED}})
+        closed.append(issue.id)
+    db.flush()
+    return closed

@@ -7,15 +7,17 @@ version) ride in the write's own transaction, so a refused request changes nothi
 from __future__ import annotations
 
 import contextlib
+import re
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
+from functools import cache
 from typing import Any, Literal
 
 import pygit2
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from kiln import policy
+from kiln import markdown, policy, references
 from kiln.auth.actor import Actor
 from kiln.config import Settings
 from kiln.db import transaction
@@ -36,17 +38,18 @@ from kiln.models import (
     Todo,
     User,
 )
-from kiln.models.merge_requests import CLOSED, OPENED, draft_title
+from kiln.models.merge_requests import CLOSED, MERGED, OPENED, draft_title
 from kiln.models.notes import MERGE_REQUEST
 from kiln.models.todos import ASSIGNED, REVIEW_REQUESTED
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action, MergeRequestSubject, ProjectSubject
 from kiln.queries import access
+from kiln.queries import issues as issue_finder
 from kiln.queries import merge_requests as finder
 from kiln.queries import pipelines as pipeline_finder
 from kiln.queries import projects as project_finder
 from kiln.queries import users as user_finder
-from kiln.queries.merge_requests import ListScope, MergeRequestRow, Related
+from kiln.queries.merge_requests import ListScope, MentionRow, MergeRequestRow, Related
 from kiln.queries.paging import list_page
 from kiln.queries.users import UserRow
 from kiln.schemas.merge_requests import MergeRequestCreate, MergeRequestFilters, MergeRequestUpdate
@@ -863,3 +866,185 @@ def diffs(
     """A page of the files the latest version changes (items: git FileDiff)."""
     s = subjects.merge_request(db, actor, ident, iid, rows=True)
     return list_page(_diff_set(db, settings, s, raw=False).files, page)
+
+
+# ----------------------------------------------------------------------------- issues it closes or mentions
+
+# GitLab's default issue_closing_pattern: a closing word ("Closes", "fixed", "Resolving",
+# "implements", ...), then issue references (`#1`, `group/project#1`, this instance's issue
+# URLs) listed with commas and "and". Atomic separators keep the matching linear.
+_ISSUE_TOKEN = r"(?:[A-Za-z0-9_./\-]*\#\d+|https?://[^\s,;]+?/issues/\d+)"
+_CLOSING = re.compile(
+    r"\b(?:[Cc]los(?:e[sd]?|ing)|[Ff]ix(?:e[sd]|ing)?|[Rr]esolv(?:e[sd]?|ing)|[Ii]mplement(?:s|ed|ing)?)"
+    rf":?(?> +)(?:issues? +)?{_ISSUE_TOKEN}(?:(?> *(?:, *)?)(?:and +)?(?:issues? +)?{_ISSUE_TOKEN})*+"
+)
+
+
+@cache
+def _issue_links(base: str) -> re.Pattern[str]:
+    """This instance's issue URLs: <external url>/<project path>/-/issues/<iid>."""
+    return re.compile(
+        rf"{re.escape(base.rstrip('/'))}/(?P<path>[A-Za-z0-9_.\-]+(?:/[A-Za-z0-9_.\-]+)+?)"
+        r"/(?:-/)?issues/(?P<iid>\d+)\b"
+    )
+
+
+def _issue_keys(segment: str, base: str) -> list[tuple[str, int]]:
+    """The issues a run of plain text names: (project path in lower case, "" for the text's
+    own project; iid), in order (kiln.references reads `#1` and `group/project#1`)."""
+    found = [(ref.start, ref.key) for ref in references.find(segment) if ref.kind == references.ISSUE]
+    found += [
+        (m.start(), (m.group("path").lower(), int(m.group("iid"))))
+        for m in _issue_links(base).finditer(segment)
+    ]
+    return [key for _, key in sorted(found, key=lambda f: f[0])]
+
+
+def closing_keys(texts: list[str | None], base: str) -> list[tuple[str, int]]:
+    """The issues `texts` close with GitLab's closing pattern (outside code), each once."""
+    out: dict[tuple[str, int], None] = {}
+    for text in texts:
+        for segment in markdown.plain_segments(text):
+            for m in _CLOSING.finditer(segment):
+                for key in _issue_keys(m.group(0), base):
+                    out[key] = None
+    return list(out)
+
+
+def mentioned_keys(texts: list[str | None], base: str) -> list[tuple[str, int]]:
+    """Every issue `texts` name (outside code), each once."""
+    out: dict[tuple[str, int], None] = {}
+    for text in texts:
+        for segment in markdown.plain_segments(text):
+            for key in _issue_keys(segment, base):
+                out[key] = None
+    return list(out)
+
+
+def _names(key: tuple[str, int], own_path: str, path: str, iid: int) -> bool:
+    """Whether `key`, read in a text of project `own_path`, is issue `iid` of project `path`."""
+    return key[1] == iid and (key[0] or own_path.lower()) == path.lower()
+
+
+@dataclass(slots=True)
+class IssuesOf:
+    page: PageResult  # items: IssueRow
+    related: issue_finder.Related
+    context: Any  # kiln.entities.issues.Context
+
+
+def _visible_issues(
+    db: Session, actor: Actor | None, settings: Settings, s: MergeRequestSubject, keys: list[tuple[str, int]]
+) -> list[tuple[Any, Any]]:
+    """The issues `keys` name that exist and `actor` may read, as (project, issue row) of
+    kiln.references (one statement per kind, whatever their number)."""
+    found = references.References(db, actor, settings.external_url, project=s.project)
+    found.prefetch([" ".join(f"{path}#{iid}" for path, iid in keys)])
+    # What References resolved each key to (None: absent or hidden from the actor).
+    resolved = found._found[references.ISSUE]
+    out = []
+    seen: set[int] = set()
+    for key in keys:
+        hit = resolved.get(key)
+        if hit is not None and hit[1].id not in seen:
+            seen.add(hit[1].id)
+            out.append(hit)
+    return out
+
+
+def _issues_page(db: Session, s: MergeRequestSubject, ids: list[int], page: Page) -> IssuesOf:
+    from kiln.entities.issues import Context as IssueContext
+
+    result = list_page(ids, page)
+    result.items = issue_finder.rows_by_ids(db, result.items)
+    project = s.project.project
+    context = IssueContext(project_id=project.id, namespace_id=project.namespace_id)
+    return IssuesOf(result, issue_finder.related_of(db, result.items), context)
+
+
+def _closes_default_branch(s: MergeRequestSubject) -> bool:
+    return s.merge_request.target_branch == s.project.project.default_branch
+
+
+def closing_issues(
+    db: Session, actor: Actor | None, settings: Settings, s: MergeRequestSubject, *, commits: bool = True
+) -> list[tuple[Any, Any]]:
+    """The issues the merge request closes when merged, that `actor` may read: those its title,
+    description and (`commits`) its latest version's commit messages name with the closing
+    pattern, when it targets the project's default branch (GitLab closes none otherwise)."""
+    if not _closes_default_branch(s):
+        return []
+    mr = s.merge_request
+    texts = [mr.title, mr.description]
+    if commits:
+        texts += finder.commit_messages(db, mr.latest_diff_id)
+    keys = closing_keys(texts, settings.external_url)
+    return _visible_issues(db, actor, settings, s, keys) if keys else []
+
+
+def closes_issues(
+    db: Session, actor: Actor | None, settings: Settings, ident: str, iid: int, page: Page
+) -> IssuesOf:
+    """GET …/closes_issues: the issues merging it will close, those the caller may read."""
+    s = subjects.merge_request(db, actor, ident, iid, rows=True)
+    ids = [row.id for _, row in closing_issues(db, actor, settings, s)]
+    return _issues_page(db, s, ids, page)
+
+
+def related_issues(
+    db: Session, actor: Actor | None, settings: Settings, ident: str, iid: int, page: Page
+) -> IssuesOf:
+    """GET …/related_issues: the issues its title and description name, those the caller may
+    read, in the order they are named."""
+    s = subjects.merge_request(db, actor, ident, iid, rows=True)
+    mr = s.merge_request
+    keys = mentioned_keys([mr.title, mr.description], settings.external_url)
+    ids = [row.id for _, row in _visible_issues(db, actor, settings, s, keys)] if keys else []
+    return _issues_page(db, s, ids, page)
+
+
+@dataclass(frozen=True, slots=True)
+class IssueRef:
+    """An issue as the merge requests' texts name it."""
+
+    id: int
+    project_id: int
+    path: str  # its project's full path
+    iid: int
+
+
+@dataclass(slots=True)
+class NamingMergeRequests:
+    """Per issue id, the merge requests (newest first) that close it and that name it."""
+
+    closing: dict[int, list[MentionRow]]
+    naming: dict[int, list[MentionRow]]
+
+
+def naming_merge_requests(
+    db: Session, actor: Actor | None, settings: Settings, issues: list[IssueRef]
+) -> NamingMergeRequests:
+    """Which open and merged merge requests the actor may read close or name `issues`, read from
+    their titles and descriptions: one bounded statement (queries.merge_requests.mentioning),
+    then exact matching here. Closing counts only into the project's default branch."""
+    out = NamingMergeRequests({}, {})
+    if not issues:
+        return out
+    base = settings.external_url
+    rows: list[MentionRow] = finder.mentioning(
+        db,
+        project_finder.viewer_of(actor),
+        actor.id if actor is not None else None,
+        [(i.project_id, i.path, i.iid) for i in issues],
+        (OPENED, MERGED),
+    )
+    for row in rows:
+        texts = [row.title, row.description]
+        named = mentioned_keys(texts, base)
+        closing = closing_keys(texts, base) if row.target_branch == row.default_branch else []
+        for issue in issues:
+            if any(_names(key, row.path, issue.path, issue.iid) for key in named):
+                out.naming.setdefault(issue.id, []).append(row)
+            if any(_names(key, row.path, issue.path, issue.iid) for key in closing):
+                out.closing.setdefault(issue.id, []).append(row)
+    return out
