@@ -208,7 +208,7 @@ def test_put_replaces_users_and_groups(api, make):
 
 def test_a_partial_put_changes_only_what_it_sends(api, make):
     # python-gitlab's `rule.approvals_required = 1; rule.save()` sends that field alone.
-    p, owner, dev, dev2, maint = setup(make)
+    p, owner, dev, *_ = setup(make)
     g = make.group(owners=[owner])
     made = create(api, owner, p, user_ids=[dev.id], group_ids=[g.id])
     r = api(owner).put(rules_url(p, made["id"]), json={"approvals_required": 1})
