@@ -352,7 +352,11 @@ def _may_project(actor: Actor | None, action: Action, s: ProjectSubject) -> bool
     if action is Action.READ_MERGE_REQUEST:
         if not _feature_open(actor, s, "merge_requests"):
             return False
-        return admin or level >= REPORTER or s.project.visibility != PRIVATE
+        # A members-only feature or a private project: Reporters and up (GitLab's
+        # PRIVATE_FEATURES_MIN_ACCESS_LEVEL for merge requests), never Guests.
+        if admin or level >= REPORTER:
+            return True
+        return s.project.visibility != PRIVATE and s.project.merge_requests_access_level != FEATURE_PRIVATE
     if action is Action.READ_MILESTONE:
         return _may_project(actor, Action.READ_ISSUE, s) or _feature_open(actor, s, "merge_requests")
     if action is Action.READ_CODE:

@@ -99,7 +99,52 @@ def test_ff_moves_to_the_source_head(diverged: tuple[pygit2.Repository, str, str
     repo, _, main, _ = diverged
     ahead = _commit(repo, main, {"c.txt": "c\n"})
     done = merges.build(repo, method="ff", target=main, source=ahead, message="m", committer=SIG)
-    assert done.tip == ahead == done.merge_commit
+    assert done.tip == ahead
+    assert done.merge_commit is None  # a fast-forward makes no merge commit
+
+
+@pytest.mark.parametrize("method", ["merge", "rebase_merge", "ff"])
+def test_a_source_already_in_the_target_is_nothing_to_merge(
+    diverged: tuple[pygit2.Repository, str, str, str], method: str
+) -> None:
+    repo, base, main, _ = diverged
+    for source in (main, base):  # the tip itself, an ancestor of it
+        with pytest.raises(merges.NothingToMerge):
+            merges.build(repo, method=method, target=main, source=source, message="m", committer=SIG)
+
+
+def test_the_merged_tree_is_the_one_git_merge_makes(tmp_path: Path) -> None:
+    """Both sides change one file in different places, and add, delete and change others:
+    kiln's merge tree is `git merge-tree --write-tree`'s (git's own merge)."""
+    repo = _repo(tmp_path)
+    lines = "".join(f"line {n}\n" for n in range(1, 21))
+    base = _commit(repo, None, {"shared.txt": lines, "gone.txt": "bye\n", "kept.txt": "k\n"})
+    index = pygit2.Index()
+    index.read_tree(repo[base].peel(pygit2.Commit).tree)
+    index.remove("gone.txt")
+    index.add(
+        pygit2.IndexEntry(
+            "shared.txt",
+            repo.create_blob(lines.replace("line 2\n", "main 2\n").encode()),
+            pygit2.enums.FileMode.BLOB,
+        )
+    )
+    index.add(pygit2.IndexEntry("main.txt", repo.create_blob(b"m\n"), pygit2.enums.FileMode.BLOB))
+    main = str(repo.create_commit(None, SIG, SIG, "main", index.write_tree(repo), [pygit2.Oid(hex=base)]))
+    feature = _commit(
+        repo,
+        base,
+        {"shared.txt": lines.replace("line 19\n", "feature 19\n"), "kept.txt": "k2\n", "dir/new.txt": "n\n"},
+    )
+    _branch(repo, "main", main)
+    _branch(repo, "feature", feature)
+    done = merges.build(repo, method="merge", target=main, source=feature, message="m", committer=SIG)
+    ours = repo[done.tip].peel(pygit2.Commit).tree_id
+    theirs = git(Path(repo.path), "merge-tree", "--write-tree", main, feature).stdout.decode().split()[0]
+    assert str(ours) == theirs
+    merged = _show(repo, done.tip, "shared.txt")
+    assert "main 2\n" in merged
+    assert "feature 19\n" in merged
 
 
 def test_rebase_merge_makes_a_merge_commit_when_ff_is_possible(

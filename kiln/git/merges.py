@@ -32,6 +32,11 @@ class NotFastForward(GitError):
     """The method needs the source to contain the target's tip, and it doesn't: rebase first."""
 
 
+class NothingToMerge(GitError):
+    """The source is already in the target: a merge would merge nothing (GitLab refuses a
+    merge request without commits)."""
+
+
 class RebaseConflict(GitError):
     """A source commit does not apply on the target's tip."""
 
@@ -46,11 +51,11 @@ class Squash:
 
 @dataclass(frozen=True, slots=True)
 class Merged:
-    """What a merge made: the target's new tip, the merge commit (the new tip for a
-    fast-forward, as kiln reports it) and the squash commit, if any."""
+    """What a merge made: the target's new tip, the merge commit (None for a fast-forward,
+    which makes none: GitLab leaves its merge_commit_sha empty) and the squash commit, if any."""
 
     tip: str
-    merge_commit: str
+    merge_commit: str | None
     squash_commit: str | None
 
 
@@ -120,7 +125,10 @@ def build(
 ) -> Merged:
     """The commits a merge of `source` into `target` makes with `method`, written but not yet
     reachable. MergeConflict, or NotFastForward for `rebase_merge`/`ff` when the source doesn't
-    contain the target's tip (GitLab asks for a rebase then)."""
+    contain the target's tip (GitLab asks for a rebase then); NothingToMerge when the source
+    is already in the target."""
+    if contains(repo, target, source):
+        raise NothingToMerge("the source is already in the target")
     if method in (REBASE_MERGE, FF) and not contains(repo, source, target):
         raise NotFastForward("fast-forward merge is not possible")
     merged_tree(repo, target, source)  # conflicts refuse every method alike
@@ -130,7 +138,7 @@ def build(
         head = squash_commit(repo, target, source, squash, committer)
         squashed = str(head)
     if method == FF:
-        return Merged(tip=str(head), merge_commit=str(head), squash_commit=squashed)
+        return Merged(tip=str(head), merge_commit=None, squash_commit=squashed)
     tree = merged_tree(repo, target, head)
     commit = repo.create_commit(None, committer, committer, message, tree, [_oid(target), head])
     return Merged(tip=str(commit), merge_commit=str(commit), squash_commit=squashed)

@@ -78,9 +78,16 @@ def latest(db: Session, merge_request_id: int) -> MergeRequestDiff | None:
     return found
 
 
+def locked(db: Session, merge_request_id: int) -> MergeRequest | None:
+    """The merge request read afresh, its row locked for the caller's transaction."""
+    stmt = select(MergeRequest).where(MergeRequest.id == merge_request_id).with_for_update()
+    return db.scalars(stmt.execution_options(populate_existing=True)).one_or_none()
+
+
 def open_from_source(db: Session, source_project_id: int, branch: str) -> list[MergeRequest]:
     """Open merge requests whose source is `branch` of `source_project_id` (the models: a push
-    changes them), oldest first."""
+    changes them), oldest first, locked for the caller's transaction and read afresh: one
+    merged or closed meanwhile is not among them (PostgreSQL re-reads a row it waited for)."""
     return list(
         db.scalars(
             select(MergeRequest)
@@ -90,12 +97,15 @@ def open_from_source(db: Session, source_project_id: int, branch: str) -> list[M
                 MergeRequest.state == OPENED,
             )
             .order_by(MergeRequest.id)
+            .with_for_update()
+            .execution_options(populate_existing=True)
         )
     )
 
 
 def open_into(db: Session, project_id: int, branch: str) -> list[MergeRequest]:
-    """Open merge requests targeting `branch` of `project_id` (the models), oldest first."""
+    """Open merge requests targeting `branch` of `project_id` (the models), oldest first,
+    locked for the caller's transaction and read afresh, as open_from_source."""
     return list(
         db.scalars(
             select(MergeRequest)
@@ -105,6 +115,8 @@ def open_into(db: Session, project_id: int, branch: str) -> list[MergeRequest]:
                 MergeRequest.state == OPENED,
             )
             .order_by(MergeRequest.id)
+            .with_for_update()
+            .execution_options(populate_existing=True)
         )
     )
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import html
-import importlib
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -99,7 +97,9 @@ def record_version(db: Session, settings: Settings, mr: MergeRequest) -> MergeRe
     """A new version when the source head or the merge base moved since the latest one (None
     otherwise, or when the source branch is gone), in the caller's transaction: its commits,
     the refs that keep it, and the merge request's `head_sha`, `latest_diff_id` and an
-    unchecked merge status. The flush gives the version its id."""
+    unchecked merge status. A version after the first changes the row under whoever read it
+    (a merge checking the older head): its lock_version moves on. The caller holds the row
+    (it is new, or locked). The flush gives the version its id."""
     repo = target_repository(settings, mr)
     now = heads(settings, mr, repo)
     if now.head is None or now.start is None:
@@ -150,6 +150,8 @@ def record_version(db: Session, settings: Settings, mr: MergeRequest) -> MergeRe
                 committed_date=datetime.fromtimestamp(commit.committer.time, UTC),
             )
         )
+    if mr.latest_diff_id is not None:
+        mr.lock_version = MergeRequest.lock_version + 1  # type: ignore[assignment]
     mr.head_sha = now.head
     mr.latest_diff_id = version.id
     mr.merge_status = UNCHECKED
@@ -259,16 +261,6 @@ def after_change(db: Session, actor: Actor | None, mr: MergeRequest) -> None:
     jobs.enqueue(db, AFTER_CHANGE, {"merge_request_id": mr.id, "user_id": actor.id if actor else None})
 
 
-def _optional(module: str, name: str) -> Callable[..., Any] | None:
-    """A function another part of the merge request work provides, once it exists."""
-    try:
-        found = importlib.import_module(module)
-    except ImportError:
-        return None
-    fn = getattr(found, name, None)
-    return fn if callable(fn) else None
-
-
 def job_actor(db: Session, user_id: Any) -> Actor | None:
     """The user a job acts for (the pusher), as an actor; None when gone."""
     if user_id is None:
@@ -279,7 +271,7 @@ def job_actor(db: Session, user_id: Any) -> Actor | None:
 
 @jobs.handler(AFTER_CHANGE)
 def _after_change(ctx: jobs.JobContext, payload: dict[str, Any]) -> None:
-    mr = ctx.db.get(MergeRequest, int(payload["merge_request_id"]))
+    mr = reads.locked(ctx.db, int(payload["merge_request_id"]))
     if mr is None or mr.state != OPENED:
         return
     from kiln.services import merge_request_pipelines
@@ -296,11 +288,14 @@ def _refresh(ctx: jobs.JobContext, payload: dict[str, Any]) -> None:
     branch = str(payload["ref"])[len(_HEADS) :]
     before, after = str(payload.get("before") or ZERO), str(payload.get("after") or ZERO)
     actor = job_actor(db, payload.get("user_id"))
+    options = [str(o) for o in payload.get("push_options") or []]
+    # Each merge request is locked as it is read (a merge or close committed meanwhile is
+    # seen, not overwritten) and checked still open before anything is written to it.
     for mr in reads.open_from_source(db, project_id, branch):
-        _source_moved(db, settings, actor, mr, before, after)
+        if mr.state == OPENED:
+            _source_moved(db, settings, actor, mr, before, after, options)
     if after != ZERO:
         _target_moved(db, settings, actor, project_id, branch, before, after)
-    options = [str(o) for o in payload.get("push_options") or []]
     if after != ZERO and options:
         from kiln.services import merge_request_pushes
 
@@ -320,7 +315,13 @@ def _branch_note(db: Session, actor: Actor | None, mr: MergeRequest, verb: str) 
 
 
 def _source_moved(
-    db: Session, settings: Settings, actor: Actor | None, mr: MergeRequest, before: str, after: str
+    db: Session,
+    settings: Settings,
+    actor: Actor | None,
+    mr: MergeRequest,
+    before: str,
+    after: str,
+    options: list[str],
 ) -> None:
     if after == ZERO:
         # The versions stay (their heads are kept around); the thread says the branch went.
@@ -343,21 +344,18 @@ def _source_moved(
             project_id=mr.project_id,
             body=commits_note(db, mr, version.id, added, oldrev),
         )
-    # The project's reset_approvals_on_push is read by the approvals service.
-    reset = _optional("kiln.services.approvals", "reset_on_push")
-    if reset is not None:
-        reset(db, actor, mr)
-    if mr.merge_when_pipeline_succeeds:
-        cancel = _optional("kiln.services.merges", "cancel_auto_merge")
-        if cancel is not None:
-            cancel(db, mr, "source branch was updated", actor)
-    check = _optional("kiln.services.merges", "enqueue_check")
-    if check is not None:
-        check(db, mr)
-    merge_request_events.record(db, actor, mr, merge_request_events.UPDATE)
-    from kiln.services import merge_request_pipelines
+    # Imported here: merges and approvals import this module.
+    from kiln.services import approvals, merge_request_pipelines, merges, pipeline_creation
 
-    merge_request_pipelines.create_quietly(db, settings, actor, mr)
+    # The project's reset_approvals_on_push is read by the approvals service.
+    approvals.reset_on_push(db, actor, mr)
+    if mr.merge_when_pipeline_succeeds:
+        merges.cancel_auto_merge(db, mr, "source branch was updated", actor)
+    merges.enqueue_check(db, mr)
+    merge_request_events.record(db, actor, mr, merge_request_events.UPDATE)
+    # `-o ci.skip` (a rebase with skip_ci) skips the merge request pipeline as the branch's.
+    if not pipeline_creation.skip_requested("", options):
+        merge_request_pipelines.create_quietly(db, settings, actor, mr)
 
 
 def commits_note(
@@ -392,13 +390,15 @@ def _target_moved(
     targeting = reads.open_into(db, project_id, branch)
     if not targeting:
         return
-    recheck = _optional("kiln.services.merges", "recheck_target")
-    if recheck is not None:
-        recheck(db, project_id, branch)
+    from kiln.services import merges
+
+    merges.recheck_target(db, project_id, branch)
     repo = repositories.store(settings).find(project_id)
     if repo is None:
         return
     for mr in targeting:
+        if mr.state != OPENED:
+            continue
         latest = db.get(MergeRequestDiff, mr.latest_diff_id) if mr.latest_diff_id is not None else None
         # An empty merge request (no commits of its own) is not merged by a push.
         if latest is None or latest.state == EMPTY or not mr.head_sha:
@@ -427,7 +427,7 @@ def _merged_by_push(db: Session, actor: Actor | None, mr: MergeRequest) -> None:
     mr.merged_by_id = actor.id if actor is not None else None
     mr.merge_commit_sha = None
     mr.merge_when_pipeline_succeeds = False
-    mr.lock_version += 1
+    mr.lock_version = MergeRequest.lock_version + 1  # type: ignore[assignment]
     system_notes.add(
         db,
         actor,

@@ -222,6 +222,6 @@ def _auto_merge(db: Session, settings: Settings, actor: Actor, mr: MergeRequest)
     from kiln.services import merges
 
     with transaction(db):
-        db.refresh(mr)
-        if mr.state == OPENED:
-            merges.enable_auto_merge(db, actor, mr)
+        locked = reads.locked(db, mr.id)
+        if locked is not None and locked.state == OPENED:
+            merges.enable_auto_merge(db, actor, locked)

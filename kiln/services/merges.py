@@ -19,8 +19,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pygit2
-from sqlalchemy import select, update
-from sqlalchemy.orm import Session
+from sqlalchemy import event, update
+from sqlalchemy.orm import Session, SessionTransaction
 
 from kiln import jobs, policy
 from kiln.auth.actor import Actor
@@ -42,13 +42,23 @@ from kiln.git.errors import ConcurrentUpdate, GitError
 from kiln.git.refs import branch_tip, delete_ref, update_ref
 from kiln.models import MergeRequest, Pipeline, Project, User
 from kiln.models.ci import ACTIVE, CREATED, SCHEDULED, SKIPPED, SUCCESS
-from kiln.models.merge_requests import CAN_BE_MERGED, CANNOT_BE_MERGED, MERGED, OPENED, UNCHECKED
+from kiln.models.merge_requests import (
+    CAN_BE_MERGED,
+    CANNOT_BE_MERGED,
+    EMPTY,
+    MERGED,
+    OPENED,
+    UNCHECKED,
+)
 from kiln.models.notes import MERGE_REQUEST
 from kiln.policy import MergeRequestSubject
 from kiln.queries import merge_requests as finder
+from kiln.queries import merges as reads
 from kiln.queries import users as user_finder
 from kiln.schemas.merges import MergeParams, RebaseParams
 from kiln.services import (
+    approvals,
+    issues,
     merge_request_diffs,
     merge_request_events,
     merge_requests,
@@ -74,14 +84,16 @@ _RUNNING = frozenset((*ACTIVE, CREATED, SCHEDULED))
 # ----------------------------------------------------------------------------- what stops a merge
 
 
-def _merge_level(db: Session, project_id: int, branch: str) -> int | None:
+def merge_level(db: Session, project_id: int, branch: str) -> int | None:
+    """The merge access level of the rule protecting `branch` (protected_branches.governing's
+    pick), None when unprotected: who may merge into it (policy.may_merge)."""
     rule = repositories.protection_for(db, project_id, branch)
     return rule.merge_access_level if rule is not None else None
 
 
 def _require_merger(db: Session, actor: Actor | None, s: MergeRequestSubject) -> None:
     """GitLab's can_be_merged_by?: 401 for who may not merge into the target branch."""
-    level = _merge_level(db, s.project.project.id, s.merge_request.target_branch)
+    level = merge_level(db, s.project.project.id, s.merge_request.target_branch)
     if not policy.may_merge(actor, s.project, level):
         raise Unauthorized()
 
@@ -90,16 +102,6 @@ def head_pipeline(db: Session, mr: MergeRequest) -> Pipeline | None:
     """The newest pipeline of the source head (GitLab's head pipeline)."""
     found = finder.head_pipeline_id(db, mr)
     return db.get(Pipeline, found) if found is not None else None
-
-
-def _approvals_left(db: Session, s: MergeRequestSubject) -> int:
-    """Helper D's count of approvals still needed (none until that module exists)."""
-    try:
-        from kiln.services import approvals
-    except ImportError:
-        return 0
-    counted = getattr(approvals, "approvals_left", None)
-    return int(counted(db, s.project, s.merge_request)) if counted is not None else 0
 
 
 def _source_tip(settings: Settings, mr: MergeRequest) -> str | None:
@@ -114,7 +116,8 @@ def _source_tip(settings: Settings, mr: MergeRequest) -> str | None:
 def _unmergeable_state(
     db: Session, settings: Settings, s: MergeRequestSubject, *, skip_ci: bool = False
 ) -> str | None:
-    """Why the merge request isn't in a mergeable state (GitLab's mergeable_state?), or None."""
+    """Why the merge request isn't in a mergeable state (GitLab's mergeable_state?, with its
+    broken?: a branch gone or nothing to merge), or None."""
     mr = s.merge_request
     project = s.project.project
     if mr.state != OPENED:
@@ -122,8 +125,11 @@ def _unmergeable_state(
     if mr.draft:
         return "it is a draft"
     repo = merge_request_diffs.target_repository(settings, mr)
-    if branch_tip(repo, mr.target_branch) is None or _source_tip(settings, mr) is None or mr.head_sha is None:
+    target = branch_tip(repo, mr.target_branch)
+    if target is None or _source_tip(settings, mr) is None or mr.head_sha is None:
         return "a branch is missing"
+    if _has_no_commits(db, repo, mr, str(target)):
+        return "it has no commits"
     if not skip_ci and project.only_allow_merge_if_pipeline_succeeds:
         pipeline = head_pipeline(db, mr)
         skipped_ok = (
@@ -137,9 +143,21 @@ def _unmergeable_state(
         row = finder.row_by_id(db, mr.id)
         if row is not None and row.unresolved_count:
             return "not all discussions are resolved"
-    if _approvals_left(db, s) > 0:
+    if approvals.approvals_left(db, s.project, mr) > 0:
         return "it is not approved"
     return None
+
+
+def _has_no_commits(db: Session, repo: pygit2.Repository, mr: MergeRequest, target: str) -> bool:
+    """GitLab's has_no_commits?: the latest version is empty, or the head is already in the
+    target (a merge would make a commit merging nothing)."""
+    latest = finder.latest_diff(db, mr.latest_diff_id)
+    if latest is None or latest.state == EMPTY or mr.head_sha is None:
+        return True
+    try:
+        return git_merges.contains(repo, target, mr.head_sha)
+    except (KeyError, ValueError, pygit2.GitError):
+        return True
 
 
 def _cannot_merge(repo: pygit2.Repository, method: str, target: str, head: str) -> bool:
@@ -230,20 +248,25 @@ def _squash_of(
 
 
 def _take(db: Session, mr: MergeRequest) -> None:
-    """The merge request's row by compare-and-swap on its lock_version while it is open: a
-    racing merge (or close) that got there first makes this one 405 (no longer open) or 409."""
+    """The merge request's row by compare-and-swap while it is open and still as the checks
+    read it (`mr`): its lock_version, target branch and head. A racing merge (or close) that
+    got there first makes this one 405 (no longer open); a retarget, a push's new version or
+    any other write meanwhile makes it 409, so nothing is merged unchecked. The row stays
+    locked (PostgreSQL) or the database written (SQLite) until the caller's commit."""
     taken = db.execute(
         update(MergeRequest)
         .where(
             MergeRequest.id == mr.id,
             MergeRequest.lock_version == mr.lock_version,
             MergeRequest.state == OPENED,
+            MergeRequest.target_branch == mr.target_branch,
+            MergeRequest.head_sha == mr.head_sha,
         )
         .values(lock_version=MergeRequest.lock_version + 1)
         .execution_options(synchronize_session=False)
     )
     if taken.rowcount != 1:  # type: ignore[attr-defined]
-        state = db.scalar(select(MergeRequest.state).where(MergeRequest.id == mr.id))
+        state = reads.state_of(db, mr.id)
         if state != OPENED:
             raise NotAllowed()
         raise Conflict("409 Conflict")
@@ -296,13 +319,21 @@ def _execute(db: Session, settings: Settings, actor: Actor, s: MergeRequestSubje
     undo: list[Callable[[], None]] = []
     try:
         with transaction(db):
+            _undo_unless_committed(db, undo)
             _take(db, mr)
+            # Checked again on the row as taken (locked until the commit): what was checked
+            # before is what is merged, whatever changed meanwhile.
+            _require_merger(db, actor, s)
+            if _unmergeable_state(db, settings, s) is not None:
+                raise NotAllowed()
             target = branch_tip(repo, mr.target_branch)
             head = mr.head_sha
             if target is None or head is None:
                 raise NotAllowed()
             if asked.sha and asked.sha != head:
                 raise Conflict(f"SHA does not match HEAD of source branch: {head}")
+            if _cannot_merge(repo, project.merge_method, str(target), head):
+                raise NotAcceptable(CANNOT_MERGE)
             squash = (
                 _squash_of(db, repo, mr, actor, str(target), head, asked.squash_commit_message)
                 if asked.squash
@@ -320,6 +351,8 @@ def _execute(db: Session, settings: Settings, actor: Actor, s: MergeRequestSubje
                 )
             except (git_merges.MergeConflict, git_merges.NotFastForward):
                 raise NotAcceptable(CANNOT_MERGE) from None
+            except git_merges.NothingToMerge:
+                raise NotAllowed() from None
             try:
                 git_merges.move_branch(
                     repo, mr.target_branch, made.tip, str(target), f"kiln: merge !{mr.iid}"
@@ -357,13 +390,39 @@ def _execute(db: Session, settings: Settings, actor: Actor, s: MergeRequestSubje
             )
             resource_events.state_changed(db, actor, MERGE_REQUEST, mr.id, MERGED)
             merge_request_events.record(db, actor, mr, merge_request_events.MERGE)
+            issues.close_by_merge_request(db, actor, settings, s)
             recheck_target(db, mr.project_id, mr.target_branch)
             db.flush()
     except BaseException:
-        for step in reversed(undo):
-            with contextlib.suppress(GitError, OSError):
-                step()
+        _undo(undo)
         raise
+
+
+def _undo(undo: list[Callable[[], None]]) -> None:
+    """Put back what a merge moved, newest first, each step once."""
+    while undo:
+        step = undo.pop()
+        with contextlib.suppress(GitError, OSError):
+            step()
+
+
+def _undo_unless_committed(db: Session, undo: list[Callable[[], None]]) -> None:
+    """The merge's branch moves are put back if the transaction they ride in rolls back
+    rather than commits, also when that transaction is a caller's that ends after the merge
+    returns (the automatic merge runs inside its job's, which commits with the job marked
+    done): a failed commit never leaves the target moved and the merge request open."""
+    ended: list[bool] = []
+
+    def committed(session: Session) -> None:
+        ended.append(True)
+
+    def rolled_back(session: Session, previous: SessionTransaction) -> None:
+        if previous.parent is None and not ended:
+            ended.append(True)
+            _undo(undo)
+
+    event.listen(db, "after_commit", committed, once=True)
+    event.listen(db, "after_soft_rollback", rolled_back)
 
 
 def _asked(s: MergeRequestSubject, p: MergeParams) -> Request:
@@ -413,7 +472,10 @@ def merge(db: Session, actor: Actor, p: MergeParams, settings: Settings) -> OneM
         raise Conflict(f"SHA does not match HEAD of source branch: {mr.head_sha}")
     asked = _asked(s, p)
     if automatically:
-        _enable_auto_merge(db, actor, s, asked)
+        with transaction(db):
+            _take(db, mr)
+            enable_auto_merge(db, actor, mr, asked)
+            db.flush()
     else:
         _execute(db, settings, actor, s, asked)
     return merge_requests.one_of(db, actor, s, settings=settings)
@@ -422,35 +484,17 @@ def merge(db: Session, actor: Actor, p: MergeParams, settings: Settings) -> OneM
 # ----------------------------------------------------------------------------- merge when the pipeline succeeds
 
 
-def _enable_auto_merge(db: Session, actor: Actor, s: MergeRequestSubject, asked: Request) -> None:
-    mr = s.merge_request
-    with transaction(db):
-        _take(db, mr)
-        already = mr.merge_when_pipeline_succeeds
-        mr.merge_when_pipeline_succeeds = True
-        mr.merge_user_id = actor.id
-        mr.merge_params = {**asked.stored(), "sha": mr.head_sha}
-        if not already:
-            system_notes.add(
-                db,
-                actor,
-                noteable_type=MERGE_REQUEST,
-                noteable_id=mr.id,
-                body=f"enabled an automatic merge when the pipeline for {mr.head_sha} succeeds",
-                project_id=mr.project_id,
-            )
-        db.flush()
-
-
-def enable_auto_merge(db: Session, actor: Actor, mr: MergeRequest) -> None:
-    """Merge when the pipeline succeeds, set in the caller's transaction without waiting for a
-    pipeline (the `merge_request.merge_when_pipeline_succeeds` push option: the push's
-    pipeline is still being made), as GitLab's push options set it."""
+def enable_auto_merge(db: Session, actor: Actor, mr: MergeRequest, asked: Request | None = None) -> None:
+    """Merge when the pipeline succeeds, in the caller's transaction, on a row it holds (taken
+    or locked): the merge route's, with what it was asked, or the
+    `merge_request.merge_when_pipeline_succeeds` push option's, without waiting for a
+    pipeline (the push's is still being made), as GitLab's push options set it."""
     already = mr.merge_when_pipeline_succeeds
+    stored = asked.stored() if asked is not None else dict(mr.merge_params or {})
     mr.merge_when_pipeline_succeeds = True
     mr.merge_user_id = actor.id
-    mr.merge_params = {**(mr.merge_params or {}), "sha": mr.head_sha}
-    mr.lock_version += 1
+    mr.merge_params = {**stored, "sha": mr.head_sha}
+    mr.lock_version = MergeRequest.lock_version + 1  # type: ignore[assignment]
     if not already:
         system_notes.add(
             db,
@@ -473,7 +517,7 @@ def cancel_auto_merge(
     mr.merge_when_pipeline_succeeds = False
     mr.merge_user_id = None
     mr.merge_params = {}
-    mr.lock_version += 1
+    mr.lock_version = MergeRequest.lock_version + 1  # type: ignore[assignment]
     body = (
         "canceled the automatic merge" if reason is None else f"aborted the automatic merge because {reason}"
     )
@@ -503,19 +547,7 @@ def cancel(db: Session, actor: Actor, ident: str, iid: int) -> None:
 def after_pipeline_success(db: Session, pipeline: Pipeline) -> None:
     """A pipeline just succeeded (kiln.services.pipeline_processing): queue the merge of the
     open merge requests set to merge when their head pipeline, this one, succeeds."""
-    found = db.scalars(
-        select(MergeRequest.id).where(
-            MergeRequest.merge_when_pipeline_succeeds.is_(True),
-            MergeRequest.state == OPENED,
-            MergeRequest.head_sha == pipeline.sha,
-            (MergeRequest.id == pipeline.merge_request_id)
-            | (
-                (MergeRequest.source_project_id == pipeline.project_id)
-                & (MergeRequest.source_branch == pipeline.ref)
-            ),
-        )
-    ).all()
-    for mr_id in found:
+    for mr_id in reads.awaiting(db, pipeline):
         jobs.enqueue(db, AUTO_MERGE, {"merge_request_id": mr_id, "pipeline_id": pipeline.id})
 
 
@@ -524,7 +556,8 @@ def _auto_merge(ctx: jobs.JobContext, payload: dict[str, Any]) -> None:
     """Merge as the user who set it, with what they asked; a merge that is refused now turns
     the automatic merge off with GitLab's note saying why."""
     db = ctx.db
-    mr = db.get(MergeRequest, int(payload["merge_request_id"]))
+    # Locked for the job's transaction: what is read here is what is merged or cancelled.
+    mr = reads.locked(db, int(payload["merge_request_id"]))
     if mr is None or mr.state != OPENED or not mr.merge_when_pipeline_succeeds:
         return
     pipeline = head_pipeline(db, mr)
@@ -561,7 +594,7 @@ def _auto_merge_refusal(
     db: Session, settings: Settings, actor: Actor, s: MergeRequestSubject, asked: Request
 ) -> str | None:
     mr = s.merge_request
-    level = _merge_level(db, s.project.project.id, mr.target_branch)
+    level = merge_level(db, s.project.project.id, mr.target_branch)
     if not policy.may_merge(actor, s.project, level):
         return "the user who set it may no longer merge"
     if asked.sha and asked.sha != mr.head_sha:
@@ -591,16 +624,19 @@ def enqueue_check(db: Session, mr: MergeRequest) -> None:
 
 def recheck_target(db: Session, project_id: int, branch: str) -> None:
     """The target branch `branch` of project `project_id` moved: its open merge requests are
-    unchecked again and checked by the job queue."""
-    found = db.scalars(
-        select(MergeRequest).where(
-            MergeRequest.project_id == project_id,
-            MergeRequest.target_branch == branch,
-            MergeRequest.state == OPENED,
-        )
-    ).all()
-    for mr in found:
-        enqueue_check(db, mr)
+    unchecked again and checked by the job queue. One UPDATE that re-reads the state: a
+    merge request merged or closed meanwhile keeps its status."""
+    found = reads.open_into(db, project_id, branch)
+    if not found:
+        return
+    db.execute(
+        update(MergeRequest)
+        .where(MergeRequest.id.in_(found), MergeRequest.state == OPENED)
+        .values(merge_status=UNCHECKED)
+        .execution_options(synchronize_session="fetch")
+    )
+    for mr_id in found:
+        jobs.enqueue(db, CHECK, {"merge_request_id": mr_id})
 
 
 def check(db: Session, settings: Settings, mr: MergeRequest) -> str:
@@ -641,7 +677,13 @@ def merge_ref_head(db: Session, actor: Actor | None, ident: str, iid: int, setti
     repo = merge_request_diffs.target_repository(settings, mr)
     target = branch_tip(repo, mr.target_branch)
     head = mr.head_sha
-    if mr.state != OPENED or target is None or head is None or not git_merges.mergeable(repo, target, head):
+    if (
+        mr.state != OPENED
+        or target is None
+        or head is None
+        or _has_no_commits(db, repo, mr, str(target))
+        or not git_merges.mergeable(repo, target, head)
+    ):
         raise not_mergeable
     ref = f"refs/merge-requests/{mr.iid}/merge"
     current = repo.references.get(ref)
@@ -668,12 +710,15 @@ def merge_ref_head(db: Session, actor: Actor | None, ident: str, iid: int, setti
 def rebase(db: Session, actor: Actor, p: RebaseParams, settings: Settings) -> bool:
     """PUT …/rebase: the source branch's own commits replayed onto the target's tip, the
     branch moved by compare-and-swap (409 when it moved meanwhile); 403 for who may not push
-    to the source branch. A conflict is kept as the merge request's merge_error, as GitLab's
-    rebase reports it. Done at once: returns whether a rebase is still in progress (never)."""
+    to the source branch (a rebase rewrites its history: a force push, which a protected
+    branch may refuse). A conflict is kept as the merge request's merge_error, as GitLab's
+    rebase reports it. The push's refresh job records the new version, its pipeline, notes
+    and events, as after any push. Done at once: returns whether a rebase is still in
+    progress (never)."""
     s = subjects.merge_request(db, actor, p.id, p.merge_request_iid)
     mr = s.merge_request
     source = _source_subject(db, actor, s)
-    if source is None or not repositories.may_push(db, actor, source, mr.source_branch):
+    if source is None or not repositories.may_push(db, actor, source, mr.source_branch, force=True):
         raise Forbidden()
     store = repositories.store(settings)
     try:
@@ -707,8 +752,6 @@ def rebase(db: Session, actor: Actor, p: RebaseParams, settings: Settings) -> bo
                 options = ["ci.skip"] if p.skip_ci else []
                 model = repositories.model_of(db, source.project)
                 repositories.record_push(db, model, actor, ref, str(head), new, source_repo, options)
-                merge_request_diffs.record_version(db, settings, mr)
-                enqueue_check(db, mr)
             mr.merge_error = None
             db.flush()
     except BaseException:

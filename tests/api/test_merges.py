@@ -7,21 +7,27 @@ from __future__ import annotations
 
 import subprocess
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pygit2
 import pytest
-from sqlalchemy import select
+from sqlalchemy import event, select, update
 
 from kiln.db import transaction
 from kiln.models import Event, MergeRequest, Note, ProtectedBranch, ResourceStateEvent
+from kiln.models.base import utcnow
 from kiln.models.ci import PENDING, RUNNING, SUCCESS
-from kiln.models.namespaces import DEVELOPER, REPORTER
+from kiln.models.jobs import Job
+from kiln.models.namespaces import DEVELOPER, GUEST, REPORTER
 from kiln.models.notes import MERGE_REQUEST
 from kiln.services import merges, pipeline_processing, repositories
+from tests.api.test_merge_request_diffs import push_commit
 from tests.repositories import fsck_errors
 from tests.statements import count
+from tests.threads import STUCK_S, Blocked
 
 
 def url(p: Any, mr: MergeRequest, rest: str = "/merge") -> str:
@@ -161,7 +167,8 @@ def test_ff_moves_the_target_to_the_source_head(api, make, settings):
     r = api(owner).put(url(p, mr))
     assert r.status_code == 200, r.text
     assert tip(settings, p, "main") == mr.head_sha
-    assert r.json()["merge_commit_sha"] == mr.head_sha
+    # A fast-forward makes no merge commit: GitLab leaves merge_commit_sha empty.
+    assert r.json()["merge_commit_sha"] is None
     assert_sound(settings, p)
 
 
@@ -414,7 +421,7 @@ def test_merge_ref_of_a_conflict_is_400(api, make, settings):
 # ----------------------------------------------------------------------------- rebase
 
 
-def test_rebase_replays_the_source_onto_the_target(api, make, settings, db):
+def test_rebase_replays_the_source_onto_the_target(api, make, settings, db, drain):
     owner, p = owned(make, merge_method="ff")
     mr = make.merge_request(p, owner, source_branch="behind")
     old_head = mr.head_sha
@@ -427,6 +434,7 @@ def test_rebase_replays_the_source_onto_the_target(api, make, settings, db):
     assert new != old_head
     assert [str(x) for x in commit.parent_ids] == [main]
     assert commit.message == repo[old_head].peel(pygit2.Commit).message
+    drain()  # the push's refresh records the new version, as after any push
     db.expire_all()
     assert db.get(MergeRequest, mr.id).head_sha == new
     assert api(owner).put(url(p, mr)).status_code == 200  # now fast-forward is possible
@@ -717,3 +725,238 @@ def test_enable_auto_merge_without_a_pipeline_yet_merges_when_one_succeeds(api, 
     drain()
     db.expire_all()
     assert db.get(MergeRequest, mr.id).state == "merged"
+
+
+# ----------------------------------------------------------------------------- what races a merge
+
+
+@contextmanager
+def merger_held_at_its_checks(runtime: Any, blocked: Blocked) -> Iterator[None]:
+    """Holds the first read of a merge request version from now on (the merge's checks,
+    before it writes anything; the test does nothing until it is held) until `blocked` is
+    released: the race's worst interleaving, made certain."""
+
+    def hold(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if "FROM merge_request_diffs" in statement and not blocked.started.is_set():
+            blocked.block()
+
+    event.listen(runtime.engine, "before_cursor_execute", hold)
+    try:
+        yield
+    finally:
+        event.remove(runtime.engine, "before_cursor_execute", hold)
+
+
+def merge_in_thread(api: Any, who: Any, path: str, results: list[Any]) -> threading.Thread:
+    thread = threading.Thread(target=lambda: results.append(api(who).put(path)), name="merger", daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.committing
+def test_a_retarget_during_a_merge_is_not_merged_unchecked(api, make, settings, db, runtime):
+    """A Developer may merge into an unprotected branch; retargeted to the Maintainers-only
+    main while the merge is between its checks and its write, nothing is merged."""
+    owner, p = owned(make)
+    dev = make.user()
+    make.member(p, dev, DEVELOPER)
+    make.branch(p, "open-target", tip(settings, p, "main"))
+    mr = make.merge_request(p, owner, target_branch="open-target")
+    before = {b: tip(settings, p, b) for b in ("main", "open-target")}
+    blocked, results = Blocked(), []
+    with merger_held_at_its_checks(runtime, blocked):
+        thread = merge_in_thread(api, dev, url(p, mr), results)
+        assert blocked.started.wait(STUCK_S)
+        r = api(owner).put(url(p, mr, ""), json={"target_branch": "main"})
+        assert r.status_code == 200, r.text
+        blocked.release.set()
+        thread.join(STUCK_S)
+    [answer] = results
+    assert answer.status_code in (401, 409), answer.text
+    assert {b: tip(settings, p, b) for b in ("main", "open-target")} == before
+    db.expire_all()
+    row = db.get(MergeRequest, mr.id)
+    assert (row.state, row.target_branch, row.merge_commit_sha) == ("opened", "main", None)
+    assert_sound(settings, p)
+
+
+@pytest.mark.committing
+def test_a_push_to_the_source_during_a_merge_is_not_merged_unchecked(api, make, settings, db, runtime, drain):
+    """The source gets a new head (its refresh recorded) while the merge is between its
+    checks and its write: the merge is refused, not made of what nobody checked."""
+    owner, p = owned(make)
+    mr = make.merge_request(p, owner, source_branch="moving")
+    before = tip(settings, p, "main")
+    blocked, results = Blocked(), []
+    with merger_held_at_its_checks(runtime, blocked):
+        thread = merge_in_thread(api, owner, url(p, mr), results)
+        assert blocked.started.wait(STUCK_S)
+        pushed = push_commit(api, owner, p.id, "moving", {"late.txt": "late\n"})
+        drain()
+        blocked.release.set()
+        thread.join(STUCK_S)
+    [answer] = results
+    assert answer.status_code == 409, answer.text
+    assert tip(settings, p, "main") == before
+    db.expire_all()
+    row = db.get(MergeRequest, mr.id)
+    assert (row.state, row.head_sha) == ("opened", pushed)
+    assert api(owner).put(url(p, mr)).status_code == 200  # checked again, it merges
+    assert_sound(settings, p)
+
+
+def test_a_merge_already_merged_by_a_push_is_left_as_the_api_merged_it(api, make, settings, db, drain):
+    """A push's refresh queued before an API merge commits finds the merge request merged:
+    it neither marks it merged again nor writes a version, note or pipeline to it."""
+    owner, p = owned(make)
+    mr = make.merge_request(p, owner, source_branch="both")
+    push_commit(api, owner, p.id, "both", {"more.txt": "more\n"})  # its refresh not run yet
+    r = api(owner).put(url(p, mr))
+    assert r.status_code == 200, r.text
+    merged = r.json()["merge_commit_sha"]
+    notes = notes_of(db, mr)
+    drain()
+    db.expire_all()
+    row = db.get(MergeRequest, mr.id)
+    assert (row.state, row.merge_commit_sha, row.merged_by_id, row.head_sha) == (
+        "merged",
+        merged,
+        owner.id,
+        mr.head_sha,
+    )
+    assert notes_of(db, mr) == notes
+    merges_recorded = db.scalars(
+        select(Event.id).where(
+            Event.target_type == MERGE_REQUEST, Event.target_id == mr.id, Event.action == "merged"
+        )
+    ).all()
+    assert len(merges_recorded) == 1
+
+
+def test_an_automatic_merge_whose_commit_fails_puts_the_branch_back(api, make, settings, db, drain, runtime):
+    """The job's transaction fails to commit after the merge moved the target: the branch goes
+    back, the merge request stays open, and the retry merges once (no second, empty merge)."""
+    owner, p = owned(make)
+    mr = make.merge_request(p, owner, source_branch="auto-fail")
+    pipeline = make.pipeline(p, ref="auto-fail", sha=mr.head_sha, jobs=[{"name": "test"}])
+    assert api(owner).put(url(p, mr), json={"merge_when_pipeline_succeeds": True}).status_code == 200
+    before = tip(settings, p, "main")
+    failed: list[bool] = []
+
+    def fail_once_moved(session: Any) -> None:
+        if not failed and tip(settings, p, "main") != before:
+            failed.append(True)
+            raise RuntimeError("the commit fails")
+
+    finish(db, pipeline, SUCCESS)
+    event.listen(runtime.sessions, "before_commit", fail_once_moved)
+    try:
+        drain()
+    finally:
+        event.remove(runtime.sessions, "before_commit", fail_once_moved)
+    assert failed == [True]
+    assert tip(settings, p, "main") == before
+    db.expire_all()
+    row = db.get(MergeRequest, mr.id)
+    assert (row.state, row.merge_when_pipeline_succeeds) == ("opened", True)
+    with transaction(db):
+        db.execute(update(Job).where(Job.kind == merges.AUTO_MERGE).values(run_at=utcnow()))
+    drain()
+    db.expire_all()
+    assert db.get(MergeRequest, mr.id).state == "merged"
+    main = repo_of(settings, p)[tip(settings, p, "main")].peel(pygit2.Commit)
+    assert [str(x) for x in main.parent_ids] == [before, mr.head_sha]
+    assert_sound(settings, p)
+
+
+# ----------------------------------------------------------------------------- nothing to merge
+
+
+def test_a_request_without_commits_is_405(api, make, settings, db):
+    owner, p = owned(make)
+    make.branch(p, "same", tip(settings, p, "main"))
+    mr = make.merge_request(p, owner, source_branch="same")
+    before = tip(settings, p, "main")
+    r = api(owner).put(url(p, mr))
+    assert (r.status_code, r.json()) == (405, {"message": "405 Method Not Allowed"})
+    assert tip(settings, p, "main") == before
+    assert api(owner).get(url(p, mr, "/merge_ref")).status_code == 400
+
+
+@pytest.mark.parametrize("method", ["merge", "rebase_merge", "ff"])
+def test_a_head_already_in_the_target_is_405_not_a_merge_of_nothing(api, make, settings, db, method):
+    owner, p = owned(make, merge_method=method)
+    mr = make.merge_request(p, owner)
+    make.commit(p, {"on-top.txt": "x\n"}, branch=mr.source_branch)
+    make.branch(p, "main", tip(settings, p, mr.source_branch))  # main took the head, unrefreshed
+    moved = tip(settings, p, "main")
+    r = api(owner).put(url(p, mr))
+    assert (r.status_code, r.json()) == (405, {"message": "405 Method Not Allowed"})
+    assert tip(settings, p, "main") == moved
+    db.expire_all()
+    assert db.get(MergeRequest, mr.id).state == "opened"
+
+
+# ----------------------------------------------------------------------------- rebase is a push
+
+
+@pytest.mark.parametrize(("allow_force", "status"), [(False, 403), (True, 202)])
+def test_rebase_is_a_force_push_a_protected_source_may_refuse(api, make, settings, db, allow_force, status):
+    owner, p = owned(make)
+    dev = make.user()
+    make.member(p, dev, DEVELOPER)
+    mr = make.merge_request(p, owner, source_branch="shielded")
+    with transaction(db):
+        db.add(
+            ProtectedBranch(
+                project_id=p.id,
+                name="shielded",
+                push_access_level=DEVELOPER,
+                merge_access_level=DEVELOPER,
+                allow_force_push=allow_force,
+            )
+        )
+    diverge(make, p)
+    head = tip(settings, p, "shielded")
+    r = api(dev).put(url(p, mr, "/rebase"))
+    assert r.status_code == status, r.text
+    assert (tip(settings, p, "shielded") == head) == (status == 403)
+
+
+def test_rebase_is_refreshed_as_a_push_new_version_and_automatic_merge_aborted(
+    api, make, settings, db, drain
+):
+    owner, p = owned(make)
+    mr = make.merge_request(p, owner, source_branch="rebased")
+    old_head = mr.head_sha
+    make.pipeline(p, ref="rebased", sha=mr.head_sha, jobs=[{"name": "test"}])
+    assert api(owner).put(url(p, mr), json={"merge_when_pipeline_succeeds": True}).status_code == 200
+    diverge(make, p)
+    assert api(owner).put(url(p, mr, "/rebase")).status_code == 202
+    new = tip(settings, p, "rebased")
+    drain()
+    db.expire_all()
+    row = db.get(MergeRequest, mr.id)
+    assert (row.head_sha, row.merge_when_pipeline_succeeds) == (new, False)
+    versions = api(owner).get(url(p, mr, "/versions")).json()
+    assert [v["head_commit_sha"] for v in versions] == [new, old_head]
+    assert "aborted the automatic merge because source branch was updated" in notes_of(db, mr)
+    actions = db.scalars(
+        select(Event.action).where(Event.target_type == MERGE_REQUEST, Event.target_id == mr.id)
+    ).all()
+    assert "updated" in actions
+
+
+# ----------------------------------------------------------------------------- who reads
+
+
+def test_members_only_merge_requests_need_a_reporter(api, make, settings):
+    owner, p = owned(make, visibility="public", merge_requests_access_level="private")
+    guest, reporter, outsider = make.user(), make.user(), make.user()
+    make.member(p, guest, GUEST)
+    make.member(p, reporter, REPORTER)
+    mr = make.merge_request(p, owner)
+    refused = api(outsider).get(url(p, mr, "/merge_ref")).status_code
+    assert refused in (403, 404)
+    assert api(guest).get(url(p, mr, "/merge_ref")).status_code == refused  # as any non-member
+    assert api(reporter).get(url(p, mr, "/merge_ref")).status_code == 200
