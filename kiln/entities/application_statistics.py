@@ -14,15 +14,15 @@ def _n(value: int) -> str:
 
 
 def application_statistics(c: Counts) -> dict[str, Any]:
-    # Issues, merge requests, snippets and milestones are not kept by kiln: none of each.
+    # Snippets are not kept by kiln: none.
     return {
         "forks": _n(c.forks),
-        "issues": _n(0),
-        "merge_requests": _n(0),
+        "issues": _n(c.issues),
+        "merge_requests": _n(c.merge_requests),
         "notes": _n(c.notes),
         "snippets": _n(0),
         "ssh_keys": _n(c.ssh_keys),
-        "milestones": _n(0),
+        "milestones": _n(c.milestones),
         "users": _n(c.users),
         "groups": _n(c.groups),
         "projects": _n(c.projects),

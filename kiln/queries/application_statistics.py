@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from kiln.models import CommitNote, Namespace, Project, SSHKey, User
+from kiln.models import CommitNote, Issue, MergeRequest, Milestone, Namespace, Note, Project, SSHKey, User
 from kiln.models.namespaces import KIND_GROUP
 from kiln.queries.reads import run
 
@@ -20,7 +20,10 @@ COUNTED_USER_TYPES = ("human", "project_bot", "service_user", "service_account")
 @dataclass(slots=True, frozen=True)
 class Counts:
     forks: int
+    issues: int
+    merge_requests: int
     notes: int
+    milestones: int
     ssh_keys: int
     users: int
     groups: int
@@ -34,7 +37,11 @@ def _count(model: Any, *where: Any) -> Any:
 
 _COUNTS = select(
     _count(Project, Project.forked_from_id.is_not(None)),
-    _count(CommitNote),
+    _count(Issue),
+    _count(MergeRequest),
+    # Notes on commits and on issues, merge requests and epics (system notes too, as GitLab's Note.count).
+    _count(CommitNote) + _count(Note),
+    _count(Milestone),
     _count(SSHKey),
     _count(User),
     _count(Namespace, Namespace.kind == KIND_GROUP),

@@ -57,28 +57,33 @@ def test_counts_what_the_instance_holds(api, make, db):
             )
         )
         db.add(CommitNote(project_id=source.id, commit_sha="a" * 40, author_id=owner.id, note="Nice"))
+    repo = make.project_with_repository(owner=owner)
+    issue = make.issue(repo, owner)
+    make.note(issue, owner)
+    make.merge_request(repo, owner)
+    make.milestone(project=repo)
     after = numbers(api)
     delta = {k: after[k] - before[k] for k in FIELDS}
     assert delta == {
         "forks": 1,
-        "issues": 0,
-        "merge_requests": 0,
-        "notes": 1,
+        "issues": 1,
+        "merge_requests": 1,
+        "notes": 2,
         "snippets": 0,
         "ssh_keys": 1,
-        "milestones": 0,
+        "milestones": 1,
         "users": 2,
         "groups": 1,
-        "projects": 2,
+        "projects": 3,
         "active_users": 1,
     }
 
 
 @pytest.mark.parametrize(("count", "text"), [(0, "0"), (999, "999"), (1234, "1,234"), (1234567, "1,234,567")])
 def test_counts_are_strings_with_thousands_separators(count, text):
-    view = application_statistics(Counts(count, count, count, count, count, count, count))
-    assert view["users"] == text
-    assert view["issues"] == "0"
+    view = application_statistics(Counts(*(count,) * 10))
+    assert view["users"] == view["issues"] == view["merge_requests"] == text
+    assert view["snippets"] == "0"
 
 
 def test_costs_a_fixed_number_of_statements(api, make, runtime):
