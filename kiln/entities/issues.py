@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class Context:
-    """Where the issues are shown, for their `references.relative`: a project's list (the
+    """Where issues (and merge requests) are shown, for their `references.relative`: a project's list (the
     project and its namespace: `#1` there, `project#1` from a sibling), a group's list (the
     group: `project#1` for its own projects), or nowhere in particular (the full reference)."""
 
@@ -86,7 +86,13 @@ def _epic_view(e: Any) -> dict[str, Any]:
 
 
 def references(row: IssueRow, context: Context) -> dict[str, str]:
-    short = f"#{row.iid}"
+    return references_of("#", row, context)
+
+
+def references_of(mark: str, row: Any, context: Context) -> dict[str, str]:
+    """GitLab's short, relative and full references of an issue (`mark` "#") or merge request
+    ("!") shown in `context`; `row` has iid, project_id, project_path and namespace_id."""
+    short = f"{mark}{row.iid}"
     full = f"{row.project_path}{short}"
     if context.project_id == row.project_id:
         relative = short

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from kiln.entities._format import iso
 from kiln.entities.commits import commit_title
-from kiln.entities.issues import task_counts, time_stats
+from kiln.entities.issues import ANYWHERE, Context, references_of, task_counts, time_stats
 from kiln.entities.labels import label_basic
 from kiln.entities.milestones import milestone as milestone_view
 from kiln.entities.pipelines import basic_fields
@@ -22,27 +22,8 @@ if TYPE_CHECKING:
     from kiln.queries.merge_requests import MergeRequestRow, Related
 
 
-@dataclass(frozen=True, slots=True)
-class Context:
-    """Where the merge requests are shown, for `references.relative` (see entities.issues)."""
-
-    project_id: int | None = None
-    namespace_id: int | None = None
-
-
-ANYWHERE = Context()
-
-
 def references(row: MergeRequestRow, context: Context) -> dict[str, str]:
-    short = f"!{row.iid}"
-    full = f"{row.project_path}{short}"
-    if context.project_id == row.project_id:
-        relative = short
-    elif context.namespace_id is not None and context.namespace_id == row.namespace_id:
-        relative = f"{row.project_path.rsplit('/', 1)[-1]}{short}"
-    else:
-        relative = full
-    return {"short": short, "relative": relative, "full": full}
+    return references_of("!", row, context)
 
 
 def merge_request_url(base: str, row: MergeRequestRow) -> str:
@@ -65,18 +46,36 @@ def merge_request(
     context: Context = ANYWHERE,
     with_labels_details: bool = False,
     detailed_merge_status: str | None = None,
+    shown: dict[Any, Any] | None = None,
 ) -> dict[str, Any]:
-    """One merge request as lists show it (GitLab's MergeRequestBasic)."""
+    """One merge request as lists show it (GitLab's MergeRequestBasic). `shown`: the views of
+    people and milestones rendered for the page's other rows, reused (a page's author is
+    mostly one person)."""
     users = related.users
+    seen: dict[Any, Any] = {} if shown is None else shown
 
     def person(uid: int | None) -> dict[str, Any] | None:
-        user = users.get(uid) if uid is not None else None
-        return user_basic(user, base) if user is not None else None
+        if uid is None:
+            return None
+        view = seen.get(uid)
+        if view is None:
+            user = users.get(uid)
+            if user is None:
+                return None
+            view = seen[uid] = user_basic(user, base)
+        return view  # type: ignore[no-any-return]
 
-    assignees = [user_basic(users[uid], base) for uid in row.assignee_ids if uid in users]
-    reviewers = [user_basic(users[uid], base) for uid in row.reviewer_ids if uid in users]
+    assignees = [view for view in map(person, row.assignee_ids) if view is not None]
+    reviewers = [view for view in map(person, row.reviewer_ids) if view is not None]
     labels = sorted(related.labels.get(row.id, ()), key=lambda label: label.title)
-    milestone = related.milestones.get(row.milestone_id) if row.milestone_id is not None else None
+    milestone_view_of = None
+    if row.milestone_id is not None:
+        key = ("milestone", row.milestone_id)
+        milestone_view_of = seen.get(key)
+        if milestone_view_of is None:
+            found = related.milestones.get(row.milestone_id)
+            if found is not None:
+                milestone_view_of = seen[key] = milestone_view(found, base)
     count, done = task_counts(row.description)
     params = row.merge_params or {}
     merged_by = person(row.merged_by_id)
@@ -114,13 +113,18 @@ def merge_request(
         "imported": False,
         "imported_from": "none",
         "work_in_progress": bool(row.draft),
-        "milestone": milestone_view(milestone, base) if milestone is not None else None,
+        "milestone": milestone_view_of,
         "merge_when_pipeline_succeeds": bool(row.merge_when_pipeline_succeeds),
         "merge_status": row.merge_status,
         "detailed_merge_status": detailed_merge_status or detailed_status_of(row),
         "sha": row.head_sha,
         "merge_commit_sha": row.merge_commit_sha,
         "squash_commit_sha": row.squash_commit_sha,
+        # The commit the target branch holds the change as (GitLab's merged_commit_sha): the
+        # merge commit, else the squash commit, else (a fast-forward) the head.
+        "merged_commit_sha": (
+            (row.merge_commit_sha or row.squash_commit_sha or row.head_sha) if row.state == "merged" else None
+        ),
         "discussion_locked": row.discussion_locked,
         "should_remove_source_branch": _flag(params.get("should_remove_source_branch")),
         "force_remove_source_branch": row.force_remove_source_branch,
@@ -146,10 +150,13 @@ def detailed_status_of(
     discussions_must_resolve: bool = False,
     pipeline_must_succeed: bool = False,
     pipeline_status: str | None = None,
+    pipeline_passed: bool = False,
     approvals_left: int = 0,
     needs_rebase: bool = False,
 ) -> str:
-    """GitLab's detailed_merge_status: the first mergeability check that fails, in its order."""
+    """GitLab's detailed_merge_status: the first mergeability check that fails, in its order.
+    `pipeline_passed` and `needs_rebase` are the merge gate's rules
+    (services.merge_requests.pipeline_passed, must_fast_forward)."""
     if row.state != "opened":
         return "not_open"
     if row.merge_status == "checking":
@@ -176,7 +183,7 @@ def detailed_status_of(
             "scheduled",
         ):
             return "ci_still_running"
-        if pipeline_status not in ("success", "skipped"):
+        if not pipeline_passed:
             return "ci_must_pass"
     if approvals_left > 0:
         return "not_approved"
@@ -196,8 +203,11 @@ def merge_requests(
     basic state)."""
     if simple:
         return [simple_view(row, base) for row in rows]
+    shown: dict[Any, Any] = {}
     return [
-        merge_request(row, related, base, context=context, with_labels_details=with_labels_details)
+        merge_request(
+            row, related, base, context=context, with_labels_details=with_labels_details, shown=shown
+        )
         for row in rows
     ]
 

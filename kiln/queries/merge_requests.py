@@ -10,7 +10,7 @@ from collections import namedtuple
 from dataclasses import dataclass, field
 from datetime import date
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import (
     ColumnElement,
@@ -46,6 +46,7 @@ from kiln.models import (
     Note,
     Pipeline,
     Project,
+    Subscription,
     User,
 )
 from kiln.models.namespaces import PRIVATE, PUBLIC
@@ -59,21 +60,20 @@ from kiln.queries import users as user_finder
 from kiln.queries.milestones import MilestoneRow
 from kiln.queries.paging import capped_count, offset_page
 from kiln.queries.reads import reusable, row_columns, run
+from kiln.queries.shapes import Shapes
 from kiln.queries.text import ESCAPE, contains, escape_like
 from kiln.queries.users import UserRow
 
 _MRS = MergeRequest.__table__
 _MR_FIELDS = [c.key for c in _MRS.c]
 # After the merge request's own columns: its assignees' and reviewers' ids ("3,5", NULL for
-# none, in the order they were added), its (target) project's full path and namespace, the
-# source project's full path, how many resolvable threads' notes are unresolved, and the
-# latest version's file count.
+# none, in the order they were added), its (target) project's full path and namespace, how
+# many resolvable threads' notes are unresolved, and the latest version's file count.
 _EXTRA_FIELDS = [
     "assignee_list",
     "reviewer_list",
     "project_path",
     "namespace_id",
-    "source_project_path",
     "unresolved_count",
     "changes_count",
 ]
@@ -153,7 +153,6 @@ def row_selection() -> list[ColumnElement[Any]]:
         _people(MergeRequestReviewer).label("reviewer_list"),
         _path_of(_MRS.c.project_id).label("project_path"),
         _namespace_id().label("namespace_id"),
-        _path_of(_MRS.c.source_project_id).label("source_project_path"),
         _unresolved().label("unresolved_count"),
         _changes_count().label("changes_count"),
     ]
@@ -288,6 +287,60 @@ def head_pipeline_id(db: Session, row: Any) -> int | None:
     )
 
 
+class SingleParts(NamedTuple):
+    """What the single view reads besides the row: the head pipeline's id and the latest
+    version's commits (None without a version)."""
+
+    pipeline_id: int | None
+    base_sha: str | None
+    head_sha: str | None
+    start_sha: str | None
+
+
+@cache
+def _single_parts_statement() -> Select[Any]:
+    pipeline = (
+        select(Pipeline.id)
+        .where(
+            Pipeline.sha == bindparam("head_sha"),
+            or_(
+                Pipeline.merge_request_id == bindparam("merge_request_id"),
+                and_(
+                    Pipeline.project_id == bindparam("source_project_id"),
+                    Pipeline.ref == bindparam("source_branch"),
+                    Pipeline.merge_request_id.is_(None),
+                ),
+            ),
+        )
+        .order_by(Pipeline.id.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+
+    def version(column: Any) -> Any:
+        return select(column).where(MergeRequestDiff.id == bindparam("diff_id")).scalar_subquery()
+
+    return select(
+        pipeline.label("pipeline_id"),
+        version(MergeRequestDiff.base_commit_sha).label("base_sha"),
+        version(MergeRequestDiff.head_commit_sha).label("head_sha"),
+        version(MergeRequestDiff.start_commit_sha).label("start_sha"),
+    )
+
+
+def single_parts(db: Session, row: Any) -> SingleParts:
+    """head_pipeline_id and the latest version's commits of `row`, in one statement."""
+    values = {
+        "head_sha": row.head_sha,
+        "merge_request_id": row.id,
+        "source_project_id": row.source_project_id,
+        "source_branch": row.source_branch,
+        "diff_id": row.latest_diff_id,
+    }
+    found = run(db, _single_parts_statement(), values).first()
+    return SingleParts(*found) if found is not None else SingleParts(None, None, None, None)
+
+
 def latest_diff(db: Session, diff_id: int | None) -> MergeRequestDiff | None:
     return db.get(MergeRequestDiff, diff_id) if diff_id is not None else None
 
@@ -315,6 +368,39 @@ def commented_by(db: Session, merge_request_id: int, user_id: int) -> bool:
         .limit(1)
     )
     return found is not None
+
+
+@cache
+def _subscription_statement() -> Select[Any]:
+    chosen = (
+        select(Subscription.subscribed)
+        .where(
+            Subscription.user_id == bindparam("user_id"),
+            Subscription.subscribable_type == MERGE_REQUEST,
+            Subscription.subscribable_id == bindparam("merge_request_id"),
+        )
+        .limit(1)
+        .scalar_subquery()
+    )
+    commented = exists(
+        select(Note.id).where(
+            Note.noteable_type == MERGE_REQUEST,
+            Note.noteable_id == bindparam("merge_request_id"),
+            Note.author_id == bindparam("user_id"),
+            Note.system.is_(False),
+        )
+    )
+    return select(chosen.label("subscribed"), commented.label("commented"))
+
+
+def subscription_of(db: Session, merge_request_id: int, user_id: int) -> tuple[bool | None, bool]:
+    """The user's explicit subscription choice (None: never made) and whether they commented
+    (a participant's default), in one statement."""
+    found = run(db, _subscription_statement(), {"user_id": user_id, "merge_request_id": merge_request_id})
+    row = found.first()
+    if row is None:
+        return None, False
+    return (None if row[0] is None else bool(row[0])), bool(row[1])
 
 
 def commenters(db: Session, merge_request_id: int) -> list[int]:
@@ -420,14 +506,13 @@ def readable_projects(viewer: Any, *, traversal: bool = False, non_archived: boo
     if viewer is None:
         conditions.append(and_(Project.visibility == PUBLIC, Project.merge_requests_access_level == ENABLED))
     elif viewer != "admin":
+        # The feature open to all who see the project; else (members only, or a private
+        # project) Reporters and up: GitLab's PRIVATE_FEATURES_MIN_ACCESS_LEVEL, never Guests.
         opened = and_(
             Project.visibility.in_([v for v in viewer if v != PRIVATE]),
             Project.merge_requests_access_level == ENABLED,
         )
-        member = and_(Project.visibility != PRIVATE, Project.id.in_(project_finder.reachable(None)))
-        conditions.append(
-            or_(opened, member, Project.id.in_(project_finder.reachable(policy.CONFIDENTIAL_LEVEL)))
-        )
+        conditions.append(or_(opened, Project.id.in_(project_finder.reachable(policy.REPORTER))))
     return select(Project.id).where(*conditions)
 
 
@@ -460,40 +545,205 @@ def _any_label() -> ColumnElement[bool]:
     )
 
 
-def _user_named(name: str) -> Any:
-    return select(User.id).where(func.lower(User.username) == name.lower()).scalar_subquery()
+#
+# A list's statement is built once per shape (queries.shapes), as the issue lists' are: where
+# it lists (a project, a group's projects, every project), who looks (anonymous,
+# administrator, or a signed-in user and the visibilities open to them), and the filters
+# given, each reduced to what shapes the SQL. Values (ids, names, branches, search terms,
+# dates) are bind parameters, so every caller and every search runs the one statement.
 
 
-def _people_filter(
-    value: str | None, username: str | None, by: Any, table: Any
-) -> ColumnElement[bool] | None:
+class Listing(NamedTuple):
+    """A list's statements: the ids of its merge requests in order, and their count (capped)."""
+
+    ids: Select[Any]
+    count: Select[Any]
+
+
+_LISTS: Shapes[Listing] = Shapes()
+_BIGINT = 2**63
+
+
+def _people_shape(
+    filters: list[tuple[Any, ...]], values: dict[str, Any], name: str, value: str | None, username: str | None
+) -> None:
+    """assignee_id / reviewer_id (a keyword or an id) or their username, as a shape."""
     if value is not None:
         keyword = value.lower()
-        anyone = select(table.merge_request_id)
         if keyword in ("none", "0"):
-            return _MRS.c.id.not_in(anyone)
-        if keyword == "any":
-            return _MRS.c.id.in_(anyone)
-        number = int(value)
-        return by(number) if -(2**63) <= number < 2**63 else false()
-    if username:
-        return by(_user_named(username))
-    return None
+            filters.append((name, "none"))
+        elif keyword == "any":
+            filters.append((name, "any"))
+        else:
+            number = int(value)
+            if -_BIGINT <= number < _BIGINT:
+                filters.append((name, "id"))
+                values[name] = number
+            else:
+                filters.append((name, "nothing"))
+    elif username:
+        filters.append((name, "username"))
+        values[name] = username.lower()
 
 
-def _approved_by(ids: list[int] | str) -> ColumnElement[bool]:
+def _add(
+    filters: list[tuple[Any, ...]], values: dict[str, Any], q: Any, p: str, viewer_id: int | None
+) -> None:
+    """The filters of `q` (the list's parameters, or its `not[...]` with `p` = "not_")."""
+    labels = [name for name in (getattr(q, "labels", None) or []) if name]
+    if labels:
+        keywords = {name.lower() for name in labels}
+        if keywords & {"none", "no label", "no+label"}:
+            filters.append((p + "labels", "none"))
+        elif "any" in keywords:
+            filters.append((p + "labels", "any"))
+        else:
+            filters.append((p + "labels", len(labels)))
+            values.update({f"{p}label_{n}": name for n, name in enumerate(labels)})
+    milestone = getattr(q, "milestone", None)
+    if milestone:
+        keyword = milestone.lower()
+        if keyword in ("none", "any"):
+            filters.append((p + "milestone", keyword))
+        else:
+            filters.append((p + "milestone", "title"))
+            values[p + "milestone"] = milestone
+    if getattr(q, "author_id", None) is not None:
+        filters.append((p + "author", "id"))
+        values[p + "author"] = q.author_id
+    elif getattr(q, "author_username", None):
+        filters.append((p + "author", "username"))
+        values[p + "author"] = q.author_username.lower()
+    _people_shape(
+        filters,
+        values,
+        p + "assignee",
+        getattr(q, "assignee_id", None),
+        _first(getattr(q, "assignee_username", None)),
+    )
+    _people_shape(
+        filters,
+        values,
+        p + "reviewer",
+        getattr(q, "reviewer_id", None),
+        getattr(q, "reviewer_username", None),
+    )
+    emoji = getattr(q, "my_reaction_emoji", None)
+    if emoji and viewer_id is not None:
+        keyword = emoji.lower()
+        if keyword in ("none", "any"):
+            filters.append((p + "reaction", keyword))
+        else:
+            filters.append((p + "reaction", "name"))
+            values[p + "reaction"] = emoji
+    approved = getattr(q, "approved_by_ids", None)
+    if approved is not None:
+        _ids_shape(filters, values, p + "approved_by", approved)
+    approvers_named = [n for n in (getattr(q, "approved_by_usernames", None) or []) if n]
+    if approvers_named:
+        keyword = approvers_named[0].lower()
+        if len(approvers_named) == 1 and keyword in ("none", "any"):
+            filters.append((p + "approved_by", keyword))
+        else:
+            filters.append((p + "approved_by_username", len(approvers_named)))
+            values.update({f"{p}approved_by_username_{n}": v.lower() for n, v in enumerate(approvers_named)})
+    approvers = getattr(q, "approver_ids", None)
+    if approvers is not None:
+        _ids_shape(filters, values, p + "approvers", approvers)
+    for name in ("source_branch", "target_branch"):
+        value = getattr(q, name, None)
+        if value:
+            filters.append((p + name,))
+            values[p + name] = value
+    iids = getattr(q, "iids", None)
+    if iids:
+        filters.append((p + "iids",))
+        values[p + "iids"] = list(iids)
+    search = getattr(q, "search", None)
+    if search:
+        fields = tuple(sorted(set(getattr(q, "in_", None) or ["title", "description"])))
+        filters.append((p + "search", fields))
+        values[p + "search"] = contains(search)
+    wip = getattr(q, "wip", None)
+    if wip is not None:
+        filters.append((p + "wip", wip == "yes"))
+
+
+def _ids_shape(
+    filters: list[tuple[Any, ...]], values: dict[str, Any], name: str, ids: list[int] | str
+) -> None:
+    if isinstance(ids, str):
+        filters.append((name, ids))
+        return
+    filters.append((name, len(ids)))
+    values.update({f"{name}_{n}": uid for n, uid in enumerate(ids)})
+
+
+def _shape_and_values(
+    q: Any, viewer_id: int | None, scope: ListScope
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The filters of `q` as the statement's shape (hashable) and its bind values."""
+    values: dict[str, Any] = {}
+    filters: list[tuple[Any, ...]] = []
+    if q.state in ("opened", "closed", "locked", "merged"):
+        filters.append(("state", q.state))
+    scope_name = (q.scope or "").replace("-", "_")
+    if scope_name == "created_by_me":
+        filters.append(("scope", "created" if viewer_id is not None else "nobody"))
+    elif scope_name == "assigned_to_me":
+        filters.append(("scope", "assigned" if viewer_id is not None else "nobody"))
+    for name in ("created_after", "created_before", "updated_after", "updated_before"):
+        when = getattr(q, name)
+        if when is not None:
+            filters.append((name,))
+            values[name] = when
+    _add(filters, values, q, "", viewer_id)
+    if q.not_ is not None:
+        _add(filters, values, q.not_, "not_", viewer_id)
+    if scope.project_id is not None:
+        values["scope_project_id"] = scope.project_id
+    if scope.traversal is not None:
+        values["scope_traversal"], values["scope_traversal_end"] = access.within_bounds(scope.traversal)
+    if viewer_id is not None:
+        values["viewer_id"], values["viewer_today"] = viewer_id, date.today()
+    return tuple(filters), values
+
+
+def _user_named(name: Any) -> Any:
+    """The id of the user `name` (a bind parameter holding a lower-cased username)."""
+    return select(User.id).where(func.lower(User.username) == name).scalar_subquery()
+
+
+def _people_condition(kind: str, name: str, by: Any, table: Any) -> ColumnElement[bool]:
+    if kind == "none":
+        return _MRS.c.id.not_in(select(table.merge_request_id))
+    if kind == "any":
+        return _MRS.c.id.in_(select(table.merge_request_id))
+    if kind == "id":
+        return by(bindparam(name))  # type: ignore[no-any-return]
+    if kind == "username":
+        return by(_user_named(bindparam(name)))  # type: ignore[no-any-return]
+    return false()
+
+
+def _approved_by(shape: int | str, name: str) -> ColumnElement[bool]:
     anyone = select(Approval.merge_request_id)
-    if ids == "none":
+    if shape == "none":
         return _MRS.c.id.not_in(anyone)
-    if ids == "any":
+    if shape == "any":
         return _MRS.c.id.in_(anyone)
-    assert isinstance(ids, list)
+    assert isinstance(shape, int)
     return and_(
-        *(_MRS.c.id.in_(select(Approval.merge_request_id).where(Approval.user_id == uid)) for uid in ids)
+        *(
+            _MRS.c.id.in_(
+                select(Approval.merge_request_id).where(Approval.user_id == bindparam(f"{name}_{n}"))
+            )
+            for n in range(shape)
+        )
     )
 
 
-def _approvers(ids: list[int] | str) -> ColumnElement[bool]:
+def _approvers(shape: int | str, name: str) -> ColumnElement[bool]:
     """Merge requests whose approval rules (their own, else their project's) name the users."""
     own = (
         select(ApprovalRule.merge_request_id)
@@ -505,121 +755,105 @@ def _approvers(ids: list[int] | str) -> ColumnElement[bool]:
         .join(ApprovalRuleUser, ApprovalRuleUser.rule_id == ApprovalRule.id)
         .where(ApprovalRule.merge_request_id.is_(None))
     )
-
-    def named(stmt: Any, extra: Any = None) -> Any:
-        return stmt if extra is None else stmt.where(extra)
-
-    if ids in ("none", "any"):
+    if shape in ("none", "any"):
         has = or_(_MRS.c.id.in_(own), _MRS.c.project_id.in_(project))
-        return ~has if ids == "none" else has
-    assert isinstance(ids, list)
+        return ~has if shape == "none" else has
+    assert isinstance(shape, int)
     return and_(
         *(
             or_(
-                _MRS.c.id.in_(named(own, ApprovalRuleUser.user_id == uid)),
-                _MRS.c.project_id.in_(named(project, ApprovalRuleUser.user_id == uid)),
+                _MRS.c.id.in_(own.where(ApprovalRuleUser.user_id == bindparam(f"{name}_{n}"))),
+                _MRS.c.project_id.in_(project.where(ApprovalRuleUser.user_id == bindparam(f"{name}_{n}"))),
             )
-            for uid in ids
+            for n in range(shape)
         )
     )
 
 
-def _reaction(name: str, viewer_id: int) -> ColumnElement[bool]:
+def _reaction(kind: str, name: str) -> ColumnElement[bool]:
     mine = select(AwardEmoji.id).where(
         AwardEmoji.awardable_type == MERGE_REQUEST,
         AwardEmoji.awardable_id == _MRS.c.id,
-        AwardEmoji.user_id == viewer_id,
+        AwardEmoji.user_id == bindparam("viewer_id"),
     )
-    keyword = name.lower()
-    if keyword == "none":
+    if kind == "none":
         return ~exists(mine)
-    if keyword == "any":
+    if kind == "any":
         return exists(mine)
-    return exists(mine.where(AwardEmoji.name == name))
+    return exists(mine.where(AwardEmoji.name == bindparam(name)))
 
 
-def _conditions(q: Any, viewer_id: int | None, negated: bool = False) -> list[ColumnElement[bool]]:
-    """The filters of `q` (a list's parameters or its `not[...]`), each a condition."""
+def _condition(f: tuple[Any, ...]) -> ColumnElement[bool]:
+    """One filter's condition; a `not_` filter is the negation of its positive form."""
+    name = f[0]
+    negated = name.startswith("not_")
+    base = name[4:] if negated else name
     c = _MRS.c
-    out: list[ColumnElement[bool]] = []
-    labels = [name for name in (getattr(q, "labels", None) or []) if name]
-    if labels:
-        keywords = {name.lower() for name in labels}
-        if keywords & {"none", "no label", "no+label"}:
-            out.append(~_any_label())
-        elif "any" in keywords:
-            out.append(_any_label())
-        elif negated:
-            out.append(or_(*(_labelled(literal(n)) for n in labels)))
+    cond: ColumnElement[bool]
+    if base == "state":
+        cond = c.state == f[1]
+    elif base == "scope":
+        me = bindparam("viewer_id")
+        cond = c.author_id == me if f[1] == "created" else _assigned(me) if f[1] == "assigned" else false()
+    elif base in ("created_after", "updated_after"):
+        column = c.created_at if base == "created_after" else c.updated_at
+        cond = column >= bindparam(base, type_=column.type)
+    elif base in ("created_before", "updated_before"):
+        column = c.created_at if base == "created_before" else c.updated_at
+        cond = column <= bindparam(base, type_=column.type)
+    elif base == "labels":
+        if f[1] == "none":
+            cond = ~_any_label()
+        elif f[1] == "any":
+            cond = _any_label()
         else:
-            out.extend(_labelled(literal(n)) for n in labels)
-    milestone = getattr(q, "milestone", None)
-    if milestone:
-        keyword = milestone.lower()
-        if keyword == "none":
-            out.append(c.milestone_id.is_(None))
-        elif keyword == "any":
-            out.append(c.milestone_id.is_not(None))
+            each = [_labelled(bindparam(f"{name[: -len('labels')]}label_{n}")) for n in range(f[1])]
+            cond = or_(*each) if negated else and_(*each)
+    elif base == "milestone":
+        if f[1] == "none":
+            cond = c.milestone_id.is_(None)
+        elif f[1] == "any":
+            cond = c.milestone_id.is_not(None)
         else:
             column = func.coalesce(c.milestone_id, 0) if negated else c.milestone_id
-            out.append(column.in_(select(Milestone.id).where(Milestone.title == milestone)))
-    author = func.coalesce(c.author_id, 0) if negated else c.author_id
-    if getattr(q, "author_id", None) is not None:
-        out.append(author == q.author_id)
-    elif getattr(q, "author_username", None):
-        out.append(author == _user_named(q.author_username))
-    assignee = _people_filter(
-        getattr(q, "assignee_id", None),
-        _first(getattr(q, "assignee_username", None)),
-        _assigned,
-        MergeRequestAssignee,
-    )
-    if assignee is not None:
-        out.append(assignee)
-    reviewer = _people_filter(
-        getattr(q, "reviewer_id", None),
-        getattr(q, "reviewer_username", None),
-        _reviewing,
-        MergeRequestReviewer,
-    )
-    if reviewer is not None:
-        out.append(reviewer)
-    emoji = getattr(q, "my_reaction_emoji", None)
-    if emoji and viewer_id is not None:
-        out.append(_reaction(emoji, viewer_id))
-    approved = getattr(q, "approved_by_ids", None)
-    if approved is not None:
-        out.append(_approved_by(approved))
-    approvers_named = [n for n in (getattr(q, "approved_by_usernames", None) or []) if n]
-    if approvers_named:
-        keyword = approvers_named[0].lower()
-        if len(approvers_named) == 1 and keyword in ("none", "any"):
-            out.append(_approved_by(keyword))
-        else:
-            out.extend(
-                c.id.in_(select(Approval.merge_request_id).where(Approval.user_id == _user_named(name)))
-                for name in approvers_named
+            cond = column.in_(select(Milestone.id).where(Milestone.title == bindparam(name)))
+    elif base == "author":
+        column = func.coalesce(c.author_id, 0) if negated else c.author_id
+        cond = column == (bindparam(name) if f[1] == "id" else _user_named(bindparam(name)))
+    elif base == "assignee":
+        cond = _people_condition(f[1], name, _assigned, MergeRequestAssignee)
+    elif base == "reviewer":
+        cond = _people_condition(f[1], name, _reviewing, MergeRequestReviewer)
+    elif base == "reaction":
+        cond = _reaction(f[1], name)
+    elif base == "approved_by":
+        cond = _approved_by(f[1], name)
+    elif base == "approved_by_username":
+        cond = and_(
+            *(
+                c.id.in_(
+                    select(Approval.merge_request_id).where(
+                        Approval.user_id == _user_named(bindparam(f"{name}_{n}"))
+                    )
+                )
+                for n in range(f[1])
             )
-    approvers = getattr(q, "approver_ids", None)
-    if approvers is not None:
-        out.append(_approvers(approvers))
-    for name in ("source_branch", "target_branch"):
-        value = getattr(q, name, None)
-        if value:
-            out.append(c[name] == value)
-    iids = getattr(q, "iids", None)
-    if iids:
-        out.append(c.iid.in_(list(iids)))
-    search = getattr(q, "search", None)
-    if search:
-        fields = sorted(set(getattr(q, "in_", None) or ["title", "description"]))
-        pattern = contains(search)
-        texts = [c.title if f == "title" else func.coalesce(c.description, "") for f in fields]
-        out.append(or_(*(func.lower(t).like(pattern, escape="\\") for t in texts)))
-    wip = getattr(q, "wip", None)
-    if wip is not None:
-        out.append(c.draft.is_(wip == "yes"))
-    return out
+        )
+    elif base == "approvers":
+        cond = _approvers(f[1], name)
+    elif base in ("source_branch", "target_branch"):
+        cond = c[base] == bindparam(name)
+    elif base == "iids":
+        cond = c.iid.in_(bindparam(name, expanding=True))
+    elif base == "search":
+        term = bindparam(name)
+        texts = [c.title if field == "title" else func.coalesce(c.description, "") for field in f[1]]
+        cond = or_(*(func.lower(text).like(term, escape="\\") for text in texts))
+    elif base == "wip":
+        cond = c.draft.is_(f[1])
+    else:  # pragma: no cover - every shape above is handled
+        raise ValueError(name)
+    return ~cond if negated else cond
 
 
 def _first(names: Any) -> str | None:
@@ -645,56 +879,41 @@ def _order(order_by: str, sort: str) -> list[Any]:
 
 def list_statement(
     q: Any, viewer: Any, viewer_id: int | None, scope: ListScope
-) -> tuple[Select[Any], dict[str, Any]]:
-    """The ids of a list's merge requests in order, and its bind values."""
+) -> tuple[Listing, dict[str, Any]]:
+    """The list's statements (kept per shape) and the values of their bind parameters.
+    `viewer`: None (anonymous), "admin", or the visibilities open to a signed-in user."""
+    filters, values = _shape_and_values(q, viewer_id, scope)
+    where = "project" if scope.project_id is not None else "group" if scope.traversal is not None else "all"
+    sort = q.sort or "desc"
+    key = (viewer, where, scope.non_archived if where != "project" else None, filters, q.order_by, sort)
+
+    def build() -> Listing:
+        return _build(viewer, where, scope.non_archived, filters, q.order_by, sort)
+
+    return _LISTS.get(key, build), values
+
+
+def _build(
+    viewer: Any, where: str, non_archived: bool, filters: tuple[Any, ...], order_by: str, sort: str
+) -> Listing:
     c = _MRS.c
-    values: dict[str, Any] = {}
     stmt = select(c.id)
-    if scope.project_id is not None:
-        stmt = stmt.where(c.project_id == scope.project_id)
+    if where == "project":
+        stmt = stmt.where(c.project_id == bindparam("scope_project_id"))
     else:
-        stmt = stmt.where(
-            c.project_id.in_(
-                readable_projects(
-                    viewer, traversal=scope.traversal is not None, non_archived=scope.non_archived
-                )
-            )
-        )
-        if scope.traversal is not None:
-            values["scope_traversal"], values["scope_traversal_end"] = access.within_bounds(scope.traversal)
-    if viewer_id is not None:
-        values["viewer_id"], values["viewer_today"] = viewer_id, date.today()
-    if q.state in ("opened", "closed", "locked", "merged"):
-        stmt = stmt.where(c.state == q.state)
-    scope_name = (q.scope or "").replace("-", "_")
-    if scope_name == "created_by_me":
-        stmt = stmt.where(c.author_id == viewer_id if viewer_id is not None else false())
-    elif scope_name == "assigned_to_me":
-        stmt = stmt.where(_assigned(viewer_id) if viewer_id is not None else false())
-    for name, column, after in (
-        ("created_after", c.created_at, True),
-        ("created_before", c.created_at, False),
-        ("updated_after", c.updated_at, True),
-        ("updated_before", c.updated_at, False),
-    ):
-        when = getattr(q, name)
-        if when is not None:
-            stmt = stmt.where(column >= when if after else column <= when)
-    for cond in _conditions(q, viewer_id):
-        stmt = stmt.where(cond)
-    negated = q.not_
-    if negated is not None:
-        for cond in _conditions(negated, viewer_id, negated=True):
-            stmt = stmt.where(~cond)
-    return stmt.order_by(*_order(q.order_by, q.sort or "desc")), values
+        readable = readable_projects(viewer, traversal=where == "group", non_archived=non_archived)
+        stmt = stmt.where(c.project_id.in_(readable))
+    for f in filters:
+        stmt = stmt.where(_condition(f))
+    # Counted at most TOTAL_LIMIT + 1 (queries.paging), from a statement kept with the list's.
+    rows = stmt.with_only_columns(literal(1), maintain_column_froms=True)
+    return Listing(reusable(stmt.order_by(*_order(order_by, sort))), reusable(select(capped_count(rows))))
 
 
-def page(db: Session, stmt: Select[Any], values: dict[str, Any], page: Page) -> PageResult:
-    """One page of a list: the page's ids (and a capped count), then their rows."""
-    count = select(
-        capped_count(stmt.with_only_columns(literal(1), maintain_column_froms=True).order_by(None))
-    )
-    result = offset_page(db, stmt, page, core=True, params=values, count=count)
+def page(db: Session, listing: Listing, values: dict[str, Any], page: Page) -> PageResult:
+    """One page of a list (list_statement): the page's ids (and a capped count), then their
+    rows (the rows' subqueries run for the page alone)."""
+    result = offset_page(db, listing.ids, page, core=True, params=values, count=listing.count)
     result.items = rows_by_ids(db, [row[0] for row in result.items])
     return result
 

@@ -7,7 +7,7 @@ so a refused or invalid request changes nothing."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from datetime import UTC, date, datetime
+from datetime import date
 from typing import Any, Literal
 
 from sqlalchemy import delete, func, select, update
@@ -32,7 +32,6 @@ from kiln.models import (
     Note,
     Subscription,
     Todo,
-    User,
 )
 from kiln.models.issues import CLOSED, OPENED
 from kiln.models.notes import ISSUE
@@ -65,7 +64,6 @@ from kiln.services import (
     system_notes,
     todos,
 )
-from kiln.services.label_links import LabelScope
 
 ListKind = Literal["all", "groups", "projects"]
 
@@ -187,17 +185,11 @@ def get_issue_by_id(db: Session, actor: Actor, issue_id: int) -> OneIssue:
 # ----------------------------------------------------------------------------- shared by writes
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-def _label_scope(s: ProjectSubject) -> LabelScope:
-    ns = s.namespace
-    return LabelScope(s.project.id, list(reversed(ns.ancestor_ids)) if ns.is_group else [])
-
-
-def _group_ids(s: ProjectSubject) -> list[int]:
-    return list(s.namespace.ancestor_ids) if s.namespace.is_group else []
+# Shared with merge requests (services.issuables).
+_now = issuables.now
+_label_scope = issuables.label_scope
+_group_ids = issuables.group_ids
+_milestone = issuables.usable_milestone
 
 
 def _hook(confidential: bool) -> str:
@@ -257,16 +249,6 @@ def _assignable(db: Session, s: ProjectSubject, ids: list[int], issue: Issue | N
         ):
             out.append(user.id)
     return out
-
-
-def _milestone(db: Session, s: ProjectSubject, milestone_id: int) -> Milestone | None:
-    """A milestone the project may use: its own or one of its groups'."""
-    m = db.get(Milestone, milestone_id)
-    if m is None:
-        return None
-    if m.project_id == s.project.id or (m.group_id is not None and m.group_id in _group_ids(s)):
-        return m
-    return None
 
 
 CONFIDENTIAL_EPIC = (
@@ -331,67 +313,13 @@ def _refresh_epic_dates(db: Session, issue_id: int) -> None:
     epics.refresh_dates(db, [_epic_id_of(db, issue_id)])
 
 
-def _usernames(db: Session, ids: list[int]) -> dict[int, str]:
-    if not ids:
-        return {}
-    return dict(db.execute(select(User.id, User.username).where(User.id.in_(ids))).all())
-
-
-def _at(names: dict[int, str], ids: list[int]) -> str:
-    return " and ".join(", ".join(f"@{names[i]}" for i in ids if i in names).rsplit(", ", 1))
-
-
 def _set_assignees(db: Session, actor: Actor, issue: Issue, current: list[int], wanted: list[int]) -> bool:
     """Assign exactly `wanted`: rows, the system note, ASSIGNED to-dos for the new ones."""
-    added = [i for i in wanted if i not in current]
-    removed = [i for i in current if i not in wanted]
-    if not added and not removed:
-        return False
-    if removed:
-        db.execute(
-            delete(IssueAssignee).where(
-                IssueAssignee.issue_id == issue.id, IssueAssignee.user_id.in_(removed)
-            ),
-            execution_options={"synchronize_session": False},
-        )
-    for uid in added:
-        db.add(IssueAssignee(issue_id=issue.id, user_id=uid))
-    names = _usernames(db, added + removed)
-    parts = []
-    if added:
-        parts.append(f"assigned to {_at(names, added)}")
-    if removed:
-        parts.append(f"unassigned {_at(names, removed)}")
-    _note(db, actor, issue, " and ".join(parts))
-    for uid in added:
-        if uid != actor.id:
-            todos.add(
-                db,
-                user_id=uid,
-                author_id=actor.id,
-                action=ASSIGNED,
-                target_type=ISSUE,
-                target_id=issue.id,
-                project_id=issue.project_id,
-            )
-    return True
+    return issuables.set_people(db, actor, ISSUE, issue, IssueAssignee, current, wanted)
 
 
 def _label_note(db: Session, actor: Actor, issue: Issue, added: list[int], removed: list[int]) -> None:
-    if not added and not removed:
-        return
-    titles = dict(db.execute(select(Label.id, Label.title).where(Label.id.in_(added + removed))).all())
-
-    def refs(ids: list[int]) -> str:
-        noun = "label" if len(ids) == 1 else "labels"
-        return " ".join(f'~"{titles[i]}"' for i in ids if i in titles) + f" {noun}"
-
-    parts = []
-    if added:
-        parts.append(f"added {refs(added)}")
-    if removed:
-        parts.append(f"removed {refs(removed)}")
-    _note(db, actor, issue, " and ".join(parts))
+    issuables.label_note(db, actor, ISSUE, issue, added, removed)
 
 
 def _long_date(value: date) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import re
 from dataclasses import dataclass, replace
-from datetime import UTC, date, datetime
+from datetime import date
 from functools import cache
 from typing import Any, Literal
 
@@ -24,10 +24,10 @@ from kiln.db import transaction
 from kiln.entities.merge_requests import ANYWHERE, Context, Single, detailed_status_of
 from kiln.errors import ConflictList, Forbidden, NotFound
 from kiln.git import diffs as git_diffs
+from kiln.git import merges as git_merges
 from kiln.git.refs import branch_tip
 from kiln.models import (
     AwardEmoji,
-    Label,
     LabelLink,
     MergeRequest,
     MergeRequestAssignee,
@@ -36,11 +36,10 @@ from kiln.models import (
     Note,
     Subscription,
     Todo,
-    User,
 )
+from kiln.models.ci import SKIPPED, SUCCESS
 from kiln.models.merge_requests import CLOSED, MERGED, OPENED, draft_title
 from kiln.models.notes import MERGE_REQUEST
-from kiln.models.todos import ASSIGNED, REVIEW_REQUESTED
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action, MergeRequestSubject, ProjectSubject
 from kiln.queries import access
@@ -54,21 +53,19 @@ from kiln.queries.paging import list_page
 from kiln.queries.users import UserRow
 from kiln.schemas.merge_requests import MergeRequestCreate, MergeRequestFilters, MergeRequestUpdate
 from kiln.services import (
+    approvals,
     internal_ids,
     issuables,
     label_links,
     mentions,
     merge_request_diffs,
     merge_request_events,
-    protected_branches,
     repositories,
     resource_events,
     subjects,
     subscriptions,
-    system_notes,
     todos,
 )
-from kiln.services.label_links import LabelScope
 
 ListKind = Literal["all", "groups", "projects"]
 
@@ -98,20 +95,33 @@ def _is_participant(db: Session, user_id: int, row: Any) -> bool:
 
 
 def _subscribed(db: Session, actor: Actor | None, row: MergeRequestRow) -> bool:
+    """The caller's choice, else whether they take part (subscriptions.is_subscribed's rule),
+    read in one statement."""
     if actor is None:
         return False
-    participant = _is_participant(db, actor.id, row)
-    return subscriptions.is_subscribed(db, actor.id, MERGE_REQUEST, row.id, participant=participant)
+    chosen, commented = finder.subscription_of(db, row.id, actor.id)
+    if chosen is not None:
+        return chosen
+    me = actor.id
+    return commented or me == row.author_id or me in row.assignee_ids or me in row.reviewer_ids
 
 
-def _approvals_left(db: Session, project: Any, mr: MergeRequest) -> int:
-    """Helper D's count of approvals still needed (0 until that module exists)."""
-    try:
-        from kiln.services import approvals
-    except ImportError:
-        return 0
-    counted = getattr(approvals, "approvals_left", None)
-    return int(counted(db, project, mr)) if counted is not None else 0
+# ----------------------------------------------------------------------------- what a merge needs
+#
+# The rules the merge gate (kiln.services.merges) and the views' detailed_merge_status share,
+# so that a merge request the view calls mergeable is one the gate merges.
+
+
+def must_fast_forward(merge_method: str | None) -> bool:
+    """The project's merge method needs the source to contain the target (GitLab's
+    should_be_rebased? for fast-forward and semi-linear history): otherwise a rebase first."""
+    return merge_method in (git_merges.REBASE_MERGE, git_merges.FF)
+
+
+def pipeline_passed(project: Any, status: str | None) -> bool:
+    """The head pipeline lets a project that requires a passing pipeline merge: it succeeded,
+    or it was skipped where the project allows merging then (allow_merge_on_skipped_pipeline)."""
+    return status == SUCCESS or (status == SKIPPED and bool(project.allow_merge_on_skipped_pipeline))
 
 
 def _diverged(settings: Settings | None, row: MergeRequestRow) -> int:
@@ -138,34 +148,35 @@ def one_of(
 ) -> OneMergeRequest:
     """The single view of the subject's merge request as it is now (re-read). `settings`:
     lets diverged_commits_count read the repository (0 without)."""
+    from kiln.services import merges  # merges renders its answers with this module's views
+
     row = finder.row_by_id(db, s.merge_request.id)
     if row is None:
         raise NotFound("Merge Request")
     project = s.project.project
     context = Context(project_id=project.id, namespace_id=project.namespace_id)
-    pipeline_id = finder.head_pipeline_id(db, row)
+    parts = finder.single_parts(db, row)
+    pipeline_id = parts.pipeline_id
     pipeline = pipeline_finder.basics_by_ids(db, [pipeline_id]).get(pipeline_id) if pipeline_id else None
-    diff = finder.latest_diff(db, row.latest_diff_id)
     diff_refs = (
-        {
-            "base_sha": diff.base_commit_sha,
-            "head_sha": diff.head_commit_sha,
-            "start_sha": diff.start_commit_sha,
-        }
-        if diff is not None
+        {"base_sha": parts.base_sha, "head_sha": parts.head_sha, "start_sha": parts.start_sha}
+        if parts.head_sha is not None
         else None
     )
     diverged = _diverged(settings, row)
     model = s.merge_request
+    pipeline_status = pipeline.status if pipeline is not None else None
     status = detailed_status_of(
         row,
         discussions_must_resolve=bool(project.only_allow_merge_if_all_discussions_are_resolved),
         pipeline_must_succeed=bool(project.only_allow_merge_if_pipeline_succeeds),
-        pipeline_status=pipeline.status if pipeline is not None else None,
-        approvals_left=_approvals_left(db, project.id, model) if row.state == OPENED else 0,
-        needs_rebase=project.merge_method == "ff" and diverged > 0,
+        pipeline_status=pipeline_status,
+        pipeline_passed=pipeline_passed(project, pipeline_status),
+        approvals_left=approvals.approvals_left(db, project, model) if row.state == OPENED else 0,
+        needs_rebase=must_fast_forward(project.merge_method) and diverged > 0,
     )
-    can_merge = actor is not None and policy.may_merge(actor, s.project, _merge_level(db, s))
+    level = merges.merge_level(db, project.id, model.target_branch)
+    can_merge = actor is not None and policy.may_merge(actor, s.project, level)
     single = Single(
         subscribed=_subscribed(db, actor, row),
         pipeline=pipeline,
@@ -175,14 +186,6 @@ def one_of(
         can_merge=can_merge,
     )
     return OneMergeRequest(row, finder.related_of(db, [row]), context, single)
-
-
-def _merge_level(db: Session, s: MergeRequestSubject) -> int | None:
-    """The target branch's protection merge level (None: unprotected)."""
-    rule = protected_branches.governing(
-        protected_branches.rules_of(db, s.project.project.id), s.merge_request.target_branch
-    )
-    return rule.merge_access_level if rule is not None else None
 
 
 def get_merge_request(
@@ -219,10 +222,10 @@ def list_merge_requests(
             q = q.model_copy(update={"scope": "created_by_me"})
     if kind != "all" and q.scope is None:
         q = q.model_copy(update={"scope": "all"})
-    stmt, values = finder.list_statement(
+    listing, values = finder.list_statement(
         q, project_finder.viewer_of(actor), actor.id if actor is not None else None, scope
     )
-    result = finder.page(db, stmt, values, page)
+    result = finder.page(db, listing, values, page)
     return MergeRequests(result, finder.related_of(db, result.items), context)
 
 
@@ -246,33 +249,8 @@ def commit_merge_requests(
 # ----------------------------------------------------------------------------- shared by writes
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-def _label_scope(s: ProjectSubject) -> LabelScope:
-    ns = s.namespace
-    return LabelScope(s.project.id, list(reversed(ns.ancestor_ids)) if ns.is_group else [])
-
-
-def _group_ids(s: ProjectSubject) -> list[int]:
-    return list(s.namespace.ancestor_ids) if s.namespace.is_group else []
-
-
 def _note(db: Session, actor: Actor, mr: MergeRequest, body: str) -> None:
-    system_notes.add(
-        db, actor, noteable_type=MERGE_REQUEST, noteable_id=mr.id, body=body, project_id=mr.project_id
-    )
-
-
-def _milestone(db: Session, s: ProjectSubject, milestone_id: int) -> Milestone | None:
-    """A milestone the project may use: its own or one of its groups'."""
-    m = db.get(Milestone, milestone_id)
-    if m is None:
-        return None
-    if m.project_id == s.project.id or (m.group_id is not None and m.group_id in _group_ids(s)):
-        return m
-    return None
+    issuables.note(db, actor, MERGE_REQUEST, mr, body)
 
 
 def _people(db: Session, s: ProjectSubject, ids: list[int]) -> list[int]:
@@ -289,16 +267,6 @@ def _people(db: Session, s: ProjectSubject, ids: list[int]) -> list[int]:
     return out
 
 
-def _usernames(db: Session, ids: list[int]) -> dict[int, str]:
-    if not ids:
-        return {}
-    return dict(db.execute(select(User.id, User.username).where(User.id.in_(ids))).all())
-
-
-def _at(names: dict[int, str], ids: list[int]) -> str:
-    return " and ".join(", ".join(f"@{names[i]}" for i in ids if i in names).rsplit(", ", 1))
-
-
 def _set_people(
     db: Session,
     actor: Actor,
@@ -309,61 +277,11 @@ def _set_people(
     *,
     review: bool,
 ) -> bool:
-    """Assign (or ask to review) exactly `wanted`: rows, the system note, to-dos for the new ones."""
-    added = [i for i in wanted if i not in current]
-    removed = [i for i in current if i not in wanted]
-    if not added and not removed:
-        return False
-    if removed:
-        db.execute(
-            delete(table).where(table.merge_request_id == mr.id, table.user_id.in_(removed)),
-            execution_options={"synchronize_session": False},
-        )
-    for uid in added:
-        db.add(table(merge_request_id=mr.id, user_id=uid))
-    names = _usernames(db, added + removed)
-    parts = []
-    if review:
-        if added:
-            parts.append(f"requested review from {_at(names, added)}")
-        if removed:
-            parts.append(f"removed review request for {_at(names, removed)}")
-    else:
-        if added:
-            parts.append(f"assigned to {_at(names, added)}")
-        if removed:
-            parts.append(f"unassigned {_at(names, removed)}")
-    _note(db, actor, mr, " and ".join(parts))
-    for uid in added:
-        if uid != actor.id:
-            todos.add(
-                db,
-                user_id=uid,
-                author_id=actor.id,
-                action=REVIEW_REQUESTED if review else ASSIGNED,
-                target_type=MERGE_REQUEST,
-                target_id=mr.id,
-                project_id=mr.project_id,
-            )
-    db.flush()
-    return True
-
-
-def _label_note(db: Session, actor: Actor, mr: MergeRequest, added: list[int], removed: list[int]) -> None:
-    if not added and not removed:
-        return
-    titles = dict(db.execute(select(Label.id, Label.title).where(Label.id.in_(added + removed))).all())
-
-    def refs(ids: list[int]) -> str:
-        noun = "label" if len(ids) == 1 else "labels"
-        return " ".join(f'~"{titles[i]}"' for i in ids if i in titles) + f" {noun}"
-
-    parts = []
-    if added:
-        parts.append(f"added {refs(added)}")
-    if removed:
-        parts.append(f"removed {refs(removed)}")
-    _note(db, actor, mr, " and ".join(parts))
+    """Assign (or ask to review) exactly `wanted` (issuables.set_people), flushed."""
+    changed = issuables.set_people(db, actor, MERGE_REQUEST, mr, table, current, wanted, review=review)
+    if changed:
+        db.flush()
+    return changed
 
 
 def _locked(db: Session, merge_request_id: int) -> MergeRequest:
@@ -409,18 +327,11 @@ def _is_fork_of(db: Session, fork: Any, upstream_id: int) -> bool:
 
 def _after_change(db: Session, actor: Actor, mr: MergeRequest) -> None:
     """What runs after a merge request's branches change (in the write's transaction): the
-    mergeability check (helper B's job) and merge request pipelines (helper C's), each once
-    its module provides it."""
-    try:
-        from kiln.services import merges
-    except ImportError:
-        merges = None  # type: ignore[assignment]
-    check = getattr(merges, "enqueue_check", None)
-    if check is not None:
-        check(db, mr)
-    after = getattr(merge_request_diffs, "after_change", None)
-    if after is not None:
-        after(db, actor, mr)
+    mergeability check and merge request pipelines."""
+    from kiln.services import merges  # merges renders its answers with this module's views
+
+    merges.enqueue_check(db, mr)
+    merge_request_diffs.after_change(db, actor, mr)
 
 
 # ----------------------------------------------------------------------------- opening
@@ -481,7 +392,7 @@ def create_merge_request(
             merge_params={"force_remove_source_branch": remove_source} if remove_source is not None else {},
         )
         if admin and p.milestone_id:
-            m = _milestone(db, target, p.milestone_id)
+            m = issuables.usable_milestone(db, target, p.milestone_id)
             mr.milestone_id = m.id if m is not None else None
         db.add(mr)
         db.flush()
@@ -501,7 +412,7 @@ def create_merge_request(
             )
             if p.labels:
                 create = policy.may(actor, Action.ADMIN_LABELS, target)
-                labels = label_links.resolve(db, _label_scope(target), p.labels, create=create)
+                labels = label_links.resolve(db, issuables.label_scope(target), p.labels, create=create)
                 label_links.set_labels(db, actor, MERGE_REQUEST, mr.id, [label.id for label in labels])
             if mr.milestone_id is not None:
                 resource_events.milestone_changed(
@@ -560,13 +471,13 @@ def update_merge_request(
                 _note(db, actor, mr, f"changed title from **{mr.title}** to **{new_title}**")
             changed("title", mr.title, new_title)
             mr.title, mr.draft = new_title, now_draft
-            mr.last_edited_at, mr.last_edited_by_id = _now(), actor.id
+            mr.last_edited_at, mr.last_edited_by_id = issuables.now(), actor.id
         if "description" in given and (p.description or None) != (mr.description or None):
             before = mr.description
             _note(db, actor, mr, "changed the description")
             changed("description", before, p.description)
             mr.description = p.description
-            mr.last_edited_at, mr.last_edited_by_id = _now(), actor.id
+            mr.last_edited_at, mr.last_edited_by_id = issuables.now(), actor.id
             mentions.record(
                 db,
                 actor,
@@ -618,7 +529,7 @@ def update_merge_request(
             touched |= _update_planning(db, actor, s, mr, p, given, changed)
         hook_action = merge_request_events.UPDATE
         if p.state_event == "close" and mr.state == OPENED:
-            mr.state, mr.closed_at, mr.closed_by_id = CLOSED, _now(), actor.id
+            mr.state, mr.closed_at, mr.closed_by_id = CLOSED, issuables.now(), actor.id
             _note(db, actor, mr, "closed")
             resource_events.state_changed(db, actor, MERGE_REQUEST, mr.id, CLOSED)
             todos.done_for_target(db, MERGE_REQUEST, mr.id)
@@ -633,7 +544,7 @@ def update_merge_request(
             hook_action = merge_request_events.REOPEN
             branches_moved = True
         if changes or touched:
-            mr.updated_at = _now()
+            mr.updated_at = issuables.now()
             merge_request_events.record(db, actor, mr, hook_action, changes)
         if branches_moved and mr.state == OPENED:
             merge_request_diffs.record_version(db, settings, mr)
@@ -670,7 +581,7 @@ def _update_planning(
     touched = False
     if {"labels", "add_labels", "remove_labels"} & given:
         create = policy.may(actor, Action.ADMIN_LABELS, project)
-        scope = _label_scope(project)
+        scope = issuables.label_scope(project)
         current = label_links.label_ids_of(db, MERGE_REQUEST, mr.id)
         if "labels" in given:
             wanted = [label.id for label in label_links.resolve(db, scope, p.labels or [], create=create)]
@@ -684,11 +595,11 @@ def _update_planning(
         wanted = list(dict.fromkeys(wanted))
         added, removed = label_links.set_labels(db, actor, MERGE_REQUEST, mr.id, wanted)
         if added or removed:
-            _label_note(db, actor, mr, added, removed)
+            issuables.label_note(db, actor, MERGE_REQUEST, mr, added, removed)
             changed("labels", current, wanted)
             touched = True
     if "milestone_id" in given:
-        m = _milestone(db, project, p.milestone_id) if p.milestone_id else None
+        m = issuables.usable_milestone(db, project, p.milestone_id) if p.milestone_id else None
         new_id = m.id if m is not None else None
         if new_id != mr.milestone_id:
             before = db.get(Milestone, mr.milestone_id) if mr.milestone_id is not None else None
@@ -833,20 +744,38 @@ def commits(db: Session, actor: Actor | None, ident: str, iid: int, page: Page) 
 _RAW = 2**31
 
 
-def _diff_set(db: Session, settings: Settings, s: MergeRequestSubject, *, raw: bool) -> git_diffs.DiffSet:
-    """The files the latest version changes (base..head), bounded as the instance bounds diffs."""
+def _diff_set(
+    db: Session,
+    settings: Settings,
+    s: MergeRequestSubject,
+    *,
+    raw: bool,
+    refs: dict[str, Any] | Literal[False] | None = False,
+) -> git_diffs.DiffSet:
+    """The files the latest version changes (base..head), bounded as the instance bounds diffs.
+    `refs`: the version's diff_refs when the caller read them already (None: no version)."""
     mr = s.merge_request
     empty = git_diffs.DiffSet(files=[], overflow=False)
-    diff = finder.latest_diff(db, mr.latest_diff_id)
-    if diff is None:
+    if refs is False:
+        latest = finder.latest_diff(db, mr.latest_diff_id)
+        refs = (
+            None
+            if latest is None
+            else {
+                "base_sha": latest.base_commit_sha,
+                "head_sha": latest.head_commit_sha,
+                "start_sha": latest.start_commit_sha,
+            }
+        )
+    if refs is None:
         return empty
     limits = repositories.diff_limits(db, settings, expanded=True)
     if raw:
         limits = replace(limits, max_files=_RAW, max_lines=_RAW, max_patch_bytes=_RAW)
     with contextlib.suppress(KeyError, OSError, ValueError, pygit2.GitError):
         repo = merge_request_diffs.target_repository(settings, mr)
-        head = repo[diff.head_commit_sha].peel(pygit2.Commit)
-        base_sha = diff.base_commit_sha or diff.start_commit_sha
+        head = repo[refs["head_sha"]].peel(pygit2.Commit)
+        base_sha = refs["base_sha"] or refs["start_sha"]
         base = repo[base_sha].peel(pygit2.Commit) if base_sha else None
         return git_diffs.tree_diff(repo, base, head, limits)
     return empty
@@ -857,7 +786,8 @@ def changes(
 ) -> tuple[OneMergeRequest, git_diffs.DiffSet]:
     """The merge request and the files its latest version changes."""
     s = subjects.merge_request(db, actor, ident, iid, rows=True)
-    return one_of(db, actor, s, settings=settings), _diff_set(db, settings, s, raw=raw)
+    one = one_of(db, actor, s, settings=settings)
+    return one, _diff_set(db, settings, s, raw=raw, refs=one.single.diff_refs)
 
 
 def diffs(

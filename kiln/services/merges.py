@@ -41,7 +41,7 @@ from kiln.git import picks
 from kiln.git.errors import ConcurrentUpdate, GitError
 from kiln.git.refs import branch_tip, delete_ref, update_ref
 from kiln.models import MergeRequest, Pipeline, Project, User
-from kiln.models.ci import ACTIVE, CREATED, SCHEDULED, SKIPPED, SUCCESS
+from kiln.models.ci import ACTIVE, CREATED, SCHEDULED, SUCCESS
 from kiln.models.merge_requests import (
     CAN_BE_MERGED,
     CANNOT_BE_MERGED,
@@ -132,12 +132,7 @@ def _unmergeable_state(
         return "it has no commits"
     if not skip_ci and project.only_allow_merge_if_pipeline_succeeds:
         pipeline = head_pipeline(db, mr)
-        skipped_ok = (
-            bool(project.allow_merge_on_skipped_pipeline)
-            and pipeline is not None
-            and pipeline.status == SKIPPED
-        )
-        if pipeline is None or not (pipeline.status == SUCCESS or skipped_ok):
+        if not merge_requests.pipeline_passed(project, pipeline.status if pipeline is not None else None):
             return "the pipeline did not succeed"
     if project.only_allow_merge_if_all_discussions_are_resolved:
         row = finder.row_by_id(db, mr.id)
@@ -162,7 +157,7 @@ def _has_no_commits(db: Session, repo: pygit2.Repository, mr: MergeRequest, targ
 
 def _cannot_merge(repo: pygit2.Repository, method: str, target: str, head: str) -> bool:
     """GitLab's `!can_be_merged? || should_be_rebased?`."""
-    if method in (git_merges.REBASE_MERGE, git_merges.FF) and not git_merges.contains(repo, head, target):
+    if merge_requests.must_fast_forward(method) and not git_merges.contains(repo, head, target):
         return True
     return not git_merges.mergeable(repo, target, head)
 

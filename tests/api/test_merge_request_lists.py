@@ -292,6 +292,29 @@ def test_the_global_list_shows_only_readable_merge_requests(api, make):
     assert len(api("root").get("/merge_requests", params={"scope": "all"}).json()) == 3
 
 
+def test_a_members_only_feature_shows_its_merge_requests_to_reporters_not_guests(api, make):
+    # GitLab's PRIVATE_FEATURES_MIN_ACCESS_LEVEL for merge requests: Reporter, in every list.
+    u, guest, reporter = make.user(), make.user(), make.user()
+    g = make.group(owners=[u])
+    closed = make.project_with_repository(
+        owner=u,
+        namespace=g,
+        visibility="public",
+        merge_requests_access_level="private",
+        members={guest: GUEST, reporter: REPORTER},
+    )
+    make.merge_request(closed, u)
+
+    def seen(user, where):
+        return [m["project_id"] for m in api(user).get(where, params={"scope": "all"}).json()]
+
+    for where in ("/merge_requests", f"/groups/{g.id}/merge_requests"):
+        assert seen(guest, where) == []
+        assert seen(reporter, where) == [closed.id]
+    assert api(guest).get(path(closed)).status_code == 403
+    assert iids(api(reporter).get(path(closed))) == [1]
+
+
 def test_a_group_list_includes_subgroups_and_skips_archived_projects(api, make):
     u = make.user()
     g = make.group(owners=[u])

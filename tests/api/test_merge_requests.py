@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from kiln.models import (
     Event,
@@ -14,6 +14,7 @@ from kiln.models import (
     MergeRequest,
     MergeRequestDiff,
     Note,
+    Project,
     ResourceLabelEvent,
     ResourceMilestoneEvent,
     ResourceStateEvent,
@@ -290,6 +291,28 @@ def test_a_pipeline_that_must_pass_holds_the_merge(api, make, db):
     assert api(u).get(url(p, 1)).json()["detailed_merge_status"] == "ci_must_pass"
     make.pipeline(p, ref=mr.source_branch, sha=mr.head_sha, status="running")
     assert api(u).get(url(p, 1)).json()["detailed_merge_status"] == "ci_still_running"
+
+
+def test_a_skipped_pipeline_passes_only_where_the_project_allows_it(api, make, db):
+    # The merge gate's rule (services.merge_requests.pipeline_passed), in the view too.
+    u = make.user()
+    p = make.project_with_repository(owner=u, only_allow_merge_if_pipeline_succeeds=True)
+    mr = checked(db, make.merge_request(p, u))
+    make.pipeline(p, ref=mr.source_branch, sha=mr.head_sha, status="skipped")
+    assert api(u).get(url(p, 1)).json()["detailed_merge_status"] == "ci_must_pass"
+    db.execute(update(Project).where(Project.id == p.id).values(allow_merge_on_skipped_pipeline=True))
+    db.commit()
+    assert api(u).get(url(p, 1)).json()["detailed_merge_status"] == "mergeable"
+
+
+def test_semi_linear_history_needs_a_rebase_once_the_target_moves_on(api, make, db):
+    # rebase_merge needs fast-forward as ff does (the gate's should_be_rebased?).
+    u = make.user()
+    p = make.project_with_repository(owner=u, merge_method="rebase_merge")
+    checked(db, make.merge_request(p, u))
+    assert api(u).get(url(p, 1)).json()["detailed_merge_status"] == "mergeable"
+    make.commit(p, {"elsewhere.txt": "moved on\n"}, branch="main", message="Target moves on")
+    assert api(u).get(url(p, 1)).json()["detailed_merge_status"] == "need_rebase"
 
 
 def test_the_head_pipeline_is_the_newest_for_the_head_commit(api, make, settings):

@@ -167,8 +167,9 @@ def test_ff_moves_the_target_to_the_source_head(api, make, settings):
     r = api(owner).put(url(p, mr))
     assert r.status_code == 200, r.text
     assert tip(settings, p, "main") == mr.head_sha
-    # A fast-forward makes no merge commit: GitLab leaves merge_commit_sha empty.
-    assert r.json()["merge_commit_sha"] is None
+    # A fast-forward makes no merge commit: GitLab leaves merge_commit_sha empty and names the
+    # head as the merged commit.
+    assert (r.json()["merge_commit_sha"], r.json()["merged_commit_sha"]) == (None, mr.head_sha)
     assert_sound(settings, p)
 
 
