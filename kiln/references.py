@@ -7,7 +7,8 @@
 read it. `References` is the context `markdown.render_gfm` links them with, for one viewer in
 one place (a project, or a group for epics): it looks up what the references name, in one
 statement per kind for however many texts (`prefetch` a page's texts first), and links only
-what exists and the viewer may see; a confidential issue hidden from the viewer stays text."""
+what exists and the viewer may see; a confidential issue or a merge request hidden from the
+viewer stays text."""
 
 from __future__ import annotations
 
@@ -25,7 +26,17 @@ from sqlalchemy.orm import Session
 
 from kiln import markdown, policy
 from kiln.auth.actor import Actor
-from kiln.models import Epic, Issue, IssueAssignee, Label, Milestone, Namespace, Project, User
+from kiln.models import (
+    Epic,
+    Issue,
+    IssueAssignee,
+    Label,
+    MergeRequest,
+    Milestone,
+    Namespace,
+    Project,
+    User,
+)
 from kiln.models.issues import CLOSED
 from kiln.models.namespaces import KIND_GROUP
 from kiln.policy import Action, GroupSubject, ProjectSubject
@@ -41,6 +52,9 @@ ISSUE, MERGE_REQUEST, LABEL, MILESTONE, EPIC, USER = (
     "epic",
     "user",
 )
+
+# What a merge request's link adds to its text in the states GitLab marks (IssuableStateFilter).
+_MERGE_REQUEST_STATES = {"closed": " (closed)", "merged": " (merged)"}
 
 _NAME = r"[A-Za-z0-9_](?:[A-Za-z0-9_.\-]*[A-Za-z0-9_\-])?"
 _PATH = rf"{_NAME}(?:/{_NAME})+"
@@ -159,9 +173,10 @@ class References:
         self._resolve([ref for text in texts for ref in scan(text)])
 
     def hides_any(self, text: str | None) -> bool:
-        """Whether `text` names an issue or epic the viewer may not read (or one that is gone):
-        a system note about it is not shown to them (GitLab's cross_reference_not_visible_for?)."""
-        refs = [ref for ref in scan(text) if ref.kind in (ISSUE, EPIC)]
+        """Whether `text` names an issue, merge request or epic the viewer may not read (or one
+        that is gone): a system note about it is not shown to them (GitLab's
+        cross_reference_not_visible_for?)."""
+        refs = [ref for ref in scan(text) if ref.kind in (ISSUE, MERGE_REQUEST, EPIC)]
         self._resolve(refs)
         return any(self._found[ref.kind].get(ref.key) is None for ref in refs)
 
@@ -184,9 +199,7 @@ class References:
         if ISSUE in wanted:
             self._issues(wanted[ISSUE])
         if MERGE_REQUEST in wanted:
-            for key in wanted[MERGE_REQUEST]:
-                # No merge request table yet: linked by pattern in a project the viewer reads.
-                self._found[MERGE_REQUEST][key] = self._project_of(key[0])
+            self._merge_requests(wanted[MERGE_REQUEST])
         if LABEL in wanted:
             self._labels(wanted[LABEL])
         if MILESTONE in wanted:
@@ -245,6 +258,25 @@ class References:
             assignees = [self.actor.id] if row.assigned and self.actor is not None else []
             if policy.may_read_issue(self.actor, project.subject, row.confidential, row.author_id, assignees):
                 self._found[ISSUE][(path, iid)] = (project, row)
+
+    def _merge_requests(self, keys: set[tuple[str, int]]) -> None:
+        by_project: dict[int, _Project] = {}
+        for path, iid in keys:
+            self._found[MERGE_REQUEST][(path, iid)] = None
+            project = self._project_of(path)
+            if project is not None and policy.may(self.actor, Action.READ_MERGE_REQUEST, project.subject):
+                by_project[project.id] = project
+        if not by_project:
+            return
+        params = {"project_ids": sorted(by_project), "iids": sorted({iid for _, iid in keys})}
+        rows = {(row.project_id, row.iid): row for row in run(self.db, _merge_requests_statement(), params)}
+        for path, iid in keys:
+            project = self._project_of(path)
+            if project is None or project.id not in by_project:
+                continue
+            row = rows.get((project.id, iid))
+            if row is not None:
+                self._found[MERGE_REQUEST][(path, iid)] = (project, row)
 
     def _labels(self, keys: set[Any]) -> None:
         for key in keys:
@@ -347,15 +379,16 @@ class References:
                 **{"project-path": project.path, "issue": row.id, "iid": row.iid},
             )
         if ref.kind == MERGE_REQUEST:
-            iid = ref.key[1]
+            project, row = found
             return _a(
-                f"{base}/{found.path}/-/merge_requests/{iid}",
-                ref.text,
+                f"{base}/{project.path}/-/merge_requests/{row.iid}",
+                ref.text + _MERGE_REQUEST_STATES.get(row.state, ""),
                 "gfm gfm-merge_request",
                 MERGE_REQUEST,
                 ref.text,
-                project=found.id,
-                **{"project-path": found.path, "iid": iid},
+                title=row.title,
+                project=project.id,
+                **{"project-path": project.path, "merge-request": row.id, "iid": row.iid},
             )
         if ref.kind == LABEL:
             return _a(
@@ -489,6 +522,16 @@ def _issues_statement() -> Select[Any]:
     ).where(
         Issue.project_id.in_(bindparam("project_ids", expanding=True)),
         Issue.iid.in_(bindparam("iids", expanding=True)),
+    )
+
+
+@cache
+def _merge_requests_statement() -> Select[Any]:
+    return select(
+        MergeRequest.id, MergeRequest.iid, MergeRequest.project_id, MergeRequest.title, MergeRequest.state
+    ).where(
+        MergeRequest.project_id.in_(bindparam("project_ids", expanding=True)),
+        MergeRequest.iid.in_(bindparam("iids", expanding=True)),
     )
 
 

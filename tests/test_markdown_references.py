@@ -107,11 +107,55 @@ def test_an_unknown_issue_stays_text(db, make, place):
     assert render(db, dev, "No #999 here", project=p) == "<p>No #999 here</p>"
 
 
-def test_a_merge_request_reference_links_by_pattern(db, make, place):
-    dev, _, p = place
-    html = render(db, dev, "Fixed in !3", project=p)
-    assert anchors(html) == [(f"{BASE}/acme/app/-/merge_requests/3", "!3")]
+def test_a_merge_request_reference_links_to_the_merge_request(db, make, place):
+    dev, g, _ = place
+    p = make.project_with_repository(namespace=g, path="web")
+    mr = make.merge_request(p, dev, title="Fix <the> crash")
+    html = render(db, dev, f"Fixed in !{mr.iid}", project=p)
+    assert anchors(html) == [(f"{BASE}/acme/web/-/merge_requests/{mr.iid}", f"!{mr.iid}")]
+    assert 'data-reference-type="merge_request"' in html
+    assert f'data-merge-request="{mr.id}"' in html
+    assert f'data-project="{p.id}"' in html
+    assert 'data-project-path="acme/web"' in html
+    assert f'data-iid="{mr.iid}"' in html
+    assert 'title="Fix &lt;the&gt; crash"' in html
     assert 'class="gfm gfm-merge_request"' in html
+
+
+def test_a_merged_or_closed_merge_request_says_so(db, make, place):
+    dev, g, _ = place
+    p = make.project_with_repository(namespace=g, path="web")
+    merged = make.merge_request(p, dev, state="merged")
+    closed = make.merge_request(p, dev, state="closed")
+    found = anchors(render(db, dev, f"!{merged.iid} !{closed.iid}", project=p))
+    assert [text for _, text in found] == [f"!{merged.iid} (merged)", f"!{closed.iid} (closed)"]
+
+
+def test_a_cross_project_merge_request_reference_links_when_the_viewer_reads_them(db, make, place):
+    dev, g, p = place
+    other = make.project_with_repository(namespace=g, path="web")
+    mr = make.merge_request(other, dev)
+    html = render(db, dev, f"See acme/web!{mr.iid}", project=p)
+    assert anchors(html) == [(f"{BASE}/acme/web/-/merge_requests/{mr.iid}", f"acme/web!{mr.iid}")]
+
+
+def test_unknown_and_hidden_merge_requests_stay_text(db, make, place):
+    dev, g, _ = place
+    p = make.project_with_repository(namespace=g, path="web")
+    guest = make.user()
+    make.member(p, guest, GUEST)
+    mr = make.merge_request(p, dev)
+    assert render(db, dev, "No !999 here", project=p) == "<p>No !999 here</p>"
+    # A private project's merge requests are for its Reporters and up.
+    assert render(db, guest, f"See !{mr.iid}", project=p) == f"<p>See !{mr.iid}</p>"
+    stranger = make.user()
+    hidden = make.project_with_repository(owner=stranger, path="secret")
+    theirs = make.merge_request(hidden, stranger)
+    text = f"{stranger.username}/secret!{theirs.iid}"
+    assert anchors(render(db, dev, text, project=p)) == []
+    refs = context(db, dev, project=p)
+    assert refs.hides_any(f"mentioned in merge request {text}")
+    assert not refs.hides_any(f"mentioned in merge request !{mr.iid}")
 
 
 def test_label_references_by_title_quoted_title_and_id(db, make, place):
@@ -245,18 +289,22 @@ def test_texts_without_references_render_as_before(db, make, place):
 
 
 def test_a_pages_texts_cost_one_statement_per_kind(db, make, place, runtime):
-    dev, _g, p = place
+    dev, g, _ = place
+    p = make.project_with_repository(namespace=g, path="web")
     issues = [make.issue(p, dev) for _ in range(5)]
+    mrs = [make.merge_request(p, dev) for _ in range(5)]
     for n in range(5):
         make.label(project=p, title=f"l{n}")
-    texts = [f"#{i.iid} ~l{n} @dev %missing" for n, i in enumerate(issues)]
+    texts = [
+        f"#{i.iid} !{mr.iid} ~l{n} @dev %missing" for n, (i, mr) in enumerate(zip(issues, mrs, strict=True))
+    ]
     refs = context(db, dev, project=p)
     with recording(runtime.engine) as seen:
         refs.prefetch(texts)
         rendered = [markdown.render_gfm(text, refs) for text in texts]
-    # issues, labels, milestones, users: one each for all five texts.
-    assert len(seen) == 4
-    assert all(len(anchors(html)) == 3 for html in rendered)
+    # issues, merge requests, labels, milestones, users: one each for all five texts.
+    assert len(seen) == 5
+    assert all(len(anchors(html)) == 4 for html in rendered)
 
 
 def test_scan_finds_each_kind_outside_code():

@@ -14,6 +14,8 @@ from kiln.api._params import params
 from kiln.api._render import no_content, render
 from kiln.api._routes import delete, get, post, put
 from kiln.entities.issues import Context, issues
+from kiln.entities.merge_requests import Context as MergeRequestContext
+from kiln.entities.merge_requests import merge_requests
 from kiln.entities.milestones import burndown_event, milestone
 from kiln.schemas.milestones import (
     MilestoneCreate,
@@ -72,7 +74,9 @@ def _routes(kind: Kind, singular: str) -> list[HTTPRouteHandler]:
         q: MilestonePage = await params(request)
         page = page_of(q)
         found = service.milestone_merge_requests(db, actor, kind, q.id, q.milestone_id, page)
-        return paginated(request, found.items, page, found)
+        context = MergeRequestContext(project_id=found.project_id, namespace_id=found.namespace_id)
+        views = merge_requests(found.page.items, found.related, base_url(request), context=context)
+        return paginated(request, views, page, found.page)
 
     async def milestone_burndown_events(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
         q: MilestoneGet = await params(request)
@@ -85,7 +89,7 @@ def _routes(kind: Kind, singular: str) -> list[HTTPRouteHandler]:
         (get_milestone, f"A milestone of a {singular}."),
         (create_milestone, f"Add a milestone to a {singular}."),
         (update_milestone, f"Change, close or reopen a milestone of a {singular}."),
-        (delete_milestone, f"Delete a milestone of a {singular}; its issues lose it."),
+        (delete_milestone, f"Delete a milestone of a {singular}; its issues and merge requests lose it."),
         (milestone_issues, f"The issues planned against a milestone of a {singular}."),
         (milestone_merge_requests, f"The merge requests planned against a milestone of a {singular}."),
         (milestone_burndown_events, f"The burndown chart events of a milestone of a {singular}."),

@@ -1,6 +1,7 @@
 """Label views (GitLab's ProjectLabel and GroupLabel entities): the label, the text colour that
 reads on it, its description rendered, the caller's subscription, and with counts the issues
-carrying it; a project's view adds the rank the project gives it and whose label it is."""
+and open merge requests carrying it; a project's view adds the rank the project gives it and
+whose label it is."""
 
 from __future__ import annotations
 
@@ -66,7 +67,7 @@ def label(
     if counts is not None:
         view["open_issues_count"] = counts.open_issues
         view["closed_issues_count"] = counts.closed_issues
-        view["open_merge_requests_count"] = 0  # no merge requests carry labels yet
+        view["open_merge_requests_count"] = counts.open_merge_requests
     view["subscribed"] = subscribed
     if in_project:
         view["priority"] = row.priority

@@ -9,7 +9,19 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, bindparam, case, func, or_, select, true
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    and_,
+    bindparam,
+    case,
+    func,
+    literal,
+    or_,
+    select,
+    true,
+    union_all,
+)
 from sqlalchemy.orm import Session, aliased
 
 from kiln import policy
@@ -19,16 +31,18 @@ from kiln.models import (
     Label,
     LabelLink,
     LabelPriority,
+    MergeRequest,
     Namespace,
     Project,
     Subscription,
 )
 from kiln.models.issues import CLOSED, OPENED
 from kiln.models.namespaces import KIND_GROUP
-from kiln.models.notes import ISSUE
+from kiln.models.notes import ISSUE, MERGE_REQUEST
 from kiln.pagination import Page, PageResult
 from kiln.queries import access
 from kiln.queries import issues as issue_finder
+from kiln.queries import merge_requests as merge_request_finder
 from kiln.queries import projects as project_finder
 from kiln.queries.paging import offset_page
 from kiln.queries.reads import run
@@ -41,9 +55,10 @@ _COLUMNS = ("id", "title", "color", "description", "project_id", "group_id", "lo
 
 # `priority`: the rank the project the label is shown for gives it (None: unranked, or a group view).
 LabelRow = namedtuple("LabelRow", [*_COLUMNS, "priority"])  # type: ignore[misc]
-# What a label counts: issues carrying it, open and closed, that the caller may see.
-Counts = namedtuple("Counts", ["open_issues", "closed_issues"])  # type: ignore[misc]
-NO_COUNTS = Counts(0, 0)
+# What a label counts: issues carrying it, open and closed, and open merge requests carrying
+# it, that the caller may see.
+Counts = namedtuple("Counts", ["open_issues", "closed_issues", "open_merge_requests"])  # type: ignore[misc]
+NO_COUNTS = Counts(0, 0, 0)
 
 SUBSCRIBABLE = "Label"
 
@@ -271,44 +286,86 @@ def subscribed_ids(db: Session, user_id: int | None, label_ids: Sequence[int]) -
 _COUNTS: Shapes[Select[Any]] = Shapes()
 
 
+def _counted_items(viewer: project_finder.Viewer) -> Any:
+    """What a label's counts add up, one row per label link: the issues the viewer may read
+    (open or closed) and the open merge requests of projects whose merge requests the viewer
+    may read, each with its project and which count it adds to."""
+    issue_open = case((Issue.state == OPENED, 1), else_=0)
+    issue_closed = case((Issue.state == CLOSED, 1), else_=0)
+    issues = (
+        select(
+            LabelLink.label_id.label("label_id"),
+            Issue.project_id.label("project_id"),
+            issue_open.label("open_issues"),
+            issue_closed.label("closed_issues"),
+            literal(0).label("open_merge_requests"),
+        )
+        .join(Issue, and_(LabelLink.target_type == ISSUE, Issue.id == LabelLink.target_id))
+        .where(
+            LabelLink.label_id.in_(bindparam("label_ids", expanding=True)),
+            issue_finder.readable(viewer),
+        )
+    )
+    merge_requests = (
+        select(
+            LabelLink.label_id,
+            MergeRequest.project_id,
+            literal(0),
+            literal(0),
+            literal(1),
+        )
+        .join(
+            MergeRequest,
+            and_(LabelLink.target_type == MERGE_REQUEST, MergeRequest.id == LabelLink.target_id),
+        )
+        .where(
+            LabelLink.label_id.in_(bindparam("label_ids", expanding=True)),
+            MergeRequest.state == OPENED,
+            MergeRequest.project_id.in_(merge_request_finder.readable_projects(viewer)),
+        )
+    )
+    return union_all(issues, merge_requests).subquery("counted")
+
+
 def _counts_statement(actor: Actor | None) -> Select[Any]:
-    """Per label, its open and closed issues in its owner (a project label: its project; a
-    group label: the projects in the group and below), as the caller may see them."""
+    """Per label, its open and closed issues and its open merge requests in its owner (a
+    project label: its project; a group label: the projects in the group and below), as the
+    caller may see them: one statement for the page."""
 
     def build() -> Select[Any]:
+        items = _counted_items(project_finder.viewer_of(actor))
         project_ns = aliased(Namespace, name="project_ns")
         group_ns = aliased(Namespace, name="label_group")
         in_owner = or_(
-            _LABELS.c.project_id == Issue.project_id,
+            _LABELS.c.project_id == items.c.project_id,
             and_(_LABELS.c.group_id.is_not(None), access.within(project_ns, group_ns)),
         )
-        opened = func.sum(case((Issue.state == OPENED, 1), else_=0))
-        closed = func.sum(case((Issue.state == CLOSED, 1), else_=0))
         return (
-            select(LabelLink.label_id, opened, closed)
-            .join(_LABELS, _LABELS.c.id == LabelLink.label_id)
-            .join(Issue, and_(LabelLink.target_type == ISSUE, Issue.id == LabelLink.target_id))
-            .join(Project, Project.id == Issue.project_id)
+            select(
+                items.c.label_id,
+                func.sum(items.c.open_issues),
+                func.sum(items.c.closed_issues),
+                func.sum(items.c.open_merge_requests),
+            )
+            .join(_LABELS, _LABELS.c.id == items.c.label_id)
+            .join(Project, Project.id == items.c.project_id)
             .join(project_ns, project_ns.id == Project.namespace_id)
             .outerjoin(group_ns, group_ns.id == _LABELS.c.group_id)
-            .where(
-                LabelLink.label_id.in_(bindparam("label_ids", expanding=True)),
-                in_owner,
-                issue_finder.readable(project_finder.viewer_of(actor)),
-            )
-            .group_by(LabelLink.label_id)
+            .where(in_owner)
+            .group_by(items.c.label_id)
         )
 
     return _COUNTS.get(project_finder.viewer_of(actor), build)
 
 
 def issue_counts(db: Session, actor: Actor | None, label_ids: Sequence[int]) -> dict[int, Counts]:
-    """Open and closed issues carrying each label, in one statement for the page."""
+    """Open and closed issues and open merge requests carrying each label, in one statement
+    for the page."""
     if not label_ids:
         return {}
     values = {"label_ids": list(label_ids), **project_finder.viewer_params(actor)}
     rows = run(db, _counts_statement(actor), values)
-    return {row[0]: Counts(int(row[1] or 0), int(row[2] or 0)) for row in rows}
+    return {row[0]: Counts(int(row[1] or 0), int(row[2] or 0), int(row[3] or 0)) for row in rows}
 
 
 @cache

@@ -12,7 +12,20 @@ from datetime import date, datetime
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Boolean, ColumnElement, Date, Select, and_, bindparam, false, func, or_, select, true
+from sqlalchemy import (
+    Boolean,
+    ColumnElement,
+    Date,
+    Select,
+    and_,
+    bindparam,
+    false,
+    func,
+    literal,
+    or_,
+    select,
+    true,
+)
 from sqlalchemy.orm import Session
 
 from kiln.auth.actor import Actor
@@ -21,19 +34,20 @@ from kiln.models import (
     IssueAssignee,
     LabelLink,
     LabelPriority,
+    MergeRequest,
     Milestone,
     Namespace,
     Project,
     ResourceStateEvent,
 )
 from kiln.models.namespaces import GUEST, KIND_GROUP, PUBLIC
-from kiln.models.notes import ISSUE
+from kiln.models.notes import ISSUE, MERGE_REQUEST
 from kiln.models.projects import DISABLED, ENABLED, FEATURE_PRIVATE
 from kiln.pagination import Page, PageResult
 from kiln.queries import access
 from kiln.queries import issues as issue_finder
 from kiln.queries import projects as project_finder
-from kiln.queries.paging import offset_page
+from kiln.queries.paging import capped_count, offset_page
 from kiln.queries.reads import reusable, row_column, run
 from kiln.queries.shapes import Shapes
 from kiln.queries.text import ESCAPE, escape_like
@@ -434,6 +448,66 @@ def issue_page(
     result = offset_page(db, stmt, page, core=True, params=values)
     result.items = [r[0] for r in result.items]
     return result
+
+
+# ----------------------------------------------------------------------------- merge requests
+
+
+def _merge_request_finder() -> Any:
+    """queries.merge_requests, imported when first used: it imports this module's MilestoneRow."""
+    from kiln.queries import merge_requests
+
+    return merge_requests
+
+
+def _merge_request_label_priority() -> Any:
+    """The highest priority (lowest number) among the merge request's labels in its project."""
+    return (
+        select(func.min(LabelPriority.priority))
+        .join(LabelLink, LabelLink.label_id == LabelPriority.label_id)
+        .where(
+            LabelLink.target_type == MERGE_REQUEST,
+            LabelLink.target_id == MergeRequest.id,
+            LabelPriority.project_id == MergeRequest.project_id,
+        )
+        .correlate(MergeRequest)
+        .scalar_subquery()
+    )
+
+
+@cache
+def _merge_requests_listing(viewer: Viewer, scoped: bool) -> Any:
+    """A project milestone's merge requests (the project's, already readable), or a group
+    milestone's in every project whose merge requests the viewer may read: the merge request
+    list's Listing (ids in order, capped count)."""
+    finder = _merge_request_finder()
+    where = (
+        MergeRequest.project_id == bindparam("project_id")
+        if scoped
+        else MergeRequest.project_id.in_(finder.readable_projects(viewer))
+    )
+    stmt = select(MergeRequest.id).where(MergeRequest.milestone_id == bindparam("milestone_id"), where)
+    priority = _merge_request_label_priority()
+    rows = stmt.with_only_columns(literal(1), maintain_column_froms=True)
+    return finder.Listing(
+        reusable(stmt.order_by(priority.is_(None), priority, MergeRequest.id.desc())),
+        reusable(select(capped_count(rows))),
+    )
+
+
+def merge_request_page(
+    db: Session, actor: Actor | None, milestone_id: int, page: Page, *, project_id: int | None = None
+) -> PageResult:
+    """A page of the milestone's merge requests the actor may read (within `project_id`,
+    whose merge requests the caller reads, or across every project: a group milestone's), by
+    label priority then newest first, as the merge request list's rows."""
+    values: dict[str, Any] = {"milestone_id": milestone_id}
+    if project_id is not None:
+        values["project_id"] = project_id
+    else:
+        values.update(_viewer_values(actor))
+    listing = _merge_requests_listing(viewer_of(actor), project_id is not None)
+    return _merge_request_finder().page(db, listing, values, page)
 
 
 @cache

@@ -1,7 +1,8 @@
 """Milestones of projects and groups: listed with those of the groups above (and, for a
 group, below), created with the scope's next iid, changed, closed and reopened, deleted (their
-issues lose them), promoted from a project to its group, with the issues planned against them
-and a burndown chart's events. Reading a project's takes its issues or merge requests open to
+issues and merge requests lose them), promoted from a project to its group (their issues and
+merge requests follow), with the issues and merge requests planned against them and a
+burndown chart's events. Reading a project's takes its issues or merge requests open to
 the caller, a group's only sight of the group; changing them takes a Reporter (GitLab's
 admin_milestone). A milestone's title is unique across a project and its groups, and across
 a group's whole hierarchy and its projects."""
@@ -22,21 +23,23 @@ from kiln import events, policy
 from kiln.auth.actor import Actor
 from kiln.db import transaction
 from kiln.errors import BadRequest, NotFound
-from kiln.models import EpicIssue, Issue, Milestone
+from kiln.models import EpicIssue, Issue, MergeRequest, Milestone
 from kiln.models.base import utcnow
 from kiln.models.issues import CLOSED
 from kiln.models.milestones import ACTIVE
 from kiln.models.milestones import CLOSED as MILESTONE_CLOSED
-from kiln.models.notes import ISSUE
+from kiln.models.notes import ISSUE, MERGE_REQUEST
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action, GroupSubject, ProjectSubject
 from kiln.queries import issues as issue_finder
+from kiln.queries import merge_requests as merge_request_finder
 from kiln.queries import milestones as finder
 from kiln.queries.issues import IssueRow, Related
+from kiln.queries.merge_requests import Related as MergeRequestRelated
 from kiln.queries.milestones import ListScope, MilestoneRow
 from kiln.queries.paging import list_page
 from kiln.schemas.milestones import MilestoneCreate, MilestoneList, MilestoneUpdate
-from kiln.services import epics, internal_ids, resource_events, subjects
+from kiln.services import epics, internal_ids, merge_request_events, resource_events, subjects
 
 Kind = Literal["groups", "projects"]
 Subject = ProjectSubject | GroupSubject
@@ -55,6 +58,17 @@ class MilestoneIssues:
 
     page: PageResult  # items: IssueRow
     related: Related
+    project_id: int | None
+    namespace_id: int
+
+
+@dataclass(slots=True)
+class MilestoneMergeRequests:
+    """A page of merge requests with what their views need, and where they are shown (as
+    MilestoneIssues)."""
+
+    page: PageResult  # items: MergeRequestRow
+    related: MergeRequestRelated
     project_id: int | None
     namespace_id: int
 
@@ -179,11 +193,21 @@ def milestone_issues(
 
 def milestone_merge_requests(
     db: Session, actor: Actor, kind: Kind, ident: str, milestone_id: int, page: Page
-) -> PageResult:
-    """The milestone's merge requests: none while kiln keeps no merge requests."""
+) -> MilestoneMergeRequests:
+    """The milestone's merge requests the caller may read (a group milestone's across every
+    project whose merge requests they read), by their labels' priority, then newest first."""
     s = _subject(db, actor, kind, ident)
-    _row(db, s, milestone_id)
-    return list_page([], page)
+    m = _row(db, s, milestone_id)
+    if isinstance(s, ProjectSubject):
+        where: tuple[int | None, int] = (s.project.id, s.namespace.id)
+        if not policy.may(actor, Action.READ_MERGE_REQUEST, s):
+            # Milestones open through issues alone: no merge request to show.
+            return MilestoneMergeRequests(list_page([], page), MergeRequestRelated(), *where)
+        found = finder.merge_request_page(db, actor, m.id, page, project_id=s.project.id)
+    else:
+        where = (None, s.group.id)
+        found = finder.merge_request_page(db, actor, m.id, page)
+    return MilestoneMergeRequests(found, merge_request_finder.related_of(db, found.items), *where)
 
 
 def burndown_events(
@@ -413,12 +437,27 @@ def _release_issues(db: Session, actor: Actor, milestone_id: int) -> None:
         )
 
 
+def _release_merge_requests(db: Session, actor: Actor, milestone_id: int) -> None:
+    """The milestone's merge requests lose it, each with its milestone event and a merge
+    request update (GitLab's DestroyService runs MergeRequests::UpdateService on each)."""
+    planned = list(db.scalars(select(MergeRequest).where(MergeRequest.milestone_id == milestone_id)))
+    for mr in planned:
+        mr.milestone_id = None
+        mr.updated_at = utcnow()
+        resource_events.milestone_changed(db, actor, MERGE_REQUEST, mr.id, None, milestone_id, mr.state)
+        merge_request_events.record(
+            db, actor, mr, "update", changes={"milestone_id": {"previous": milestone_id, "current": None}}
+        )
+    db.flush()
+
+
 def delete_milestone(db: Session, actor: Actor, kind: Kind, ident: str, milestone_id: int) -> None:
     s = _subject(db, actor, kind, ident, admin=True)
     with transaction(db):
         m = _find(db, s, milestone_id)
         planning = _planning_epic_ids(db, m.id)
         _release_issues(db, actor, m.id)
+        _release_merge_requests(db, actor, m.id)
         _record(db, actor, s, "destroyed", m)
         db.flush()
         db.delete(m)
@@ -456,6 +495,12 @@ def promote_milestone(db: Session, actor: Actor, ident: str, milestone_id: int) 
         db.execute(
             update(Issue)
             .where(Issue.project_id.in_(siblings), Issue.milestone_id.in_(merged))
+            .values(milestone_id=promoted.id)
+            .execution_options(synchronize_session=False)
+        )
+        db.execute(
+            update(MergeRequest)
+            .where(MergeRequest.project_id.in_(siblings), MergeRequest.milestone_id.in_(merged))
             .values(milestone_id=promoted.id)
             .execution_options(synchronize_session=False)
         )

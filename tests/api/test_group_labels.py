@@ -129,6 +129,21 @@ def test_counts_cover_the_projects_in_the_group_and_below(api, make):
     )
 
 
+def test_open_merge_requests_count_covers_the_projects_in_the_group_and_below(api, make):
+    owner = make.user()
+    g = make.group(owners=[owner])
+    sub = make.group(parent=g)
+    bug = make.label(group=g, title="bug")
+    p = make.project_with_repository(namespace=g, owner=owner)
+    below = make.project_with_repository(namespace=sub, owner=owner)
+    make.merge_request(p, owner, labels=[bug])
+    make.merge_request(below, owner, labels=[bug])
+    make.merge_request(below, owner, labels=[bug], state="merged")
+    view = api(owner).get(group_url(g), params={"with_counts": "true"}).json()[0]
+    assert view["open_merge_requests_count"] == 2
+    assert api(make.user()).get(group_url(g), params={"with_counts": "true"}).status_code == 404
+
+
 def test_update_and_the_deprecated_update(api, make, db):
     owner = make.user()
     g = make.group(owners=[owner])
@@ -222,6 +237,10 @@ def test_list_is_constant_in_labels_and_groups(api, make, runtime):
         project = make.project(namespace=parent, owner=owner)
         make.label(project=project, title=f"p{n}")
         make.issue(project, owner, labels=[label])
+        if n % 2:
+            make.merge_request(
+                make.project_with_repository(namespace=parent, owner=owner), owner, labels=[label]
+            )
         api(owner).post(group_url(parent, label.id) + "/subscribe")
     many = count(runtime, lambda: api(owner).get(group_url(top), params=query))
     assert len(api(owner).get(group_url(top), params=query).json()) == 9

@@ -167,7 +167,7 @@ def test_issues_of_a_group_milestone_across_the_projects_the_caller_sees(api, ma
     assert relative[shown.id] == f"{public.path}#{shown.iid}"
 
 
-def test_group_burndown_and_merge_requests(api, make):
+def test_group_burndown(api, make):
     user = make.user()
     g = make.group(members={user: REPORTER})
     p = make.project(namespace=g)
@@ -175,8 +175,53 @@ def test_group_burndown_and_merge_requests(api, make):
     make.issue(p, user, milestone=m, weight=4)
     events = api(user).get(url(g, m, "/burndown_events")).json()
     assert [(e["action"], e["weight"]) for e in events] == [("created", 4)]
-    r = api(user).get(url(g, m, "/merge_requests"))
-    assert (r.status_code, r.json()) == (200, [])
+
+
+def test_group_milestone_merge_requests_are_those_the_caller_reads_in_every_project(api, make):
+    owner, guest = make.user(), make.user()
+    g = make.group(members={owner: MAINTAINER}, visibility="public")
+    sub = make.group(parent=g, visibility="public")
+    public = make.project_with_repository(
+        namespace=g, visibility="public", path="app", members={guest: GUEST}
+    )
+    deeper = make.project_with_repository(namespace=sub, visibility="public")
+    hidden = make.project_with_repository(namespace=g, visibility="private")
+    closed = make.project_with_repository(
+        namespace=g, visibility="public", merge_requests_access_level=DISABLED
+    )
+    m = make.milestone(group=g)
+    shown = make.merge_request(public, owner, milestone=m)
+    below = make.merge_request(deeper, owner, milestone=m)
+    secret = make.merge_request(hidden, owner, milestone=m)
+    make.merge_request(closed, owner, milestone=m)
+    make.merge_request(public, owner)  # not planned
+    as_owner = api(owner).get(url(g, m, "/merge_requests"))
+    assert as_owner.status_code == 200, as_owner.text
+    assert [v["id"] for v in as_owner.json()] == [secret.id, below.id, shown.id]
+    relative = {v["id"]: v["references"]["relative"] for v in as_owner.json()}
+    assert relative[shown.id] == f"app!{shown.iid}"
+    as_guest = api(guest).get(url(g, m, "/merge_requests")).json()
+    assert [v["id"] for v in as_guest] == [below.id, shown.id]
+    assert [v["id"] for v in api(make.user()).get(url(g, m, "/merge_requests")).json()] == [
+        below.id,
+        shown.id,
+    ]
+
+
+def test_group_milestone_merge_requests_are_constant(api, make, runtime):
+    user = make.user()
+    g = make.group(members={user: REPORTER})
+    m = make.milestone(group=g)
+    p = make.project_with_repository(namespace=g)
+    make.merge_request(p, user, milestone=m, labels=[make.label(group=g)])
+    few = count(runtime, lambda: api(user).get(url(g, m, "/merge_requests")))
+    for _ in range(3):
+        other = make.project_with_repository(namespace=make.group(parent=g))
+        make.merge_request(
+            other, make.user(), milestone=m, labels=[make.label(project=other)], assignees=[user]
+        )
+    many = count(runtime, lambda: api(user).get(url(g, m, "/merge_requests")))
+    assert few == many
 
 
 def test_group_list_with_descendants_is_constant(api, make, runtime):

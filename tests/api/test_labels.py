@@ -9,6 +9,7 @@ from sqlalchemy import func, select
 
 from kiln.models import Label, LabelLink, LabelPriority, Subscription
 from kiln.models.namespaces import DEVELOPER, GUEST, REPORTER
+from kiln.models.projects import FEATURE_PRIVATE
 from tests.statements import count
 
 
@@ -243,6 +244,60 @@ def test_a_group_labels_counts_cover_the_groups_projects(api, make):
     make.issue(other, owner, labels=[shared], state="closed")
     view = api(owner).get(labels_url(p), params={"with_counts": "true"}).json()[0]
     assert (view["open_issues_count"], view["closed_issues_count"]) == (1, 1)
+
+
+def test_open_merge_requests_count_is_the_open_merge_requests_carrying_the_label(api, make):
+    owner = make.user()
+    g = make.group(owners=[owner], path=f"g{make.seq()}")
+    p = make.project_with_repository(namespace=g, owner=owner)
+    bug = make.label(project=p, title="bug")
+    make.merge_request(p, owner, labels=[bug])
+    make.merge_request(p, owner, labels=[bug])
+    make.merge_request(p, owner, labels=[bug], state="closed")
+    make.merge_request(p, owner, labels=[bug], state="merged")
+    make.merge_request(p, owner)
+    make.issue(p, owner, labels=[bug])
+    view = api(owner).get(labels_url(p), params={"with_counts": "true"}).json()[0]
+    counts = (view["open_issues_count"], view["closed_issues_count"], view["open_merge_requests_count"])
+    assert counts == (1, 0, 2)
+
+
+def test_open_merge_requests_count_leaves_out_merge_requests_the_caller_may_not_read(api, make):
+    owner = make.user()
+    g = make.group(owners=[owner], path=f"g{make.seq()}")
+    p = make.project_with_repository(
+        namespace=g, owner=owner, visibility="public", merge_requests_access_level=FEATURE_PRIVATE
+    )
+    guest, reporter = make.user(), make.user()
+    make.member(p, guest, GUEST)
+    make.member(p, reporter, REPORTER)
+    bug = make.label(project=p, title="bug")
+    make.merge_request(p, owner, labels=[bug])
+
+    def open_count(user) -> int:
+        view = api(user).get(labels_url(p), params={"with_counts": "true"}).json()[0]
+        return view["open_merge_requests_count"]
+
+    assert open_count(make.user()) == 0
+    assert open_count(guest) == 0  # members-only merge requests are for Reporters and up
+    assert open_count(reporter) == 1
+    assert open_count(owner) == 1
+
+
+def test_a_group_labels_open_merge_requests_are_those_of_the_groups_projects(api, make):
+    owner = make.user()
+    g = make.group(owners=[owner], path=f"g{make.seq()}")
+    p = make.project_with_repository(namespace=g, owner=owner)
+    other = make.project_with_repository(namespace=g, owner=owner)
+    outside = make.project_with_repository(owner=owner)
+    shared = make.label(group=g, title="shared")
+    make.merge_request(p, owner, labels=[shared])
+    make.merge_request(other, owner, labels=[shared])
+    make.merge_request(other, owner, labels=[shared], state="closed")
+    # A label link outside the group's projects (as a moved project would leave) is not counted.
+    make.merge_request(outside, owner, labels=[shared])
+    view = api(owner).get(labels_url(p), params={"with_counts": "true"}).json()[0]
+    assert view["open_merge_requests_count"] == 2
 
 
 def test_the_priority_shown_is_the_projects(api, make):
@@ -495,8 +550,10 @@ def test_subscribe_and_unsubscribe_answer_304_when_nothing_changes(api, make):
 # ----------------------------------------------------------------------------- statements
 
 
-def test_list_with_counts_is_constant_in_labels_and_issues(api, make, runtime):
-    owner, g, p = setup(make)
+def test_list_with_counts_is_constant_in_labels_issues_and_merge_requests(api, make, runtime):
+    owner = make.user()
+    g = make.group(owners=[owner], path=f"g{make.seq()}")
+    p = make.project_with_repository(namespace=g, owner=owner)
     first = make.label(project=p, title="l0")
     make.issue(p, owner, labels=[first])
     api(owner).post(labels_url(p, first.id) + "/subscribe")
@@ -505,6 +562,8 @@ def test_list_with_counts_is_constant_in_labels_and_issues(api, make, runtime):
     for n in range(1, 8):
         label = make.label(project=p, title=f"l{n}") if n % 2 else make.label(group=g, title=f"l{n}")
         make.issue(p, owner, labels=[label], confidential=n % 3 == 0)
+        if n % 3 == 1:
+            make.merge_request(p, owner, labels=[label])
         api(owner).put(labels_url(p, label.id), json={"priority": n})
         api(owner).post(labels_url(p, label.id) + "/subscribe")
     many = count(runtime, lambda: api(owner).get(url, params=query))

@@ -467,11 +467,83 @@ def test_issues_are_ordered_by_label_priority_then_newest(api, make, db):
     assert listed == [high.id, low.id, plain_new.id, plain_old.id]
 
 
-def test_merge_requests_of_a_milestone_are_an_empty_page(api, make):
-    user, p = setup(make)
-    m = make.milestone(project=p)
+def test_merge_requests_of_a_milestone_are_those_planned_against_it_as_the_list_shows_them(api, make):
+    user = make.user()
+    p = make.project_with_repository(members={user: MAINTAINER})
+    m = make.milestone(project=p, title="v1")
+    first = make.merge_request(p, user, milestone=m, labels=[make.label(project=p)])
+    second = make.merge_request(p, user, milestone=m, assignees=[user])
+    make.merge_request(p, user)  # not planned
     r = api(user).get(url(p, m, "/merge_requests"))
+    assert r.status_code == 200, r.text
+    assert [mr["id"] for mr in r.json()] == [second.id, first.id]
+    assert r.headers["X-Total"] == "2"
+    listed = api(user).get(f"/projects/{p.id}/merge_requests", params={"milestone": "v1"}).json()
+    assert r.json() == listed
+    assert r.json()[0]["milestone"]["id"] == m.id
+    assert r.json()[0]["references"]["relative"] == f"!{second.iid}"
+
+
+def test_merge_requests_of_a_milestone_are_ordered_by_label_priority_then_newest(api, make, db):
+    from kiln.models import LabelPriority
+
+    user = make.user()
+    p = make.project_with_repository(members={user: MAINTAINER})
+    m = make.milestone(project=p)
+    urgent = make.label(project=p, title="urgent")
+    later = make.label(project=p, title="later")
+    with db.begin_nested():
+        db.add(LabelPriority(project_id=p.id, label_id=urgent.id, priority=0))
+        db.add(LabelPriority(project_id=p.id, label_id=later.id, priority=5))
+    db.commit()
+    plain_old = make.merge_request(p, user, milestone=m)
+    low = make.merge_request(p, user, milestone=m, labels=[later])
+    high = make.merge_request(p, user, milestone=m, labels=[urgent])
+    plain_new = make.merge_request(p, user, milestone=m)
+    listed = [mr["id"] for mr in api(user).get(url(p, m, "/merge_requests")).json()]
+    assert listed == [high.id, low.id, plain_new.id, plain_old.id]
+
+
+def test_merge_requests_of_a_milestone_only_for_those_who_read_them(api, make):
+    owner, stranger = make.user(), make.user()
+    p = make.project_with_repository(
+        visibility="public", merge_requests_access_level=FEATURE_PRIVATE, members={owner: MAINTAINER}
+    )
+    m = make.milestone(project=p)
+    mr = make.merge_request(p, owner, milestone=m)
+    r = api(stranger).get(url(p, m, "/merge_requests"))
     assert (r.status_code, r.json(), r.headers["X-Total"]) == (200, [], "0")
+    assert [v["id"] for v in api(owner).get(url(p, m, "/merge_requests")).json()] == [mr.id]
+
+
+def test_merge_requests_of_another_projects_milestone_are_not_found(api, make):
+    user = make.user()
+    p = make.project(members={user: MAINTAINER})
+    other = make.milestone(project=make.project(members={user: MAINTAINER}))
+    r = api(user).get(url(p, other, "/merge_requests"))
+    assert (r.status_code, r.json()) == (404, {"message": "404 Not found"})
+
+
+def test_delete_takes_the_milestone_off_its_merge_requests(api, make, db):
+    from kiln.models import MergeRequest
+
+    user = make.user()
+    p = make.project_with_repository(members={user: MAINTAINER})
+    m = make.milestone(project=p)
+    m_id, mr_id = m.id, make.merge_request(p, user, milestone=m).id
+    assert api(user).delete(url(p, m)).status_code == 204
+    db.expire_all()
+    assert db.get(MergeRequest, mr_id).milestone_id is None
+    event = db.scalars(
+        select(ResourceMilestoneEvent).where(
+            ResourceMilestoneEvent.target_type == "MergeRequest", ResourceMilestoneEvent.target_id == mr_id
+        )
+    ).one()
+    assert (event.action, event.state) == ("remove", "opened")
+    updated = db.scalars(
+        select(Event).where(Event.target_type == "MergeRequest", Event.target_id == mr_id)
+    ).all()[-1]
+    assert updated.data["changes"] == {"milestone_id": {"previous": m_id, "current": None}}
 
 
 # ----------------------------------------------------------------------------- promotion
@@ -497,6 +569,24 @@ def test_promotion_makes_a_group_milestone_that_keeps_the_issues(api, make, db):
     assert [db.get(Milestone, i) for i in gone] == [None, None]
     assert db.get(Issue, issue.id).milestone_id == promoted["id"]
     assert db.get(Issue, twin_issue.id).milestone_id == promoted["id"]
+
+
+def test_promotion_keeps_the_merge_requests(api, make, db):
+    from kiln.models import MergeRequest
+
+    user = make.user()
+    g = make.group(members={user: REPORTER})
+    p = make.project_with_repository(namespace=g)
+    sibling = make.project_with_repository(namespace=g)
+    m = make.milestone(project=p, title="v1")
+    twin = make.milestone(project=sibling, title="v1")
+    mr = make.merge_request(p, user, milestone=m)
+    twin_mr = make.merge_request(sibling, user, milestone=twin)
+    r = api(user).post(url(p, m, "/promote"))
+    assert r.status_code == 200, r.text
+    db.expire_all()
+    assert db.get(MergeRequest, mr.id).milestone_id == r.json()["id"]
+    assert db.get(MergeRequest, twin_mr.id).milestone_id == r.json()["id"]
 
 
 def test_promotion_needs_a_group_and_a_reporter_there(api, make, db):
@@ -577,4 +667,23 @@ def test_issues_of_a_milestone_are_constant_in_issues(api, make, runtime):
     for _ in range(6):
         make.issue(p, make.user(), milestone=m, labels=[make.label(project=p)], assignees=[make.user()])
     many = count(runtime, lambda: api(user).get(url(p, m, "/issues")))
+    assert few == many
+
+
+def test_merge_requests_of_a_milestone_are_constant_in_merge_requests(api, make, runtime):
+    user = make.user()
+    p = make.project_with_repository(members={user: MAINTAINER})
+    m = make.milestone(project=p)
+    make.merge_request(p, user, milestone=m, labels=[make.label(project=p)], assignees=[user])
+    few = count(runtime, lambda: api(user).get(url(p, m, "/merge_requests")))
+    for _ in range(4):
+        make.merge_request(
+            p,
+            make.user(),
+            milestone=m,
+            labels=[make.label(project=p)],
+            assignees=[make.user()],
+            reviewers=[make.user()],
+        )
+    many = count(runtime, lambda: api(user).get(url(p, m, "/merge_requests")))
     assert few == many
