@@ -280,8 +280,9 @@ HOSTILE_BODIES: list[tuple[str, bytes]] = [
 @dataclass
 class World:
     """Real objects, and the values that name them: a project with a repository (two
-    branches, a tag, a protected branch, an upload, custom attributes, a share), its group,
-    another group, users with tokens, an identity, an access request."""
+    branches, a tag, a protected branch, an upload, custom attributes, a share, a merge
+    request with its version, thread, reaction, events and approval rules, milestones), its
+    group, another group, users with tokens, an identity, an access request."""
 
     tokens: dict[str, str | None]
     values: dict[str, list[str]] = field(default_factory=dict)
@@ -331,6 +332,7 @@ def seed_world(make: Factory, db: Session, client: Any) -> World:
     pats = db.scalars(
         select(PersonalAccessToken.id).where(PersonalAccessToken.user_id.in_([alice.id, bob.id]))
     ).all()
+    review = _seed_merge_request(make, project, group, alice, bob, call, root_token)
     blob = _blob_id(make, project.id, "README.md")
     users = [str(bob.id), str(alice.id), str(carol.id)]
     refs = ["main", "feature", "v1.0", main, main[:8], feature]
@@ -380,9 +382,61 @@ def seed_world(make: Factory, db: Session, client: Any) -> World:
         "password": [DEFAULT_PASSWORD],
         "grant_type": ["password", "refresh_token"],
         "email": [f"new-{bob.id}@example.com"],
+        **review,
     }
     db.commit()  # nothing of the world is left in a savepoint of the test's session
     return World(tokens={"root": root_token, "user": alice.token, "anonymous": None}, values=values)
+
+
+def _seed_merge_request(
+    make: Factory,
+    project: Any,
+    group: Any,
+    alice: Any,
+    bob: Any,
+    call: Callable[..., dict[str, Any]],
+    root_token: str,
+) -> dict[str, list[str]]:
+    """An open merge request from `feature` into `main` (with its first version), planned for
+    a milestone and labelled through the API (so it has label and milestone events), with a
+    thread, an emoji reaction and approval rules of its own and of the project: the values
+    that name them, so that merge request routes reach a real one."""
+    milestone = make.milestone(project=project, title="v1")
+    group_milestone = make.milestone(group=group, title="q1")
+    make.label(project=project, title="bug")
+    mr = make.merge_request(
+        project, alice, source_branch="feature", target_branch="main", title="Add feature", reviewers=[bob]
+    )
+    mr_url = f"/projects/{project.id}/merge_requests/{mr.iid}"
+    call(alice.token, "PUT", mr_url, json={"add_labels": "bug", "milestone_id": milestone.id})
+    thread = call(alice.token, "POST", f"{mr_url}/discussions", json={"body": "Why? See #1 and !1"})
+    award = call(alice.token, "POST", f"{mr_url}/award_emoji", json={"name": "thumbsup"})
+    project_rule = call(
+        root_token,
+        "POST",
+        f"/projects/{project.id}/approval_rules",
+        json={"name": "reviewers", "approvals_required": 1, "user_ids": [bob.id]},
+    )
+    mr_rule = call(
+        root_token, "POST", f"{mr_url}/approval_rules", json={"name": "extra", "approvals_required": 1}
+    )
+    events = [
+        str(e["id"])
+        for kind in ("label", "milestone")
+        for e in call(alice.token, "GET", f"{mr_url}/resource_{kind}_events")
+    ]
+    return {
+        "merge_request_iid": [str(mr.iid)],
+        "version_id": [str(mr.latest_diff_id)],
+        "approval_rule_id": [str(mr_rule["id"]), str(project_rule["id"])],
+        "discussion_id": [thread["id"]],
+        "note_id": [str(thread["notes"][0]["id"])],
+        "award_id": [str(award["id"])],
+        "event_id": events,
+        "milestone_id": [str(milestone.id), str(group_milestone.id)],
+        "source_branch": ["feature"],
+        "target_branch": ["main"],
+    }
 
 
 def _blob_id(make: Factory, project_id: int, path: str) -> str:
