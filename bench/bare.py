@@ -7,6 +7,9 @@
   around a read on PostgreSQL), so both run their database the same way.
 - `GET /blob` resolves `main` in the repository at BENCH_REPO_PATH, finds BENCH_REPO_FILE
   and base64s the blob with pygit2: the ceiling for the files API.
+- `GET /mr-diff` diffs BENCH_MR_BASE's tree to BENCH_MR_HEAD's in the repository at
+  BENCH_MR_REPO_PATH with pygit2 (renames found, each file's patch text, paths, modes and
+  flags): the ceiling for a merge request's changes.
 
 Served by uvicorn exactly like `kiln serve` (uvloop, httptools, one process)."""
 
@@ -31,6 +34,8 @@ from kiln.db import make_engine, read_bind
 DATABASE_URL_ENV = "BENCH_DATABASE_URL"
 REPO_ENV = "BENCH_REPO_PATH"
 FILE_ENV = "BENCH_REPO_FILE"
+# The merge request whose changes /mr-diff computes (set by bench/merge_requests.py).
+MR_REPO_ENV, MR_BASE_ENV, MR_HEAD_ENV = "BENCH_MR_REPO_PATH", "BENCH_MR_BASE", "BENCH_MR_HEAD"
 NOT_FOUND = b'{"message":"404 Not Found"}'
 
 
@@ -69,6 +74,33 @@ async def read_blob(state: State) -> Response[bytes]:
     return Response(orjson.dumps(body), media_type="application/json")
 
 
+@get("/mr-diff")
+async def read_mr_diff(state: State) -> Response[bytes]:
+    """A merge request's changes without kiln: the two trees' diff, patch by patch."""
+    repo: pygit2.Repository = state.mr_repo
+    base = repo[state.mr_base].peel(pygit2.Commit).tree
+    head = repo[state.mr_head].peel(pygit2.Commit).tree
+    diff = base.diff_to_tree(head, context_lines=3)
+    diff.find_similar()
+    files = []
+    for patch in diff:
+        delta = patch.delta
+        text = patch.data.decode("utf-8", "replace")
+        files.append(
+            {
+                "old_path": delta.old_file.path,
+                "new_path": delta.new_file.path,
+                "a_mode": f"{delta.old_file.mode:o}",
+                "b_mode": f"{delta.new_file.mode:o}",
+                "new_file": delta.status == pygit2.enums.DeltaStatus.ADDED,
+                "renamed_file": delta.status == pygit2.enums.DeltaStatus.RENAMED,
+                "deleted_file": delta.status == pygit2.enums.DeltaStatus.DELETED,
+                "diff": text[text.find("@@") :] if "@@" in text else "",
+            }
+        )
+    return Response(orjson.dumps({"diffs": files}), media_type="application/json")
+
+
 def create_app() -> Litestar:
     """uvicorn factory: reflect `users` once so each request only runs the select; keep the
     repository open. Either half may be left out (no database, no repository)."""
@@ -89,6 +121,15 @@ def create_app() -> Litestar:
     if repo_path:
         state.update(repo=pygit2.Repository(repo_path), file=os.environ[FILE_ENV])
         handlers.append(read_blob)
+
+    mr_repo = os.environ.get(MR_REPO_ENV)
+    if mr_repo:
+        state.update(
+            mr_repo=pygit2.Repository(mr_repo),
+            mr_base=os.environ[MR_BASE_ENV],
+            mr_head=os.environ[MR_HEAD_ENV],
+        )
+        handlers.append(read_mr_diff)
 
     async def on_shutdown() -> None:
         if "engine" in state:

@@ -35,6 +35,7 @@ from bench import bare as bench_bare
 from bench import cost as bench_cost
 from bench import dataset
 from bench import issues as bench_issues
+from bench import merge_requests as bench_merge_requests
 from bench import rate_limits as bench_rate_limits
 from bench.load import TIMEOUT_S, LoadGenerator, Measurement, OpenLoop, Target, choose, measure
 from bench.processes import (
@@ -68,6 +69,7 @@ REFERENCE = {
     "kiln_version": "bare_blob",
     **bench_rate_limits.REFERENCE,
     **bench_issues.REFERENCE,
+    **bench_merge_requests.REFERENCE,
 }
 AIMS = {
     "kiln_user": 0.6,
@@ -76,6 +78,7 @@ AIMS = {
     "kiln_users": 0.3,
     "kiln_file": 0.6,
     **bench_issues.AIMS,
+    **bench_merge_requests.AIMS,
 }
 EXTRA = ("kiln_projects", "kiln_projects_keyset")
 # kiln_version is kiln's stack alone (no database, no git): a bound on every route's ratio, shown
@@ -167,6 +170,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=int,
         default=bench_issues.ISSUES,
         help="issues of the issue lists' project; 0 skips them",
+    )
+    parser.add_argument(
+        "--merge-requests",
+        type=int,
+        default=bench_merge_requests.MERGE_REQUESTS,
+        help="merge requests of the merge request lists' project; 0 skips them",
     )
     parser.add_argument(
         "--only",
@@ -286,6 +295,10 @@ def run_backend(
         if args.issues:
             step(f"[{backend}] inserting {args.issues:,} issues (bench.issues)")
             issues = bench_issues.populate(url, user_id, args.issues)
+        merge_requests = None
+        if args.merge_requests:
+            step(f"[{backend}] inserting {args.merge_requests:,} merge requests (bench.merge_requests)")
+            merge_requests = bench_merge_requests.populate(url, data_dir, user_id, args.merge_requests)
         dataset.analyze(url)
         step(f"[{backend}] writing project {project_id}'s repository")
         content = dataset.repository(data_dir, project_id)
@@ -300,6 +313,7 @@ def run_backend(
                 bench_bare.DATABASE_URL_ENV: url,
                 bench_bare.REPO_ENV: str(repository_path(data_dir / "repositories", project_id)),
                 bench_bare.FILE_ENV: dataset.REPO_FILE,
+                **(bench_merge_requests.bare_env(merge_requests) if merge_requests is not None else {}),
             },
             work / "bare.log",
             server_cpu,
@@ -311,6 +325,11 @@ def run_backend(
         if issues is not None:
             api = f"http://127.0.0.1:{kiln_port}/api/v4"
             targets += bench_issues.targets(api, {"Private-Token": USER_TOKEN}, issues)
+        if merge_requests is not None:
+            api = f"http://127.0.0.1:{kiln_port}/api/v4"
+            targets += bench_merge_requests.targets(
+                api, f"http://127.0.0.1:{bare_port}", {"Private-Token": USER_TOKEN}, merge_requests
+            )
         targets = selected(targets, args.only)
         kiln.wait_ready(targets[1].url, targets[1].headers)
         bare.wait_ready(targets[0].url, {})
@@ -513,6 +532,8 @@ def answer_ok(
         return _project_page(body, by_id=False) and (total is None or 0 < int(total) < projects)
     if key in bench_issues.REFERENCE:
         return bench_issues.answer_ok(key, response)
+    if key in bench_merge_requests.REFERENCE or key == "bare_mr_diff":
+        return bench_merge_requests.answer_ok(key, response)
     raise KeyError(key)
 
 
