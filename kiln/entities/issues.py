@@ -38,7 +38,7 @@ _TASK = re.compile(r"^(?:>\s{0,4})*\s*(?:[-+*]|\d+[.)])\s+\[([ xX])\]\s+\S", re.
 
 def task_counts(text: str | None) -> tuple[int, int]:
     """(items, completed items) of the Markdown task lists in `text`."""
-    if not text:
+    if not text or "[" not in text:  # no checkbox: no scan (most descriptions)
         return 0, 0
     marks = _TASK.findall(text)
     return len(marks), sum(1 for m in marks if m in "xX")
