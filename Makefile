@@ -43,10 +43,10 @@ lint: install-dev
 test-sqlite: install-dev
 	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --db=sqlite
 
-# The fuzzer draws a third of its examples on the PostgreSQL pass (4 per operation and caller,
-# unless KILN_FUZZ_EXAMPLES says otherwise): the SQLite pass has drawn the full 12 by then.
+# The fuzzer draws a third of its examples on the PostgreSQL pass (3 per operation and caller,
+# unless KILN_FUZZ_EXAMPLES says otherwise): the SQLite pass has drawn 8 by then.
 test-postgres: install-dev system-deps
-	KILN_FUZZ_EXAMPLES=$${KILN_FUZZ_EXAMPLES:-4} $(BIN)/pytest -q -n $(PYTEST_WORKERS) --db=postgres
+	KILN_FUZZ_EXAMPLES=$${KILN_FUZZ_EXAMPLES:-3} $(BIN)/pytest -q -n $(PYTEST_WORKERS) --db=postgres
 
 test: install-dev system-deps lint test-sqlite test-postgres
 

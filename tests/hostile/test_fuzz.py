@@ -14,7 +14,7 @@ every example meets the same objects.
 `KNOWN_5XX` lists the failures kiln still has; a 5xx that is not in it fails the run, and an
 entry that no longer fails fails `test_a_known_5xx_still_fails`: delete it then.
 
-KILN_FUZZ_EXAMPLES (examples per operation and caller, 12 by default) and KILN_FUZZ_SEED run
+KILN_FUZZ_EXAMPLES (examples per operation and caller, 8 by default) and KILN_FUZZ_SEED run
 it longer or differently; KILN_FUZZ_REPORT names a file that gets, as JSON lines, what each
 operation answered each caller (by status) and every distinct failure."""
 
@@ -51,7 +51,7 @@ from tests.factories.repositories import open_repository
 from tests.factories.users import DEFAULT_PASSWORD
 from tests.repositories import unsound_repositories
 
-EXAMPLES = int(os.environ.get("KILN_FUZZ_EXAMPLES", "12"))
+EXAMPLES = int(os.environ.get("KILN_FUZZ_EXAMPLES", "8"))
 SEED = int(os.environ.get("KILN_FUZZ_SEED", "0"))
 REPORT = os.environ.get("KILN_FUZZ_REPORT")
 CALLERS = ("root", "user", "anonymous")
