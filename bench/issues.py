@@ -70,21 +70,30 @@ def populate(url: str, viewer_id: int, total: int = ISSUES) -> IssuesData:
             )
             if len(group_ids) < 2:
                 raise RuntimeError("the viewer belongs to no two groups; run dataset.user_token first")
-            project_id = _project(conn, group_ids[0], creator_id, PROJECT_PATH, PRIVATE)
+            project_id = project(conn, group_ids[0], creator_id, PROJECT_PATH, PRIVATE)
             if conn.execute(select(func.count()).where(Issue.project_id == project_id)).scalar_one():
                 return IssuesData(project_id, total)
             labels = _labels(conn, project_id)
             _issues(conn, project_id, creator_id, total, labels, seed=1)
             for n, (visibility, reached, count) in enumerate(OTHER_PROJECTS):
                 group = group_ids[1] if reached else _outside_group(conn, group_ids)
-                other = _project(conn, group, creator_id, f"{PROJECT_PATH}-{n}", visibility)
+                other = project(conn, group, creator_id, f"{PROJECT_PATH}-{n}", visibility)
                 _issues(conn, other, creator_id, count, [], seed=100 + n)
             return IssuesData(project_id, total)
     finally:
         engine.dispose()
 
 
-def _project(conn: Any, namespace_id: int, creator_id: int, path: str, visibility: str) -> int:
+def project(
+    conn: Any,
+    namespace_id: int,
+    creator_id: int,
+    path: str,
+    visibility: str,
+    description: str = "benchmark fixture: issues",
+) -> int:
+    """The fixture project `path` in the namespace (made, with its statistics row, unless it
+    is there already): its id."""
     found = conn.execute(
         select(Project.id).where(Project.namespace_id == namespace_id, Project.path == path)
     ).scalar()
@@ -97,7 +106,7 @@ def _project(conn: Any, namespace_id: int, creator_id: int, path: str, visibilit
             "creator_id": creator_id,
             "name": path,
             "path": path,
-            "description": "benchmark fixture: issues",
+            "description": description,
             "visibility": visibility,
             "default_branch": "main",
         },

@@ -26,10 +26,11 @@ import httpx
 import pygit2
 from sqlalchemy import create_engine, func, insert, select, update
 
+from bench import issues as bench_issues
 from bench.bare import MR_BASE_ENV, MR_HEAD_ENV, MR_REPO_ENV
 from bench.load import Target
 from kiln.git.layout import repository_path
-from kiln.models import InternalId, Member, MergeRequest, MergeRequestDiff, Project, ProjectStatistics
+from kiln.models import InternalId, Member, MergeRequest, MergeRequestDiff
 from kiln.models.namespaces import PRIVATE
 
 MERGE_REQUESTS = 10_000
@@ -64,7 +65,9 @@ def populate(url: str, data_dir: Path, viewer_id: int, total: int = MERGE_REQUES
                 .order_by(Member.namespace_id)
                 .limit(1)
             ).scalar_one()
-            project_id = _project(conn, int(group_id), viewer_id)
+            project_id = bench_issues.project(
+                conn, int(group_id), viewer_id, PROJECT_PATH, PRIVATE, "benchmark fixture: merge requests"
+            )
             path = repository_path(data_dir / "repositories", project_id)
             base, head = write_change(path)
             if not conn.execute(
@@ -74,33 +77,6 @@ def populate(url: str, data_dir: Path, viewer_id: int, total: int = MERGE_REQUES
             return MergeRequestsData(project_id, path, base, head)
     finally:
         engine.dispose()
-
-
-def _project(conn: Any, namespace_id: int, creator_id: int) -> int:
-    found = conn.execute(
-        select(Project.id).where(Project.namespace_id == namespace_id, Project.path == PROJECT_PATH)
-    ).scalar()
-    if found is not None:
-        return int(found)
-    conn.execute(
-        insert(Project.__table__),
-        {
-            "namespace_id": namespace_id,
-            "creator_id": creator_id,
-            "name": PROJECT_PATH,
-            "path": PROJECT_PATH,
-            "description": "benchmark fixture: merge requests",
-            "visibility": PRIVATE,
-            "default_branch": "main",
-        },
-    )
-    project_id = int(
-        conn.execute(
-            select(Project.id).where(Project.namespace_id == namespace_id, Project.path == PROJECT_PATH)
-        ).scalar_one()
-    )
-    conn.execute(insert(ProjectStatistics.__table__), {"project_id": project_id})
-    return project_id
 
 
 def write_change(path: Path) -> tuple[str, str]:
