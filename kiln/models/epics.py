@@ -8,11 +8,12 @@ from sqlalchemy import ForeignKey, Index, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from kiln.models.base import Base, Timestamps, contribution, never_reuse_ids
+from kiln.models.notes import Discussed
 
 OPENED, CLOSED = "opened", "closed"
 
 
-class Epic(Timestamps, Base):
+class Epic(Discussed, Timestamps, Base):
     __tablename__ = "epics"
     __table_args__ = (
         UniqueConstraint("group_id", "iid"),
@@ -47,11 +48,6 @@ class Epic(Timestamps, Base):
         ForeignKey("milestones.id", ondelete="SET NULL")
     )
     relative_position: Mapped[int | None]
-    upvotes: Mapped[int] = mapped_column(default=0)
-    downvotes: Mapped[int] = mapped_column(default=0)
-    user_notes_count: Mapped[int] = mapped_column(default=0)
-    last_edited_at: Mapped[datetime | None]
-    last_edited_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
 
 
 class EpicIssue(Timestamps, Base):

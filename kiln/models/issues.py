@@ -10,6 +10,7 @@ from sqlalchemy import BigInteger, ForeignKey, Index, String, Text, UniqueConstr
 from sqlalchemy.orm import Mapped, mapped_column
 
 from kiln.models.base import Base, Timestamps, contribution, never_reuse_ids, utcnow
+from kiln.models.notes import Discussed
 
 OPENED, CLOSED = "opened", "closed"
 ISSUE_TYPES = ("issue", "incident", "test_case", "task")
@@ -29,7 +30,15 @@ class InternalId(Base):
     last_value: Mapped[int] = mapped_column(BigInteger, default=0)
 
 
-class Issue(Timestamps, Base):
+class TimeTracked:
+    """An issue's or merge request's time tracking, in seconds; total_time_spent is the sum of
+    its time logs, kept with each log."""
+
+    time_estimate: Mapped[int] = mapped_column(default=0)
+    total_time_spent: Mapped[int] = mapped_column(default=0)
+
+
+class Issue(TimeTracked, Discussed, Timestamps, Base):
     __tablename__ = "issues"
     __table_args__ = (
         UniqueConstraint("project_id", "iid"),
@@ -62,16 +71,6 @@ class Issue(Timestamps, Base):
     discussion_locked: Mapped[bool | None]
     weight: Mapped[int | None]
     relative_position: Mapped[int | None]
-    # Seconds; total_time_spent is the sum of the issue's time logs, kept with each log.
-    time_estimate: Mapped[int] = mapped_column(default=0)
-    total_time_spent: Mapped[int] = mapped_column(default=0)
-    # Kept by the writes that change them (award emoji, notes) in their own transaction, so
-    # lists read them from the row and order by them (popularity) without counting.
-    upvotes: Mapped[int] = mapped_column(default=0)
-    downvotes: Mapped[int] = mapped_column(default=0)
-    user_notes_count: Mapped[int] = mapped_column(default=0)
-    last_edited_at: Mapped[datetime | None]
-    last_edited_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
 
 
 class IssueAssignee(Base):

@@ -13,6 +13,8 @@ from sqlalchemy import JSON, BigInteger, ForeignKey, Index, String, Text, Unique
 from sqlalchemy.orm import Mapped, mapped_column
 
 from kiln.models.base import Base, Timestamps, contribution, never_reuse_ids, utcnow
+from kiln.models.issues import TimeTracked
+from kiln.models.notes import Discussed
 
 OPENED, CLOSED, LOCKED, MERGED = "opened", "closed", "locked", "merged"
 STATES = (OPENED, CLOSED, LOCKED, MERGED)
@@ -50,7 +52,7 @@ def draft_title(title: str) -> bool:
     return _DRAFT.match(title) is not None
 
 
-class MergeRequest(Timestamps, Base):
+class MergeRequest(TimeTracked, Discussed, Timestamps, Base):
     __tablename__ = "merge_requests"
     __table_args__ = (
         UniqueConstraint("project_id", "iid"),
@@ -106,14 +108,6 @@ class MergeRequest(Timestamps, Base):
     allow_collaboration: Mapped[bool] = mapped_column(default=False)
     discussion_locked: Mapped[bool | None]
     approvals_before_merge: Mapped[int | None]
-    # Seconds; total_time_spent is the sum of the merge request's time logs.
-    time_estimate: Mapped[int] = mapped_column(default=0)
-    total_time_spent: Mapped[int] = mapped_column(default=0)
-    upvotes: Mapped[int] = mapped_column(default=0)
-    downvotes: Mapped[int] = mapped_column(default=0)
-    user_notes_count: Mapped[int] = mapped_column(default=0)
-    last_edited_at: Mapped[datetime | None]
-    last_edited_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
     # Bumped by every merge, rebase and state change, so two racing ones can't both win.
     lock_version: Mapped[int] = mapped_column(default=0)
 

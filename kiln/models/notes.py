@@ -15,6 +15,18 @@ from kiln.models.base import Base, Timestamps, contribution, never_reuse_ids
 ISSUE, EPIC, MERGE_REQUEST, NOTE, SNIPPET = "Issue", "Epic", "MergeRequest", "Note", "Snippet"
 
 
+class Discussed:
+    """What an issue, merge request or epic keeps of its discussion, written by the writes
+    that change it (award emoji, notes, edits) in their own transaction, so lists read them
+    from the row and order by them (popularity) without counting."""
+
+    upvotes: Mapped[int] = mapped_column(default=0)
+    downvotes: Mapped[int] = mapped_column(default=0)
+    user_notes_count: Mapped[int] = mapped_column(default=0)
+    last_edited_at: Mapped[datetime | None]
+    last_edited_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+
+
 class Note(Timestamps, Base):
     __tablename__ = "notes"
     __table_args__ = (
