@@ -13,6 +13,7 @@ from kiln.api._params import params
 from kiln.api._render import render
 from kiln.api._routes import get, post
 from kiln.entities.time_tracking import time_stats
+from kiln.schemas._types import Params
 from kiln.schemas.time_tracking import (
     EstimateSet,
     IssueTime,
@@ -22,103 +23,79 @@ from kiln.schemas.time_tracking import (
     SpentAdd,
 )
 from kiln.services import time_tracking as service
+from kiln.services.subjects import ISSUES, MERGE_REQUESTS, Kind
 
 Req = Request[Any, Any, Any]
-BASE = "/projects/{id:str}/issues/{issue_iid:str}"
-MR_BASE = "/projects/{id:str}/merge_requests/{merge_request_iid:str}"
 
 
-@post(f"{BASE}/time_estimate", params=EstimateSet, status=200)
-async def set_time_estimate(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
-    """Set an issue's time estimate."""
-    p: EstimateSet = await params(request)
-    stats = await in_thread(service.set_issue_estimate, db, actor, p.id, p.issue_iid, p.duration)
-    return render(time_stats(stats))
+def _routes(
+    kind: Kind,
+    ref: str,
+    one: str,
+    infix: str,
+    schemas: tuple[type[Params], type[Params], type[Params]],
+) -> list[HTTPRouteHandler]:
+    """The five endpoints on `one` ("an issue") of a kind, named `ref` in its path; `infix`
+    goes into the route names (`set_{infix}time_estimate`) as they were first published;
+    `schemas`: the contracts of reading, setting the estimate and adding time spent."""
+    base = f"/{kind.parent}/{{id:str}}/{kind.path}/{{{ref}:str}}"
+    noteable, owner = kind.noteable_type, f"{one}'s"
+    time, estimate, spent = schemas
 
+    async def set_time_estimate(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
+        p: Any = await params(request)
+        stats = await in_thread(
+            service.set_estimate_of, db, actor, p.id, getattr(p, ref), p.duration, kind=noteable
+        )
+        return render(time_stats(stats))
 
-@post(f"{BASE}/reset_time_estimate", params=IssueTime, status=200)
-async def reset_time_estimate(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
-    """Reset an issue's time estimate to none."""
-    p: IssueTime = await params(request)
-    stats = await in_thread(service.reset_issue_estimate, db, actor, p.id, p.issue_iid)
-    return render(time_stats(stats))
+    async def reset_time_estimate(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
+        p: Any = await params(request)
+        stats = await in_thread(service.reset_estimate_of, db, actor, p.id, getattr(p, ref), kind=noteable)
+        return render(time_stats(stats))
 
+    async def add_spent_time(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
+        p: Any = await params(request)
+        stats = await in_thread(
+            service.add_spent_of, db, actor, p.id, getattr(p, ref), p.duration, p.summary, kind=noteable
+        )
+        return render(time_stats(stats), status=201)
 
-@post(f"{BASE}/add_spent_time", params=SpentAdd)
-async def add_spent_time(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
-    """Add (or, negative, subtract) time spent on an issue."""
-    p: SpentAdd = await params(request)
-    stats = await in_thread(service.add_issue_spent, db, actor, p.id, p.issue_iid, p.duration, p.summary)
-    return render(time_stats(stats), status=201)
+    async def reset_spent_time(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
+        p: Any = await params(request)
+        stats = await in_thread(service.reset_spent_of, db, actor, p.id, getattr(p, ref), kind=noteable)
+        return render(time_stats(stats))
 
+    async def get_time_stats(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
+        p: Any = await params(request)
+        return render(time_stats(service.time_stats_of(db, viewer, p.id, getattr(p, ref), kind=noteable)))
 
-@post(f"{BASE}/reset_spent_time", params=IssueTime, status=200)
-async def reset_spent_time(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
-    """Reset the time spent on an issue to none."""
-    p: IssueTime = await params(request)
-    stats = await in_thread(service.reset_issue_spent, db, actor, p.id, p.issue_iid)
-    return render(time_stats(stats))
-
-
-@get(f"{BASE}/time_stats", auth="optional", params=IssueTime)
-async def get_time_stats(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
-    """An issue's time estimate and time spent."""
-    p: IssueTime = await params(request)
-    return render(time_stats(service.issue_time_stats(db, viewer, p.id, p.issue_iid)))
-
-
-@post(f"{MR_BASE}/time_estimate", params=MergeRequestEstimateSet, status=200)
-async def set_merge_request_time_estimate(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
-    """Set a merge request's time estimate."""
-    p: MergeRequestEstimateSet = await params(request)
-    stats = await in_thread(
-        service.set_merge_request_estimate, db, actor, p.id, p.merge_request_iid, p.duration
-    )
-    return render(time_stats(stats))
-
-
-@post(f"{MR_BASE}/reset_time_estimate", params=MergeRequestTime, status=200)
-async def reset_merge_request_time_estimate(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
-    """Reset a merge request's time estimate to none."""
-    p: MergeRequestTime = await params(request)
-    stats = await in_thread(service.reset_merge_request_estimate, db, actor, p.id, p.merge_request_iid)
-    return render(time_stats(stats))
-
-
-@post(f"{MR_BASE}/add_spent_time", params=MergeRequestSpentAdd)
-async def add_merge_request_spent_time(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
-    """Add (or, negative, subtract) time spent on a merge request."""
-    p: MergeRequestSpentAdd = await params(request)
-    stats = await in_thread(
-        service.add_merge_request_spent, db, actor, p.id, p.merge_request_iid, p.duration, p.summary
-    )
-    return render(time_stats(stats), status=201)
-
-
-@post(f"{MR_BASE}/reset_spent_time", params=MergeRequestTime, status=200)
-async def reset_merge_request_spent_time(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
-    """Reset the time spent on a merge request to none."""
-    p: MergeRequestTime = await params(request)
-    stats = await in_thread(service.reset_merge_request_spent, db, actor, p.id, p.merge_request_iid)
-    return render(time_stats(stats))
-
-
-@get(f"{MR_BASE}/time_stats", auth="optional", params=MergeRequestTime)
-async def get_merge_request_time_stats(request: Req, db: Db, viewer: Viewer) -> Response[bytes]:
-    """A merge request's time estimate and time spent."""
-    p: MergeRequestTime = await params(request)
-    return render(time_stats(service.merge_request_time_stats(db, viewer, p.id, p.merge_request_iid)))
+    for fn, doc in (
+        (set_time_estimate, f"Set {owner} time estimate."),
+        (reset_time_estimate, f"Reset {owner} time estimate to none."),
+        (add_spent_time, f"Add (or, negative, subtract) time spent on {one}."),
+        (reset_spent_time, f"Reset the time spent on {one} to none."),
+        (get_time_stats, f"{owner[0].upper()}{owner[1:]} time estimate and time spent."),
+    ):
+        verb, rest = fn.__name__.split("_", 1)
+        fn.__name__ = fn.__qualname__ = f"{verb}_{infix}{rest}"
+        fn.__doc__ = doc
+    return [
+        post(f"{base}/time_estimate", params=estimate, status=200)(set_time_estimate),
+        post(f"{base}/reset_time_estimate", params=time, status=200)(reset_time_estimate),
+        post(f"{base}/add_spent_time", params=spent)(add_spent_time),
+        post(f"{base}/reset_spent_time", params=time, status=200)(reset_spent_time),
+        get(f"{base}/time_stats", auth="optional", params=time)(get_time_stats),
+    ]
 
 
 ROUTES: list[HTTPRouteHandler] = [
-    set_time_estimate,
-    reset_time_estimate,
-    add_spent_time,
-    reset_spent_time,
-    get_time_stats,
-    set_merge_request_time_estimate,
-    reset_merge_request_time_estimate,
-    add_merge_request_spent_time,
-    reset_merge_request_spent_time,
-    get_merge_request_time_stats,
+    *_routes(ISSUES, "issue_iid", "an issue", "", (IssueTime, EstimateSet, SpentAdd)),
+    *_routes(
+        MERGE_REQUESTS,
+        "merge_request_iid",
+        "a merge request",
+        "merge_request_",
+        (MergeRequestTime, MergeRequestEstimateSet, MergeRequestSpentAdd),
+    ),
 ]

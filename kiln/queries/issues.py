@@ -9,7 +9,7 @@ from collections import namedtuple
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from functools import cache
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sqlalchemy import (
     ColumnElement,
@@ -19,8 +19,6 @@ from sqlalchemy import (
     and_,
     bindparam,
     cast,
-    exists,
-    false,
     func,
     literal,
     or_,
@@ -33,7 +31,6 @@ from sqlalchemy.types import Boolean
 
 from kiln import policy
 from kiln.models import (
-    AwardEmoji,
     Epic,
     EpicIssue,
     Issue,
@@ -53,17 +50,19 @@ from kiln.models.namespaces import PUBLIC
 from kiln.models.notes import ISSUE
 from kiln.models.projects import DISABLED, ENABLED
 from kiln.pagination import TOTAL_LIMIT, Page, PageResult
-from kiln.queries import access
-from kiln.queries import milestones as milestone_finder
+from kiln.queries import issuables as shared
 from kiln.queries import projects as project_finder
 from kiln.queries import users as user_finder
-from kiln.queries.milestones import MilestoneRow
 from kiln.queries.paging import capped_count, offset_page
 from kiln.queries.reads import reusable, row_columns, run, unindexed
 from kiln.queries.shapes import Shapes
 from kiln.queries.text import contains
 from kiln.queries.users import UserRow
 from kiln.schemas.issues import IssueFilters
+
+if TYPE_CHECKING:
+    # Only named in annotations: queries.milestones imports this module.
+    from kiln.queries.milestones import MilestoneRow
 
 _ISSUES = Issue.__table__
 _ISSUE_FIELDS = [c.key for c in _ISSUES.c]
@@ -83,17 +82,6 @@ class IssueRow(namedtuple("IssueRow", [*_ISSUE_FIELDS, *_EXTRA_FIELDS])):  # typ
         return [int(part) for part in self.assignee_list.split(",")] if self.assignee_list else []
 
 
-def _assignee_list() -> Any:
-    ordered = (
-        select(cast(IssueAssignee.user_id, String).label("user_id"))
-        .where(IssueAssignee.issue_id == _ISSUES.c.id)
-        .order_by(IssueAssignee.created_at, IssueAssignee.user_id)
-        .correlate(_ISSUES)
-        .subquery()
-    )
-    return select(func.aggregate_strings(ordered.c.user_id, ",")).scalar_subquery()
-
-
 def _blocking_count() -> Any:
     target = Issue.__table__.alias("blocked")
     return (
@@ -105,26 +93,6 @@ def _blocking_count() -> Any:
             IssueLink.link_type == BLOCKS,
             target.c.state == OPENED,
         )
-        .correlate(_ISSUES)
-        .scalar_subquery()
-    )
-
-
-def _project_path() -> Any:
-    return (
-        select(Namespace.full_path + "/" + Project.path)
-        .select_from(Project)
-        .join(Namespace, Namespace.id == Project.namespace_id)
-        .where(Project.id == _ISSUES.c.project_id)
-        .correlate(_ISSUES)
-        .scalar_subquery()
-    )
-
-
-def _namespace_id() -> Any:
-    return (
-        select(Project.namespace_id)
-        .where(Project.id == _ISSUES.c.project_id)
         .correlate(_ISSUES)
         .scalar_subquery()
     )
@@ -144,10 +112,10 @@ def row_selection() -> list[ColumnElement[Any]]:
     """The columns of an IssueRow, selected from the issues table (lists add their filters)."""
     return [
         *row_columns(_ISSUES),
-        _assignee_list().label("assignee_list"),
+        shared.people_list(IssueAssignee, IssueAssignee.issue_id, _ISSUES).label("assignee_list"),
         _blocking_count().label("blocking_issues_count"),
-        _project_path().label("project_path"),
-        _namespace_id().label("namespace_id"),
+        shared.project_path(_ISSUES).label("project_path"),
+        shared.namespace_id(_ISSUES).label("namespace_id"),
         _duplicate_ref().label("duplicate_ref"),
     ]
 
@@ -164,10 +132,7 @@ def _by_ids_statement() -> Select[Any]:
 def rows_by_ids(db: Session, ids: list[int]) -> list[IssueRow]:
     """The issues `ids` as their views read them, in that order (absent ones left out); one
     statement whatever their number. Callers decide who may see them."""
-    if not ids:
-        return []
-    found = {row[0]: IssueRow._make(row) for row in run(db, _by_ids_statement(), {"ids": list(ids)})}
-    return [found[i] for i in ids if i in found]
+    return shared.rows_by_ids(db, _by_ids_statement(), IssueRow._make, ids)
 
 
 def row_by_id(db: Session, issue_id: int) -> IssueRow | None:
@@ -188,6 +153,13 @@ def subject_row(db: Session, project_id: int, iid: int) -> tuple[Issue, list[int
     return found, list(assignees)
 
 
+def locked(db: Session, issue_id: int) -> Issue:
+    """The issue (the model) as the caller's transaction sees it now, its row locked against
+    concurrent writers until that transaction ends (PostgreSQL; SQLite has one writer)."""
+    stmt = select(Issue).where(Issue.id == issue_id).with_for_update()
+    return db.scalars(stmt.execution_options(populate_existing=True)).one()
+
+
 @cache
 def _by_global_id_statement() -> Select[Any]:
     return select(Issue.project_id, Issue.iid).where(Issue.id == bindparam("id"))
@@ -201,9 +173,7 @@ def project_and_iid(db: Session, issue_id: int) -> tuple[int, int] | None:
 
 # ----------------------------------------------------------------------------- related rows
 
-LabelRow = namedtuple(  # type: ignore[misc]
-    "LabelRow", ["target_id", "id", "title", "color", "description", "project_id", "group_id"]
-)
+LabelRow = shared.LabelRow
 # An issue's epic as the issue view shows it (`group_path`: the epic's group's full path).
 EpicRef = namedtuple(  # type: ignore[misc]
     "EpicRef", ["issue_id", "id", "iid", "title", "group_id", "group_path", "due_date"]
@@ -220,23 +190,6 @@ class Related:
     epics: dict[int, EpicRef] = field(default_factory=dict)  # by issue id
     # How many merge requests close each issue (by issue id), where the reader counted them.
     merge_requests_count: dict[int, int] = field(default_factory=dict)
-
-
-@cache
-def _labels_statement() -> Select[Any]:
-    return reusable(
-        select(
-            LabelLink.target_id,
-            Label.id,
-            Label.title,
-            Label.color,
-            Label.description,
-            Label.project_id,
-            Label.group_id,
-        )
-        .join(Label, Label.id == LabelLink.label_id)
-        .where(LabelLink.target_type == ISSUE, LabelLink.target_id.in_(bindparam("ids", expanding=True)))
-    )
 
 
 @cache
@@ -264,17 +217,10 @@ def related_of(db: Session, rows: list[IssueRow], *, epics: bool = True) -> Rela
     if not rows:
         return out
     ids = [row.id for row in rows]
-    for label in run(db, _labels_statement(), {"ids": ids}):
-        out.labels.setdefault(label[0], []).append(LabelRow._make(label))
-    user_ids: dict[int, None] = {}
-    for row in rows:
-        for uid in (row.author_id, *row.assignee_ids, row.closed_by_id):
-            if uid is not None:
-                user_ids[uid] = None
-    out.users = {u.id: u for u in user_finder.rows_by_ids(db, list(user_ids))}
-    milestone_ids = list(dict.fromkeys(row.milestone_id for row in rows if row.milestone_id is not None))
-    if milestone_ids:
-        out.milestones = dict(milestone_finder.rows_by_ids(db, milestone_ids))
+    out.labels = shared.labels_of(db, ISSUE, ids)
+    user_ids = shared.user_ids(rows, lambda row: (row.author_id, *row.assignee_ids, row.closed_by_id))
+    out.users = {u.id: u for u in user_finder.rows_by_ids(db, user_ids)}
+    out.milestones = shared.milestones_of(db, rows)
     if epics:
         for e in run(db, _epics_statement(), {"ids": ids}):
             out.epics[e[0]] = EpicRef._make(e)
@@ -352,15 +298,8 @@ def _shape_and_values(
     _add(filters, values, q, "", viewer_id, today)
     if q.not_ is not None:
         _add(filters, values, q.not_, "not_", viewer_id, today)
-    if q.scope in ("created_by_me", "created-by-me"):
-        filters.append(("scope", "created" if viewer_id is not None else "nobody"))
-    elif q.scope in ("assigned_to_me", "assigned-to-me"):
-        filters.append(("scope", "assigned" if viewer_id is not None else "nobody"))
-    for name in ("created_after", "created_before", "updated_after", "updated_before"):
-        when = getattr(q, name)
-        if when is not None:
-            filters.append((name,))
-            values[name] = when
+    shared.scope_shape(filters, q.scope, viewer_id)
+    shared.dated_shape(filters, values, q)
     if q.due_date is not None:
         filters.append(("due", q.due_date))
         values.update(_due_bounds(q.due_date, today))
@@ -368,12 +307,7 @@ def _shape_and_values(
         filters.append(("confidential", q.confidential))
     if q.issue_type is not None:
         filters.append(("issue_type", q.issue_type))
-    if scope.project_id is not None:
-        values["scope_project_id"] = scope.project_id
-    if scope.traversal is not None:
-        values["scope_traversal"], values["scope_traversal_end"] = access.within_bounds(scope.traversal)
-    if viewer_id is not None:
-        values["viewer_id"], values["viewer_today"] = viewer_id, today
+    shared.scope_values(values, scope.project_id, scope.traversal, viewer_id, today)
     values["today"] = today
     return tuple(filters), values
 
@@ -458,13 +392,8 @@ def _add(
             for i, name in enumerate(names):
                 filters.append((p + "assignee_username", i))
                 values[f"{p}assignee_username_{i}"] = name
-    if q.my_reaction_emoji and viewer_id is not None:
-        keyword = q.my_reaction_emoji.lower()
-        if keyword in ("none", "any"):
-            filters.append((p + "reaction", keyword))
-        else:
-            filters.append((p + "reaction", "name"))
-            values[p + "reaction"] = q.my_reaction_emoji
+    if viewer_id is not None:
+        shared.reaction_shape(filters, values, p + "reaction", q.my_reaction_emoji)
     if q.weight is not None:
         keyword = q.weight.lower()
         if keyword in ("none", "any"):
@@ -487,7 +416,7 @@ def list_statement(
     """The list's statement (kept per shape) and the values of its bind parameters.
     `viewer`: None (anonymous), "admin", or the visibilities open to a signed-in user."""
     filters, values = _shape_and_values(q, viewer_id, scope, today)
-    where = "project" if scope.project_id is not None else "group" if scope.traversal is not None else "all"
+    where = shared.where_of(scope.project_id, scope.traversal)
     key = (
         viewer,
         where,
@@ -511,15 +440,7 @@ def _projects_with_issues(viewer: Any, where: str, non_archived: bool, *, scan: 
     (100,000 issues: 150 -> 40 ms)."""
     conditions: list[ColumnElement[bool]] = [Project.issues_access_level != DISABLED]
     if where == "group":
-        conditions.append(
-            Project.namespace_id.in_(
-                select(Namespace.id).where(
-                    access.within_range(
-                        Namespace, bindparam("scope_traversal"), bindparam("scope_traversal_end")
-                    )
-                )
-            )
-        )
+        conditions.append(shared.in_traversal())
     if non_archived:
         conditions.append(Project.archived.is_(False))
     if viewer is None:
@@ -564,21 +485,11 @@ def _labelled(name: Any) -> ColumnElement[bool]:
     titled = select(Label.id).where(
         Label.title.in_(name) if getattr(name, "expanding", False) else Label.title == name
     )
-    # Correlated: SQLite checks each candidate issue's links instead of first listing every
-    # link of the label (12,500 of 100,000 issues: 0.08 ms against 1.6 ms).
-    return exists(
-        select(LabelLink.id).where(
-            LabelLink.target_type == ISSUE,
-            LabelLink.target_id == _ISSUES.c.id,
-            LabelLink.label_id.in_(titled),
-        )
-    )
+    return shared.labelled(_ISSUES, ISSUE, titled)
 
 
 def _any_label() -> ColumnElement[bool]:
-    return exists(
-        select(LabelLink.id).where(LabelLink.target_type == ISSUE, LabelLink.target_id == _ISSUES.c.id)
-    )
+    return shared.any_label(_ISSUES, ISSUE)
 
 
 def _milestone(kind: str, p: str) -> ColumnElement[bool]:
@@ -623,19 +534,6 @@ def _user_named(name: Any) -> Any:
     return select(User.id).where(func.lower(User.username) == name)
 
 
-def _reaction(kind: str, p: str) -> ColumnElement[bool]:
-    mine = select(AwardEmoji.id).where(
-        AwardEmoji.awardable_type == ISSUE,
-        AwardEmoji.awardable_id == _ISSUES.c.id,
-        AwardEmoji.user_id == bindparam("viewer_id"),
-    )
-    if kind == "none":
-        return ~exists(mine)
-    if kind == "any":
-        return exists(mine)
-    return exists(mine.where(AwardEmoji.name == bindparam(p + "reaction")))
-
-
 def _condition(f: tuple[Any, ...]) -> ColumnElement[bool]:
     """One filter's condition; a `not_` filter is the negation of its positive form."""
     name = f[0]
@@ -677,7 +575,7 @@ def _condition(f: tuple[Any, ...]) -> ColumnElement[bool]:
         )
         cond = c.id.in_(assigned)
     elif base == "reaction":
-        cond = _reaction(f[1], p)
+        cond = shared.reaction(_ISSUES, ISSUE, f[1], p + "reaction")
     elif base == "weight":
         if f[1] == "none":
             cond = c.weight.is_(None)
@@ -694,14 +592,9 @@ def _condition(f: tuple[Any, ...]) -> ColumnElement[bool]:
             texts = [func.coalesce(text, "") for text in texts]
         cond = or_(*(holds(text, term) for text in texts))
     elif base == "scope":
-        me = bindparam("viewer_id")
-        cond = c.author_id == me if f[1] == "created" else _assigned(me) if f[1] == "assigned" else false()
-    elif base in ("created_after", "updated_after"):
-        column = c.created_at if base == "created_after" else c.updated_at
-        cond = column >= bindparam(base, type_=column.type)
-    elif base in ("created_before", "updated_before"):
-        column = c.created_at if base == "created_before" else c.updated_at
-        cond = column <= bindparam(base, type_=column.type)
+        cond = shared.scoped(_ISSUES, f[1], _assigned)
+    elif base in shared.DATED:
+        cond = shared.dated(_ISSUES, base)
     elif base == "due":
         cond = _due(f[1])
     elif base == "confidential":

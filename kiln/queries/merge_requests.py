@@ -10,15 +10,13 @@ from collections import namedtuple
 from dataclasses import dataclass, field
 from datetime import date
 from functools import cache
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sqlalchemy import (
     ColumnElement,
     Select,
-    String,
     and_,
     bindparam,
-    cast,
     exists,
     false,
     func,
@@ -33,9 +31,7 @@ from kiln.models import (
     Approval,
     ApprovalRule,
     ApprovalRuleUser,
-    AwardEmoji,
     Label,
-    LabelLink,
     MergeRequest,
     MergeRequestAssignee,
     MergeRequestDiff,
@@ -53,16 +49,18 @@ from kiln.models.namespaces import PRIVATE, PUBLIC
 from kiln.models.notes import MERGE_REQUEST
 from kiln.models.projects import DISABLED, ENABLED
 from kiln.pagination import Page, PageResult
-from kiln.queries import access
-from kiln.queries import milestones as milestone_finder
+from kiln.queries import issuables as shared
 from kiln.queries import projects as project_finder
 from kiln.queries import users as user_finder
-from kiln.queries.milestones import MilestoneRow
 from kiln.queries.paging import capped_count, offset_page
 from kiln.queries.reads import reusable, row_columns, run
 from kiln.queries.shapes import Shapes
 from kiln.queries.text import ESCAPE, contains, escape_like
 from kiln.queries.users import UserRow
+
+if TYPE_CHECKING:
+    # Only named in annotations: queries.milestones imports this module.
+    from kiln.queries.milestones import MilestoneRow
 
 _MRS = MergeRequest.__table__
 _MR_FIELDS = [c.key for c in _MRS.c]
@@ -93,34 +91,6 @@ class MergeRequestRow(namedtuple("MergeRequestRow", [*_MR_FIELDS, *_EXTRA_FIELDS
         return [int(part) for part in self.reviewer_list.split(",")] if self.reviewer_list else []
 
 
-def _people(table: Any) -> Any:
-    ordered = (
-        select(cast(table.user_id, String).label("user_id"))
-        .where(table.merge_request_id == _MRS.c.id)
-        .order_by(table.created_at, table.user_id)
-        .correlate(_MRS)
-        .subquery()
-    )
-    return select(func.aggregate_strings(ordered.c.user_id, ",")).scalar_subquery()
-
-
-def _path_of(project_id: Any) -> Any:
-    return (
-        select(Namespace.full_path + "/" + Project.path)
-        .select_from(Project)
-        .join(Namespace, Namespace.id == Project.namespace_id)
-        .where(Project.id == project_id)
-        .correlate(_MRS)
-        .scalar_subquery()
-    )
-
-
-def _namespace_id() -> Any:
-    return (
-        select(Project.namespace_id).where(Project.id == _MRS.c.project_id).correlate(_MRS).scalar_subquery()
-    )
-
-
 def _unresolved() -> Any:
     return (
         select(func.count())
@@ -149,10 +119,14 @@ def row_selection() -> list[ColumnElement[Any]]:
     """The columns of a MergeRequestRow, selected from the merge_requests table."""
     return [
         *row_columns(_MRS),
-        _people(MergeRequestAssignee).label("assignee_list"),
-        _people(MergeRequestReviewer).label("reviewer_list"),
-        _path_of(_MRS.c.project_id).label("project_path"),
-        _namespace_id().label("namespace_id"),
+        shared.people_list(MergeRequestAssignee, MergeRequestAssignee.merge_request_id, _MRS).label(
+            "assignee_list"
+        ),
+        shared.people_list(MergeRequestReviewer, MergeRequestReviewer.merge_request_id, _MRS).label(
+            "reviewer_list"
+        ),
+        shared.project_path(_MRS).label("project_path"),
+        shared.namespace_id(_MRS).label("namespace_id"),
         _unresolved().label("unresolved_count"),
         _changes_count().label("changes_count"),
     ]
@@ -166,10 +140,7 @@ def _by_ids_statement() -> Select[Any]:
 def rows_by_ids(db: Session, ids: list[int]) -> list[MergeRequestRow]:
     """The merge requests `ids` as their views read them, in that order (absent ones left
     out); one statement whatever their number. Callers decide who may see them."""
-    if not ids:
-        return []
-    found = {row[0]: MergeRequestRow._make(row) for row in run(db, _by_ids_statement(), {"ids": list(ids)})}
-    return [found[i] for i in ids if i in found]
+    return shared.rows_by_ids(db, _by_ids_statement(), MergeRequestRow._make, ids)
 
 
 def row_by_id(db: Session, merge_request_id: int) -> MergeRequestRow | None:
@@ -200,9 +171,7 @@ def subject_row(db: Session, project_id: int, iid: int) -> tuple[MergeRequest, l
 
 # ----------------------------------------------------------------------------- related rows
 
-LabelRow = namedtuple(  # type: ignore[misc]
-    "LabelRow", ["target_id", "id", "title", "color", "description", "project_id", "group_id"]
-)
+LabelRow = shared.LabelRow
 
 
 @dataclass(slots=True)
@@ -214,92 +183,36 @@ class Related:
     milestones: dict[int, MilestoneRow] = field(default_factory=dict)  # by milestone id
 
 
-@cache
-def _labels_statement() -> Select[Any]:
-    return reusable(
-        select(
-            LabelLink.target_id,
-            Label.id,
-            Label.title,
-            Label.color,
-            Label.description,
-            Label.project_id,
-            Label.group_id,
-        )
-        .join(Label, Label.id == LabelLink.label_id)
-        .where(
-            LabelLink.target_type == MERGE_REQUEST,
-            LabelLink.target_id.in_(bindparam("ids", expanding=True)),
-        )
-    )
-
-
 def related_of(db: Session, rows: list[MergeRequestRow]) -> Related:
     """Labels, people (authors, assignees, reviewers, closers, mergers) and milestones of
     `rows`: at most three statements, whatever their number."""
     out = Related()
     if not rows:
         return out
-    for label in run(db, _labels_statement(), {"ids": [row.id for row in rows]}):
-        out.labels.setdefault(label[0], []).append(LabelRow._make(label))
-    user_ids: dict[int, None] = {}
-    for row in rows:
-        people = (
+    out.labels = shared.labels_of(db, MERGE_REQUEST, [row.id for row in rows])
+    user_ids = shared.user_ids(
+        rows,
+        lambda row: (
             row.author_id,
             *row.assignee_ids,
             *row.reviewer_ids,
             row.closed_by_id,
             row.merged_by_id,
             row.merge_user_id,
-        )
-        for uid in people:
-            if uid is not None:
-                user_ids[uid] = None
-    out.users = {u.id: u for u in user_finder.rows_by_ids(db, list(user_ids))}
-    milestone_ids = list(dict.fromkeys(row.milestone_id for row in rows if row.milestone_id is not None))
-    if milestone_ids:
-        out.milestones = dict(milestone_finder.rows_by_ids(db, milestone_ids))
+        ),
+    )
+    out.users = {u.id: u for u in user_finder.rows_by_ids(db, user_ids)}
+    out.milestones = shared.milestones_of(db, rows)
     return out
 
 
 # ----------------------------------------------------------------------------- one merge request
 
 
-def head_pipeline_id(db: Session, row: Any) -> int | None:
-    """GitLab's head pipeline: the newest pipeline for the head commit, on the source branch
-    of the source project or a merge request pipeline of this merge request."""
-    if row.head_sha is None:
-        return None
-    ways = [Pipeline.merge_request_id == row.id]
-    if row.source_project_id is not None:
-        ways.append(
-            and_(
-                Pipeline.project_id == row.source_project_id,
-                Pipeline.ref == row.source_branch,
-                Pipeline.merge_request_id.is_(None),
-            )
-        )
-    return db.scalar(
-        select(Pipeline.id)
-        .where(Pipeline.sha == row.head_sha, or_(*ways))
-        .order_by(Pipeline.id.desc())
-        .limit(1)
-    )
-
-
-class SingleParts(NamedTuple):
-    """What the single view reads besides the row: the head pipeline's id and the latest
-    version's commits (None without a version)."""
-
-    pipeline_id: int | None
-    base_sha: str | None
-    head_sha: str | None
-    start_sha: str | None
-
-
-@cache
-def _single_parts_statement() -> Select[Any]:
-    pipeline = (
+def _head_pipeline() -> Any:
+    """GitLab's head pipeline: the newest pipeline for the head commit (`head_sha`), on the
+    source branch of the source project or a merge request pipeline of this merge request."""
+    return (
         select(Pipeline.id)
         .where(
             Pipeline.sha == bindparam("head_sha"),
@@ -317,6 +230,43 @@ def _single_parts_statement() -> Select[Any]:
         .scalar_subquery()
     )
 
+
+def _head_values(row: Any) -> dict[str, Any]:
+    return {
+        "head_sha": row.head_sha,
+        "merge_request_id": row.id,
+        "source_project_id": row.source_project_id,
+        "source_branch": row.source_branch,
+    }
+
+
+@cache
+def _head_pipeline_statement() -> Select[Any]:
+    return select(_head_pipeline())
+
+
+def head_pipeline_id(db: Session, row: Any) -> int | None:
+    """The head pipeline's id of `row` (a merge request's row or model), None without one."""
+    if row.head_sha is None:
+        return None
+    found = run(db, _head_pipeline_statement(), _head_values(row)).first()
+    return None if found is None else found[0]
+
+
+class SingleParts(NamedTuple):
+    """What the single view reads besides the row: the head pipeline's id and the latest
+    version's commits (None without a version)."""
+
+    pipeline_id: int | None
+    base_sha: str | None
+    head_sha: str | None
+    start_sha: str | None
+
+
+@cache
+def _single_parts_statement() -> Select[Any]:
+    pipeline = _head_pipeline()
+
     def version(column: Any) -> Any:
         return select(column).where(MergeRequestDiff.id == bindparam("diff_id")).scalar_subquery()
 
@@ -330,13 +280,7 @@ def _single_parts_statement() -> Select[Any]:
 
 def single_parts(db: Session, row: Any) -> SingleParts:
     """head_pipeline_id and the latest version's commits of `row`, in one statement."""
-    values = {
-        "head_sha": row.head_sha,
-        "merge_request_id": row.id,
-        "source_project_id": row.source_project_id,
-        "source_branch": row.source_branch,
-        "diff_id": row.latest_diff_id,
-    }
+    values = {**_head_values(row), "diff_id": row.latest_diff_id}
     found = run(db, _single_parts_statement(), values).first()
     return SingleParts(*found) if found is not None else SingleParts(None, None, None, None)
 
@@ -354,20 +298,6 @@ def diff_commits(db: Session, diff_id: int) -> list[MergeRequestDiffCommit]:
             .order_by(MergeRequestDiffCommit.relative_order)
         )
     )
-
-
-def commented_by(db: Session, merge_request_id: int, user_id: int) -> bool:
-    found = db.scalar(
-        select(Note.id)
-        .where(
-            Note.noteable_type == MERGE_REQUEST,
-            Note.noteable_id == merge_request_id,
-            Note.author_id == user_id,
-            Note.system.is_(False),
-        )
-        .limit(1)
-    )
-    return found is not None
 
 
 @cache
@@ -401,21 +331,6 @@ def subscription_of(db: Session, merge_request_id: int, user_id: int) -> tuple[b
     if row is None:
         return None, False
     return (None if row[0] is None else bool(row[0])), bool(row[1])
-
-
-def commenters(db: Session, merge_request_id: int) -> list[int]:
-    return list(
-        db.scalars(
-            select(Note.author_id)
-            .where(
-                Note.noteable_type == MERGE_REQUEST,
-                Note.noteable_id == merge_request_id,
-                Note.system.is_(False),
-                Note.author_id.is_not(None),
-            )
-            .order_by(Note.created_at, Note.id)
-        )
-    )
 
 
 def reviewer_rows(db: Session, merge_request_id: int) -> list[Any]:
@@ -473,6 +388,19 @@ def ids_with_commit(db: Session, project_id: int, sha: str) -> list[int]:
     )
 
 
+def is_fork_of(db: Session, forked_from_id: int | None, upstream_id: int) -> bool:
+    """`upstream_id` is an ancestor, in its fork network, of the project forked from
+    `forked_from_id` (the walk up stops at the first match, a missing parent or a loop)."""
+    seen: set[int] = set()
+    parent = forked_from_id
+    while parent is not None and parent not in seen:
+        if parent == upstream_id:
+            return True
+        seen.add(parent)
+        parent = db.scalar(select(Project.forked_from_id).where(Project.id == parent))
+    return False
+
+
 # ----------------------------------------------------------------------------- lists
 
 
@@ -492,15 +420,7 @@ def readable_projects(viewer: Any, *, traversal: bool = False, non_archived: boo
     Reporters and up). Values: project_finder.viewer_params (+ scope_traversal bounds)."""
     conditions: list[ColumnElement[bool]] = [Project.merge_requests_access_level != DISABLED]
     if traversal:
-        conditions.append(
-            Project.namespace_id.in_(
-                select(Namespace.id).where(
-                    access.within_range(
-                        Namespace, bindparam("scope_traversal"), bindparam("scope_traversal_end")
-                    )
-                )
-            )
-        )
+        conditions.append(shared.in_traversal())
     if non_archived:
         conditions.append(Project.archived.is_(False))
     if viewer is None:
@@ -530,19 +450,11 @@ def _reviewing(user: Any) -> ColumnElement[bool]:
 
 def _labelled(name: Any) -> ColumnElement[bool]:
     titled = select(Label.id).where(func.lower(Label.title) == func.lower(name))
-    return exists(
-        select(LabelLink.id).where(
-            LabelLink.target_type == MERGE_REQUEST,
-            LabelLink.target_id == _MRS.c.id,
-            LabelLink.label_id.in_(titled),
-        )
-    )
+    return shared.labelled(_MRS, MERGE_REQUEST, titled)
 
 
 def _any_label() -> ColumnElement[bool]:
-    return exists(
-        select(LabelLink.id).where(LabelLink.target_type == MERGE_REQUEST, LabelLink.target_id == _MRS.c.id)
-    )
+    return shared.any_label(_MRS, MERGE_REQUEST)
 
 
 #
@@ -628,14 +540,8 @@ def _add(
         getattr(q, "reviewer_id", None),
         getattr(q, "reviewer_username", None),
     )
-    emoji = getattr(q, "my_reaction_emoji", None)
-    if emoji and viewer_id is not None:
-        keyword = emoji.lower()
-        if keyword in ("none", "any"):
-            filters.append((p + "reaction", keyword))
-        else:
-            filters.append((p + "reaction", "name"))
-            values[p + "reaction"] = emoji
+    if viewer_id is not None:
+        shared.reaction_shape(filters, values, p + "reaction", getattr(q, "my_reaction_emoji", None))
     approved = getattr(q, "approved_by_ids", None)
     if approved is not None:
         _ids_shape(filters, values, p + "approved_by", approved)
@@ -687,25 +593,12 @@ def _shape_and_values(
     filters: list[tuple[Any, ...]] = []
     if q.state in ("opened", "closed", "locked", "merged"):
         filters.append(("state", q.state))
-    scope_name = (q.scope or "").replace("-", "_")
-    if scope_name == "created_by_me":
-        filters.append(("scope", "created" if viewer_id is not None else "nobody"))
-    elif scope_name == "assigned_to_me":
-        filters.append(("scope", "assigned" if viewer_id is not None else "nobody"))
-    for name in ("created_after", "created_before", "updated_after", "updated_before"):
-        when = getattr(q, name)
-        if when is not None:
-            filters.append((name,))
-            values[name] = when
+    shared.scope_shape(filters, q.scope, viewer_id)
+    shared.dated_shape(filters, values, q)
     _add(filters, values, q, "", viewer_id)
     if q.not_ is not None:
         _add(filters, values, q.not_, "not_", viewer_id)
-    if scope.project_id is not None:
-        values["scope_project_id"] = scope.project_id
-    if scope.traversal is not None:
-        values["scope_traversal"], values["scope_traversal_end"] = access.within_bounds(scope.traversal)
-    if viewer_id is not None:
-        values["viewer_id"], values["viewer_today"] = viewer_id, date.today()
+    shared.scope_values(values, scope.project_id, scope.traversal, viewer_id, date.today())
     return tuple(filters), values
 
 
@@ -770,19 +663,6 @@ def _approvers(shape: int | str, name: str) -> ColumnElement[bool]:
     )
 
 
-def _reaction(kind: str, name: str) -> ColumnElement[bool]:
-    mine = select(AwardEmoji.id).where(
-        AwardEmoji.awardable_type == MERGE_REQUEST,
-        AwardEmoji.awardable_id == _MRS.c.id,
-        AwardEmoji.user_id == bindparam("viewer_id"),
-    )
-    if kind == "none":
-        return ~exists(mine)
-    if kind == "any":
-        return exists(mine)
-    return exists(mine.where(AwardEmoji.name == bindparam(name)))
-
-
 def _condition(f: tuple[Any, ...]) -> ColumnElement[bool]:
     """One filter's condition; a `not_` filter is the negation of its positive form."""
     name = f[0]
@@ -793,14 +673,9 @@ def _condition(f: tuple[Any, ...]) -> ColumnElement[bool]:
     if base == "state":
         cond = c.state == f[1]
     elif base == "scope":
-        me = bindparam("viewer_id")
-        cond = c.author_id == me if f[1] == "created" else _assigned(me) if f[1] == "assigned" else false()
-    elif base in ("created_after", "updated_after"):
-        column = c.created_at if base == "created_after" else c.updated_at
-        cond = column >= bindparam(base, type_=column.type)
-    elif base in ("created_before", "updated_before"):
-        column = c.created_at if base == "created_before" else c.updated_at
-        cond = column <= bindparam(base, type_=column.type)
+        cond = shared.scoped(_MRS, f[1], _assigned)
+    elif base in shared.DATED:
+        cond = shared.dated(_MRS, base)
     elif base == "labels":
         if f[1] == "none":
             cond = ~_any_label()
@@ -825,7 +700,7 @@ def _condition(f: tuple[Any, ...]) -> ColumnElement[bool]:
     elif base == "reviewer":
         cond = _people_condition(f[1], name, _reviewing, MergeRequestReviewer)
     elif base == "reaction":
-        cond = _reaction(f[1], name)
+        cond = shared.reaction(_MRS, MERGE_REQUEST, f[1], name)
     elif base == "approved_by":
         cond = _approved_by(f[1], name)
     elif base == "approved_by_username":
@@ -883,7 +758,7 @@ def list_statement(
     """The list's statements (kept per shape) and the values of their bind parameters.
     `viewer`: None (anonymous), "admin", or the visibilities open to a signed-in user."""
     filters, values = _shape_and_values(q, viewer_id, scope)
-    where = "project" if scope.project_id is not None else "group" if scope.traversal is not None else "all"
+    where = shared.where_of(scope.project_id, scope.traversal)
     sort = q.sort or "desc"
     key = (viewer, where, scope.non_archived if where != "project" else None, filters, q.order_by, sort)
 

@@ -19,17 +19,20 @@ from sqlalchemy import (
     Select,
     and_,
     bindparam,
+    delete,
     false,
     func,
     literal,
     or_,
     select,
     true,
+    update,
 )
 from sqlalchemy.orm import Session
 
 from kiln.auth.actor import Actor
 from kiln.models import (
+    EpicIssue,
     Issue,
     IssueAssignee,
     LabelLink,
@@ -391,24 +394,25 @@ def _issue_visible(viewer: Viewer, scoped: bool) -> list[ColumnElement[bool]]:
     return [issue_finder.readable(viewer)]
 
 
-def _label_priority() -> Any:
-    """The highest priority (lowest number) among the issue's labels in its project."""
+def _label_priority(model: Any, kind: str) -> Any:
+    """The highest priority (lowest number) among the labels of the issue (merge request:
+    `model`, of target type `kind`) in its project."""
     return (
         select(func.min(LabelPriority.priority))
         .join(LabelLink, LabelLink.label_id == LabelPriority.label_id)
         .where(
-            LabelLink.target_type == ISSUE,
-            LabelLink.target_id == Issue.id,
-            LabelPriority.project_id == Issue.project_id,
+            LabelLink.target_type == kind,
+            LabelLink.target_id == model.id,
+            LabelPriority.project_id == model.project_id,
         )
-        .correlate(Issue)
+        .correlate(model)
         .scalar_subquery()
     )
 
 
 @cache
 def _issues_statement(viewer: Viewer, scoped: bool) -> Select[Any]:
-    priority = _label_priority()
+    priority = _label_priority(Issue, ISSUE)
     return (
         select(Issue.id)
         .where(Issue.milestone_id == bindparam("milestone_id"), *_issue_visible(viewer, scoped))
@@ -460,21 +464,6 @@ def _merge_request_finder() -> Any:
     return merge_requests
 
 
-def _merge_request_label_priority() -> Any:
-    """The highest priority (lowest number) among the merge request's labels in its project."""
-    return (
-        select(func.min(LabelPriority.priority))
-        .join(LabelLink, LabelLink.label_id == LabelPriority.label_id)
-        .where(
-            LabelLink.target_type == MERGE_REQUEST,
-            LabelLink.target_id == MergeRequest.id,
-            LabelPriority.project_id == MergeRequest.project_id,
-        )
-        .correlate(MergeRequest)
-        .scalar_subquery()
-    )
-
-
 @cache
 def _merge_requests_listing(viewer: Viewer, scoped: bool) -> Any:
     """A project milestone's merge requests (the project's, already readable), or a group
@@ -487,7 +476,7 @@ def _merge_requests_listing(viewer: Viewer, scoped: bool) -> Any:
         else MergeRequest.project_id.in_(finder.readable_projects(viewer))
     )
     stmt = select(MergeRequest.id).where(MergeRequest.milestone_id == bindparam("milestone_id"), where)
-    priority = _merge_request_label_priority()
+    priority = _label_priority(MergeRequest, MERGE_REQUEST)
     rows = stmt.with_only_columns(literal(1), maintain_column_froms=True)
     return finder.Listing(
         reusable(stmt.order_by(priority.is_(None), priority, MergeRequest.id.desc())),
@@ -604,3 +593,62 @@ def descendant_group_ids(db: Session, traversal: str) -> list[int]:
 def direct_project_ids(db: Session, group_id: int) -> list[int]:
     """The projects right in a group (not its subgroups'): a promoted milestone's siblings."""
     return [r[0] for r in db.execute(select(Project.id).where(Project.namespace_id == group_id))]
+
+
+def same_titled(db: Session, title: str, project_ids: list[int]) -> list[int]:
+    """The milestones titled `title` of the projects: those a promotion merges."""
+    return list(
+        db.scalars(
+            select(Milestone.id).where(Milestone.title == title, Milestone.project_id.in_(project_ids))
+        )
+    )
+
+
+def move_planned(db: Session, project_ids: list[int], from_ids: list[int], to_id: int) -> None:
+    """The issues and merge requests of the projects planned for milestones `from_ids` move to
+    milestone `to_id` (one statement each), then those milestones go."""
+    for model in (Issue, MergeRequest):
+        db.execute(
+            update(model)
+            .where(model.project_id.in_(project_ids), model.milestone_id.in_(from_ids))
+            .values(milestone_id=to_id)
+            .execution_options(synchronize_session=False)
+        )
+    db.execute(
+        delete(Milestone).where(Milestone.id.in_(from_ids)).execution_options(synchronize_session=False)
+    )
+
+
+def planning_epic_ids(db: Session, milestone_id: int) -> list[int]:
+    """Epics holding issues planned for the milestone: their inherited dates follow it."""
+    return list(
+        db.scalars(
+            select(EpicIssue.epic_id)
+            .join(Issue, Issue.id == EpicIssue.issue_id)
+            .where(Issue.milestone_id == milestone_id)
+            .distinct()
+        )
+    )
+
+
+def release_issues(db: Session, milestone_id: int, now: datetime) -> list[Any]:
+    """The milestone's issues lose it (updated `now`): their (id, iid, project_id, state,
+    confidential) as they were, nothing written when it has none."""
+    planned = db.execute(
+        select(Issue.id, Issue.iid, Issue.project_id, Issue.state, Issue.confidential).where(
+            Issue.milestone_id == milestone_id
+        )
+    ).all()
+    if planned:
+        db.execute(
+            update(Issue)
+            .where(Issue.milestone_id == milestone_id)
+            .values(milestone_id=None, updated_at=now)
+            .execution_options(synchronize_session=False)
+        )
+    return list(planned)
+
+
+def planned_merge_requests(db: Session, milestone_id: int) -> list[MergeRequest]:
+    """The merge requests planned for the milestone (the models, to change)."""
+    return list(db.scalars(select(MergeRequest).where(MergeRequest.milestone_id == milestone_id)))

@@ -28,7 +28,6 @@ from kiln.models import (
     Epic,
     EpicIssue,
     Issue,
-    Label,
     LabelLink,
     Milestone,
     Namespace,
@@ -46,6 +45,7 @@ from kiln.models.todos import MARKED
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action, GroupSubject
 from kiln.queries import epics as finder
+from kiln.queries import issuables as issuable_finder
 from kiln.queries import users as user_finder
 from kiln.queries.epics import EpicRow
 from kiln.queries.paging import offset_page
@@ -570,10 +570,7 @@ def _confidentiality_problem(db: Session, epic: Epic, confidential: bool) -> str
 
 
 def _label_titles(db: Session, ids: Iterable[int]) -> dict[int, str]:
-    wanted = list(ids)
-    if not wanted:
-        return {}
-    return dict(db.execute(select(Label.id, Label.title).where(Label.id.in_(wanted))).all())
+    return issuable_finder.label_titles(db, list(ids))
 
 
 def update_epic(db: Session, actor: Actor, p: EpicUpdate) -> OneEpic:
@@ -662,18 +659,8 @@ def _update_labels(
     given = p.given()
     if not given & {"labels", "add_labels", "remove_labels"}:
         return
-    scope = _scope(s.group)
-    create = policy.may(actor, Action.ADMIN_LABELS, s)
     current = label_links.label_ids_of(db, EPIC, epic.id)
-    wanted = list(current)
-    if "labels" in given:
-        wanted = [label.id for label in label_links.resolve(db, scope, p.labels or [], create=create)]
-    if p.add_labels:
-        wanted += [label.id for label in label_links.resolve(db, scope, p.add_labels, create=create)]
-    if p.remove_labels:
-        gone = {label.id for label in label_links.resolve(db, scope, p.remove_labels, create=False)}
-        wanted = [i for i in wanted if i not in gone]
-    wanted = list(dict.fromkeys(wanted))
+    wanted = issuables.wanted_labels(db, actor, s, _scope(s.group), current, p, given)
     added, removed = label_links.set_labels(db, actor, EPIC, epic.id, wanted)
     if added or removed:
         titles = _label_titles(db, [*current, *wanted])

@@ -6,11 +6,11 @@ so a refused or invalid request changes nothing."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import date
 from typing import Any, Literal
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from kiln import events, policy
@@ -21,7 +21,6 @@ from kiln.entities.issues import ANYWHERE, Context
 from kiln.entities.merge_requests import Context as MergeRequestContext
 from kiln.errors import BadRequest, Forbidden, NotFound, ValidationFailed
 from kiln.models import (
-    AwardEmoji,
     Epic,
     EpicIssue,
     Issue,
@@ -30,22 +29,17 @@ from kiln.models import (
     LabelLink,
     Milestone,
     Note,
-    Subscription,
-    Todo,
 )
 from kiln.models.issues import CLOSED, OPENED
 from kiln.models.notes import ISSUE
 from kiln.models.todos import ASSIGNED
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action, IssueSubject, MergeRequestSubject, ProjectSubject
-from kiln.queries import access
 from kiln.queries import issues as finder
 from kiln.queries import merge_requests as mr_finder
 from kiln.queries import projects as project_finder
-from kiln.queries import users as user_finder
 from kiln.queries.issues import IssueRow, ListScope, Related
 from kiln.queries.paging import list_page
-from kiln.queries.users import UserRow
 from kiln.schemas.issues import (
     IssueCreate,
     IssueFilters,
@@ -120,19 +114,7 @@ def list_issues(
 
 
 def _is_participant(db: Session, user_id: int, issue_id: int, author_id: int | None, assignees: Any) -> bool:
-    if user_id == author_id or user_id in set(assignees):
-        return True
-    commented = db.scalar(
-        select(Note.id)
-        .where(
-            Note.noteable_type == ISSUE,
-            Note.noteable_id == issue_id,
-            Note.author_id == user_id,
-            Note.system.is_(False),
-        )
-        .limit(1)
-    )
-    return commented is not None
+    return issuables.takes_part(db, ISSUE, issue_id, user_id, (author_id, *assignees))
 
 
 def _subscribed(db: Session, actor: Actor | None, row: IssueRow) -> bool:
@@ -219,9 +201,7 @@ def _event(
 
 
 def _note(db: Session, actor: Actor, issue: Issue, body: str) -> None:
-    system_notes.add(
-        db, actor, noteable_type=ISSUE, noteable_id=issue.id, body=body, project_id=issue.project_id
-    )
+    issuables.note(db, actor, ISSUE, issue, body)
 
 
 def _close(db: Session, actor: Actor, issue: Issue, note: str) -> None:
@@ -236,19 +216,13 @@ def _assignable(db: Session, s: ProjectSubject, ids: list[int], issue: Issue | N
     """The ids of users who may be assigned: they exist and may read the issue as it is
     (a confidential one: Reporters, its author; being assigned is no way in), as GitLab
     leaves out the others; 0 and unknown ids are left out, each id kept once."""
-    wanted = list(dict.fromkeys(i for i in ids if i and i > 0))
     confidential = bool(issue.confidential) if issue is not None else False
     author_id = issue.author_id if issue is not None else None
-    out = []
-    today = date.today()
-    for user in user_finder.rows_by_ids(db, wanted):
-        level = db.scalar(select(access.project_level_of(user.id, s.project.id, today)))
-        seen_as = Actor(user=user, via="personal_access_token", scopes=None)
-        if user.is_active and policy.may_read_issue(
-            seen_as, replace(s, level=level), confidential, author_id, ()
-        ):
-            out.append(user.id)
-    return out
+
+    def may_read(user: Actor, seen: ProjectSubject) -> bool:
+        return policy.may_read_issue(user, seen, confidential, author_id, ())
+
+    return issuables.readers(db, s, ids, may_read)
 
 
 CONFIDENTIAL_EPIC = (
@@ -318,10 +292,6 @@ def _set_assignees(db: Session, actor: Actor, issue: Issue, current: list[int], 
     return issuables.set_people(db, actor, ISSUE, issue, IssueAssignee, current, wanted)
 
 
-def _label_note(db: Session, actor: Actor, issue: Issue, added: list[int], removed: list[int]) -> None:
-    issuables.label_note(db, actor, ISSUE, issue, added, removed)
-
-
 def _long_date(value: date) -> str:
     return f"{value.strftime('%B')} {value.day}, {value.year}"
 
@@ -329,8 +299,7 @@ def _long_date(value: date) -> str:
 def _locked(db: Session, issue_id: int) -> Issue:
     """The issue as the write's transaction sees it, locked against concurrent writers
     (PostgreSQL; SQLite has one writer at a time)."""
-    stmt = select(Issue).where(Issue.id == issue_id).with_for_update()
-    return db.scalars(stmt.execution_options(populate_existing=True)).one()
+    return finder.locked(db, issue_id)
 
 
 def _reloaded(db: Session, actor: Actor | None, s: ProjectSubject, issue_id: int) -> OneIssue:
@@ -513,45 +482,11 @@ def _update_planning(
 ) -> bool:
     """Labels, milestone, assignees, due date, weight, lock and epic of an update (admin_issue)."""
     project = s.project
-    touched = False
-    if {"labels", "add_labels", "remove_labels"} & given:
-        create = policy.may(actor, Action.ADMIN_LABELS, project)
-        scope = _label_scope(project)
-        current = label_links.label_ids_of(db, ISSUE, issue.id)
-        if "labels" in given:
-            wanted = [label.id for label in label_links.resolve(db, scope, p.labels or [], create=create)]
-        else:
-            wanted = list(current)
-        if p.add_labels:
-            wanted += [label.id for label in label_links.resolve(db, scope, p.add_labels, create=create)]
-        if p.remove_labels:
-            gone = {label.id for label in label_links.resolve(db, scope, p.remove_labels, create=False)}
-            wanted = [i for i in wanted if i not in gone]
-        added, removed = label_links.set_labels(db, actor, ISSUE, issue.id, list(dict.fromkeys(wanted)))
-        if added or removed:
-            _label_note(db, actor, issue, added, removed)
-            changed("labels", current, list(dict.fromkeys(wanted)))
-            touched = True
-    if "milestone_id" in given:
-        m = _milestone(db, project, p.milestone_id) if p.milestone_id else None
-        new_id = m.id if m is not None else None
-        if new_id != issue.milestone_id:
-            before = db.get(Milestone, issue.milestone_id) if issue.milestone_id is not None else None
-            if m is not None:
-                _note(db, actor, issue, f'changed milestone to %"{m.title}"')
-            else:
-                _note(
-                    db,
-                    actor,
-                    issue,
-                    f'removed milestone %"{before.title}"' if before else "removed milestone",
-                )
-            resource_events.milestone_changed(
-                db, actor, ISSUE, issue.id, new_id, issue.milestone_id, issue.state
-            )
-            changed("milestone_id", issue.milestone_id, new_id)
-            issue.milestone_id = new_id
-            _refresh_epic_dates(db, issue.id)
+    touched = issuables.update_labels(db, actor, ISSUE, project, issue, p, given, changed)
+    if "milestone_id" in given and issuables.update_milestone(
+        db, actor, ISSUE, project, issue, p.milestone_id, changed
+    ):
+        _refresh_epic_dates(db, issue.id)
     if "assignee_ids" in given or "assignee_id" in given:
         wanted_ids = p.assignee_ids if "assignee_ids" in given else ([p.assignee_id] if p.assignee_id else [])
         wanted = _assignable(db, project, wanted_ids or [], issue)
@@ -579,10 +514,7 @@ def _update_planning(
         resource_events.weight_changed(db, actor, ISSUE, issue.id, p.weight)
         changed("weight", issue.weight, p.weight)
         issue.weight = p.weight
-    if p.discussion_locked is not None and p.discussion_locked != bool(issue.discussion_locked):
-        _note(db, actor, issue, "locked this issue" if p.discussion_locked else "unlocked this issue")
-        changed("discussion_locked", issue.discussion_locked, p.discussion_locked)
-        issue.discussion_locked = p.discussion_locked
+    issuables.update_lock(db, actor, ISSUE, issue, p.discussion_locked, "this issue", changed)
     if "epic_id" in given or "epic_iid" in given:
         epic = _epic(db, actor, project, issue, p.epic_id, p.epic_iid) if (p.epic_id or p.epic_iid) else None
         _set_epic(db, issue, epic)
@@ -599,20 +531,7 @@ def delete_issue(db: Session, actor: Actor, ident: str, iid: int) -> None:
         if issue is None:
             raise NotFound("Issue")
         issue_id = issue.id
-        note_ids = select(Note.id).where(Note.noteable_type == ISSUE, Note.noteable_id == issue_id)
-        for stmt in (
-            delete(AwardEmoji).where(
-                AwardEmoji.awardable_type == "Note", AwardEmoji.awardable_id.in_(note_ids)
-            ),
-            delete(AwardEmoji).where(AwardEmoji.awardable_type == ISSUE, AwardEmoji.awardable_id == issue_id),
-            delete(Note).where(Note.noteable_type == ISSUE, Note.noteable_id == issue_id),
-            delete(LabelLink).where(LabelLink.target_type == ISSUE, LabelLink.target_id == issue_id),
-            delete(Todo).where(Todo.target_type == ISSUE, Todo.target_id == issue_id),
-            delete(Subscription).where(
-                Subscription.subscribable_type == ISSUE, Subscription.subscribable_id == issue_id
-            ),
-        ):
-            db.execute(stmt, execution_options={"synchronize_session": False})
+        issuables.delete_dependents(db, ISSUE, issue_id)
         _event(db, actor, issue, "deleted", "delete")
         epic_id = _epic_id_of(db, issue_id)
         db.delete(issue)
@@ -640,26 +559,10 @@ def set_subscription(db: Session, actor: Actor, ident: str, iid: int, subscribed
 def participants(db: Session, actor: Actor | None, ident: str, iid: int, page: Page) -> PageResult:
     """The issue's author, assignees and those who commented, each once."""
     s = subjects.issue(db, actor, ident, iid, rows=True)
-    issue = s.issue
-    ids: dict[int, None] = {}
-    if issue.author_id is not None:
-        ids[issue.author_id] = None
-    for uid in s.assignee_ids:
-        ids[uid] = None
-    stmt = select(Note.author_id).where(
-        Note.noteable_type == ISSUE,
-        Note.noteable_id == issue.id,
-        Note.system.is_(False),
-        Note.author_id.is_not(None),
-    )
-    if not policy.sees_confidential(actor, s.project):
-        # Who wrote only internal notes is not shown to those who cannot read them.
-        stmt = stmt.where(Note.internal.is_(False))
-    commenters = db.scalars(stmt.order_by(Note.created_at, Note.id))
-    for uid in commenters:
-        ids[uid] = None
-    users: list[UserRow] = user_finder.rows_by_ids(db, list(ids))
-    return list_page(users, page)
+    # Who wrote only internal notes is not shown to those who cannot read them.
+    internal = policy.sees_confidential(actor, s.project)
+    people = (s.issue.author_id, *s.assignee_ids)
+    return issuables.participants(db, ISSUE, s.issue.id, people, page, internal=internal)
 
 
 # ----------------------------------------------------------------------------- moving, cloning

@@ -9,12 +9,10 @@ from __future__ import annotations
 import contextlib
 import re
 from dataclasses import dataclass, replace
-from datetime import date
 from functools import cache
 from typing import Any, Literal
 
 import pygit2
-from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from kiln import markdown, policy, references
@@ -27,24 +25,18 @@ from kiln.git import diffs as git_diffs
 from kiln.git import merges as git_merges
 from kiln.git.refs import branch_tip
 from kiln.models import (
-    AwardEmoji,
-    LabelLink,
     MergeRequest,
     MergeRequestAssignee,
     MergeRequestReviewer,
-    Milestone,
-    Note,
-    Subscription,
-    Todo,
 )
 from kiln.models.ci import SKIPPED, SUCCESS
 from kiln.models.merge_requests import CLOSED, MERGED, OPENED, draft_title
 from kiln.models.notes import MERGE_REQUEST
 from kiln.pagination import Page, PageResult
 from kiln.policy import Action, MergeRequestSubject, ProjectSubject
-from kiln.queries import access
 from kiln.queries import issues as issue_finder
 from kiln.queries import merge_requests as finder
+from kiln.queries import merges as merge_finder
 from kiln.queries import pipelines as pipeline_finder
 from kiln.queries import projects as project_finder
 from kiln.queries import users as user_finder
@@ -89,9 +81,8 @@ class MergeRequests:
 
 
 def _is_participant(db: Session, user_id: int, row: Any) -> bool:
-    if user_id == row.author_id or user_id in set(row.assignee_ids) or user_id in set(row.reviewer_ids):
-        return True
-    return finder.commented_by(db, row.id, user_id)
+    people = (row.author_id, *row.assignee_ids, *row.reviewer_ids)
+    return issuables.takes_part(db, MERGE_REQUEST, row.id, user_id, people)
 
 
 def _subscribed(db: Session, actor: Actor | None, row: MergeRequestRow) -> bool:
@@ -256,15 +247,7 @@ def _note(db: Session, actor: Actor, mr: MergeRequest, body: str) -> None:
 def _people(db: Session, s: ProjectSubject, ids: list[int]) -> list[int]:
     """Users who may be assigned or asked to review: active, and able to read the project's
     merge requests (GitLab leaves the others out); 0 and unknown ids dropped, each once."""
-    wanted = list(dict.fromkeys(i for i in ids if i and i > 0))
-    out = []
-    today = date.today()
-    for user in user_finder.rows_by_ids(db, wanted):
-        level = db.scalar(select(access.project_level_of(user.id, s.project.id, today)))
-        seen_as = Actor(user=user, via="personal_access_token", scopes=None)
-        if user.is_active and policy.may(seen_as, Action.READ_MERGE_REQUEST, replace(s, level=level)):
-            out.append(user.id)
-    return out
+    return issuables.readers(db, s, ids, lambda user, seen: policy.may(user, Action.READ_MERGE_REQUEST, seen))
 
 
 def _set_people(
@@ -285,9 +268,12 @@ def _set_people(
 
 
 def _locked(db: Session, merge_request_id: int) -> MergeRequest:
-    """The merge request as the write's transaction sees it, locked against concurrent writers."""
-    stmt = select(MergeRequest).where(MergeRequest.id == merge_request_id).with_for_update()
-    return db.scalars(stmt.execution_options(populate_existing=True)).one()
+    """The merge request as the write's transaction sees it, locked against concurrent
+    writers (queries.merges.locked); gone meanwhile, the 404 of one never found."""
+    found = merge_finder.locked(db, merge_request_id)
+    if found is None:
+        raise NotFound("Merge Request")
+    return found
 
 
 def _reloaded(
@@ -308,20 +294,6 @@ def _branch_exists(settings: Settings, project_id: int, branch: str) -> bool:
     with contextlib.suppress(KeyError, OSError, ValueError, pygit2.GitError):
         repo = repositories.store(settings).open(project_id)
         return branch_tip(repo, branch) is not None
-    return False
-
-
-def _is_fork_of(db: Session, fork: Any, upstream_id: int) -> bool:
-    """`upstream_id` is an ancestor of `fork` in its fork network."""
-    from kiln.models import Project
-
-    seen: set[int] = set()
-    parent = fork.forked_from_id
-    while parent is not None and parent not in seen:
-        if parent == upstream_id:
-            return True
-        seen.add(parent)
-        parent = db.scalar(select(Project.forked_from_id).where(Project.id == parent))
     return False
 
 
@@ -352,7 +324,7 @@ def create_merge_request(
         found = subjects.find_project(db, actor, str(p.target_project_id), rows=True)
         if found is None or not policy.may(actor, Action.READ_PROJECT, found):
             raise NotFound("Project")
-        if not _is_fork_of(db, source.project, found.project.id):
+        if not finder.is_fork_of(db, source.project.forked_from_id, found.project.id):
             raise ConflictList(["Source project is not a fork of the target project"], 422)
         target = found
     if not policy.may_create_merge_request(actor, source, target):
@@ -578,42 +550,9 @@ def _update_planning(
 ) -> bool:
     """Labels, milestone, assignees, reviewers and lock of an update (admin_merge_request)."""
     project = s.project
-    touched = False
-    if {"labels", "add_labels", "remove_labels"} & given:
-        create = policy.may(actor, Action.ADMIN_LABELS, project)
-        scope = issuables.label_scope(project)
-        current = label_links.label_ids_of(db, MERGE_REQUEST, mr.id)
-        if "labels" in given:
-            wanted = [label.id for label in label_links.resolve(db, scope, p.labels or [], create=create)]
-        else:
-            wanted = list(current)
-        if p.add_labels:
-            wanted += [label.id for label in label_links.resolve(db, scope, p.add_labels, create=create)]
-        if p.remove_labels:
-            gone = {label.id for label in label_links.resolve(db, scope, p.remove_labels, create=False)}
-            wanted = [i for i in wanted if i not in gone]
-        wanted = list(dict.fromkeys(wanted))
-        added, removed = label_links.set_labels(db, actor, MERGE_REQUEST, mr.id, wanted)
-        if added or removed:
-            issuables.label_note(db, actor, MERGE_REQUEST, mr, added, removed)
-            changed("labels", current, wanted)
-            touched = True
+    touched = issuables.update_labels(db, actor, MERGE_REQUEST, project, mr, p, given, changed)
     if "milestone_id" in given:
-        m = issuables.usable_milestone(db, project, p.milestone_id) if p.milestone_id else None
-        new_id = m.id if m is not None else None
-        if new_id != mr.milestone_id:
-            before = db.get(Milestone, mr.milestone_id) if mr.milestone_id is not None else None
-            if m is not None:
-                _note(db, actor, mr, f'changed milestone to %"{m.title}"')
-            else:
-                _note(
-                    db, actor, mr, f'removed milestone %"{before.title}"' if before else "removed milestone"
-                )
-            resource_events.milestone_changed(
-                db, actor, MERGE_REQUEST, mr.id, new_id, mr.milestone_id, mr.state
-            )
-            changed("milestone_id", mr.milestone_id, new_id)
-            mr.milestone_id = new_id
+        issuables.update_milestone(db, actor, MERGE_REQUEST, project, mr, p.milestone_id, changed)
     if "assignee_ids" in given or "assignee_id" in given:
         wanted_ids = p.assignee_ids if "assignee_ids" in given else ([p.assignee_id] if p.assignee_id else [])
         current_ids = list(s.assignee_ids)
@@ -627,17 +566,9 @@ def _update_planning(
         if _set_people(db, actor, mr, MergeRequestReviewer, current_ids, wanted_people, review=True):
             changed("reviewers", current_ids, wanted_people)
             touched = True
-    if p.discussion_locked is not None and p.discussion_locked != bool(mr.discussion_locked):
-        _note(
-            db,
-            actor,
-            mr,
-            "locked the discussion in this merge request"
-            if p.discussion_locked
-            else "unlocked the discussion in this merge request",
-        )
-        changed("discussion_locked", mr.discussion_locked, p.discussion_locked)
-        mr.discussion_locked = p.discussion_locked
+    issuables.update_lock(
+        db, actor, MERGE_REQUEST, mr, p.discussion_locked, "the discussion in this merge request", changed
+    )
     return touched
 
 
@@ -653,23 +584,7 @@ def delete_merge_request(db: Session, actor: Actor, settings: Settings, ident: s
         mr = db.get(MergeRequest, s.merge_request.id)
         if mr is None:
             raise NotFound("Merge Request")
-        mr_id = mr.id
-        note_ids = select(Note.id).where(Note.noteable_type == MERGE_REQUEST, Note.noteable_id == mr_id)
-        for stmt in (
-            delete(AwardEmoji).where(
-                AwardEmoji.awardable_type == "Note", AwardEmoji.awardable_id.in_(note_ids)
-            ),
-            delete(AwardEmoji).where(
-                AwardEmoji.awardable_type == MERGE_REQUEST, AwardEmoji.awardable_id == mr_id
-            ),
-            delete(Note).where(Note.noteable_type == MERGE_REQUEST, Note.noteable_id == mr_id),
-            delete(LabelLink).where(LabelLink.target_type == MERGE_REQUEST, LabelLink.target_id == mr_id),
-            delete(Todo).where(Todo.target_type == MERGE_REQUEST, Todo.target_id == mr_id),
-            delete(Subscription).where(
-                Subscription.subscribable_type == MERGE_REQUEST, Subscription.subscribable_id == mr_id
-            ),
-        ):
-            db.execute(stmt, execution_options={"synchronize_session": False})
+        issuables.delete_dependents(db, MERGE_REQUEST, mr.id)
         db.delete(mr)
         db.flush()
     merge_request_diffs.forget_refs(settings, mr)
@@ -705,14 +620,8 @@ def set_subscription(
 def participants(db: Session, actor: Actor | None, ident: str, iid: int, page: Page) -> PageResult:
     """The merge request's author, assignees, reviewers and those who commented, each once."""
     s = subjects.merge_request(db, actor, ident, iid, rows=True)
-    mr = s.merge_request
-    ids: dict[int, None] = {}
-    if mr.author_id is not None:
-        ids[mr.author_id] = None
-    for uid in (*s.assignee_ids, *s.reviewer_ids, *finder.commenters(db, mr.id)):
-        ids[uid] = None
-    users: list[UserRow] = user_finder.rows_by_ids(db, list(ids))
-    return list_page(users, page)
+    people = (s.merge_request.author_id, *s.assignee_ids, *s.reviewer_ids)
+    return issuables.participants(db, MERGE_REQUEST, s.merge_request.id, people, page)
 
 
 def reviewers(db: Session, actor: Actor | None, ident: str, iid: int) -> list[tuple[UserRow, str, Any]]:

@@ -15,7 +15,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, Literal
 
 import nh3
-from sqlalchemy import delete, select, update
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -23,7 +23,7 @@ from kiln import events, policy
 from kiln.auth.actor import Actor
 from kiln.db import transaction
 from kiln.errors import BadRequest, NotFound
-from kiln.models import EpicIssue, Issue, MergeRequest, Milestone
+from kiln.models import Milestone
 from kiln.models.base import utcnow
 from kiln.models.issues import CLOSED
 from kiln.models.milestones import ACTIVE
@@ -388,38 +388,13 @@ def update_milestone(db: Session, actor: Actor, kind: Kind, p: MilestoneUpdate) 
         _flush_title(db, "update")
         milestone_id = m.id
         if "start_date" in given or "due_date" in given:
-            epics.refresh_dates(db, _planning_epic_ids(db, milestone_id))
+            epics.refresh_dates(db, finder.planning_epic_ids(db, milestone_id))
     return _row(db, s, milestone_id)
-
-
-def _planning_epic_ids(db: Session, milestone_id: int) -> list[int]:
-    """Epics holding issues planned for the milestone: their inherited dates follow it."""
-    return list(
-        db.scalars(
-            select(EpicIssue.epic_id)
-            .join(Issue, Issue.id == EpicIssue.issue_id)
-            .where(Issue.milestone_id == milestone_id)
-            .distinct()
-        )
-    )
 
 
 def _release_issues(db: Session, actor: Actor, milestone_id: int) -> None:
     """The milestone's issues lose it, each with its milestone event and an issue update."""
-    planned = db.execute(
-        select(Issue.id, Issue.iid, Issue.project_id, Issue.state, Issue.confidential).where(
-            Issue.milestone_id == milestone_id
-        )
-    ).all()
-    if not planned:
-        return
-    db.execute(
-        update(Issue)
-        .where(Issue.milestone_id == milestone_id)
-        .values(milestone_id=None, updated_at=utcnow())
-        .execution_options(synchronize_session=False)
-    )
-    for issue_id, iid, project_id, state, confidential in planned:
+    for issue_id, iid, project_id, state, confidential in finder.release_issues(db, milestone_id, utcnow()):
         resource_events.milestone_changed(db, actor, ISSUE, issue_id, None, milestone_id, state)
         events.record(
             db,
@@ -440,8 +415,7 @@ def _release_issues(db: Session, actor: Actor, milestone_id: int) -> None:
 def _release_merge_requests(db: Session, actor: Actor, milestone_id: int) -> None:
     """The milestone's merge requests lose it, each with its milestone event and a merge
     request update (GitLab's DestroyService runs MergeRequests::UpdateService on each)."""
-    planned = list(db.scalars(select(MergeRequest).where(MergeRequest.milestone_id == milestone_id)))
-    for mr in planned:
+    for mr in finder.planned_merge_requests(db, milestone_id):
         mr.milestone_id = None
         mr.updated_at = utcnow()
         resource_events.milestone_changed(db, actor, MERGE_REQUEST, mr.id, None, milestone_id, mr.state)
@@ -455,7 +429,7 @@ def delete_milestone(db: Session, actor: Actor, kind: Kind, ident: str, mileston
     s = _subject(db, actor, kind, ident, admin=True)
     with transaction(db):
         m = _find(db, s, milestone_id)
-        planning = _planning_epic_ids(db, m.id)
+        planning = finder.planning_epic_ids(db, m.id)
         _release_issues(db, actor, m.id)
         _release_merge_requests(db, actor, m.id)
         _record(db, actor, s, "destroyed", m)
@@ -476,11 +450,7 @@ def promote_milestone(db: Session, actor: Actor, ident: str, milestone_id: int) 
     with transaction(db):
         m = _find(db, s, milestone_id)
         siblings = finder.direct_project_ids(db, g.group.id)
-        merged = list(
-            db.scalars(
-                select(Milestone.id).where(Milestone.title == m.title, Milestone.project_id.in_(siblings))
-            )
-        )
+        merged = finder.same_titled(db, m.title, siblings)
         promoted = Milestone(
             iid=internal_ids.next_iid(db, "group_milestones", g.group.id),
             group_id=g.group.id,
@@ -492,20 +462,6 @@ def promote_milestone(db: Session, actor: Actor, ident: str, milestone_id: int) 
         )
         db.add(promoted)
         db.flush()
-        db.execute(
-            update(Issue)
-            .where(Issue.project_id.in_(siblings), Issue.milestone_id.in_(merged))
-            .values(milestone_id=promoted.id)
-            .execution_options(synchronize_session=False)
-        )
-        db.execute(
-            update(MergeRequest)
-            .where(MergeRequest.project_id.in_(siblings), MergeRequest.milestone_id.in_(merged))
-            .values(milestone_id=promoted.id)
-            .execution_options(synchronize_session=False)
-        )
-        db.execute(
-            delete(Milestone).where(Milestone.id.in_(merged)).execution_options(synchronize_session=False)
-        )
+        finder.move_planned(db, siblings, merged, promoted.id)
         promoted_id = promoted.id
     return _row(db, g, promoted_id)

@@ -240,21 +240,25 @@ class Noteable:
         return {"project_id": self.project_id, "group_id": self.group_id}
 
 
-def _noteable_issue(db: Session, actor: Actor | None, ident: str, ref: int, by_id: bool) -> Noteable:
-    s = issue(db, actor, ident, ref)
-    found = s.issue
+def _in_project(kind: Kind, s: ProjectSubject, found: Issue | MergeRequest, confidential: bool) -> Noteable:
+    """An issue or merge request (`found`) of project `s` as a Noteable."""
     return Noteable(
-        ISSUES,
-        s.project,
+        kind,
+        s,
         found,
         found.id,
         found.iid,
         found.project_id,
         None,
         found.author_id,
-        bool(found.confidential),
+        confidential,
         bool(found.discussion_locked),
     )
+
+
+def _noteable_issue(db: Session, actor: Actor | None, ident: str, ref: int, by_id: bool) -> Noteable:
+    s = issue(db, actor, ident, ref)
+    return _in_project(ISSUES, s.project, s.issue, bool(s.issue.confidential))
 
 
 def _noteable_epic(db: Session, actor: Actor | None, ident: str, ref: int, by_id: bool) -> Noteable:
@@ -276,19 +280,7 @@ def _noteable_epic(db: Session, actor: Actor | None, ident: str, ref: int, by_id
 
 def _noteable_merge_request(db: Session, actor: Actor | None, ident: str, ref: int, by_id: bool) -> Noteable:
     s = merge_request(db, actor, ident, ref)
-    found = s.merge_request
-    return Noteable(
-        MERGE_REQUESTS,
-        s.project,
-        found,
-        found.id,
-        found.iid,
-        found.project_id,
-        None,
-        found.author_id,
-        False,
-        bool(found.discussion_locked),
-    )
+    return _in_project(MERGE_REQUESTS, s.project, s.merge_request, False)
 
 
 _LOADERS: dict[str, Callable[[Session, Actor | None, str, int, bool], Noteable]] = {

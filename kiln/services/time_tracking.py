@@ -23,7 +23,7 @@ from kiln.models.base import utcnow
 from kiln.models.notes import ISSUE, MERGE_REQUEST
 from kiln.policy import Action
 from kiln.queries.time_tracking import TimeStats
-from kiln.services import merge_request_events, subjects, system_notes
+from kiln.services import issuables, merge_request_events, subjects
 
 # The most an estimate holds (GitLab keeps a larger one as this: its integer column's limit).
 MAX_ESTIMATE = 2**31 - 1
@@ -88,14 +88,7 @@ def set_estimate(db: Session, actor: Actor, t: Trackable, seconds: int) -> TimeS
             t.target.time_estimate = seconds
             t.target.updated_at = utcnow()
             body = f"changed time estimate to {human(seconds)}" if seconds else "removed time estimate"
-            system_notes.add(
-                db,
-                actor,
-                noteable_type=t.target_type,
-                noteable_id=t.target.id,
-                body=body,
-                project_id=t.project_id,
-            )
+            _note(db, actor, t, body)
             _changed(db, actor, t, {"time_estimate": {"previous": previous, "current": seconds}})
     return _stats(t)
 
@@ -115,7 +108,7 @@ def spend(db: Session, actor: Actor, t: Trackable, seconds: int, summary: str | 
         if seconds:
             _log(db, actor, t, seconds, summary)
             verb = "added" if seconds > 0 else "subtracted"
-            _spent_note(db, actor, t, f"{verb} {human(abs(seconds))} of time spent")
+            _note(db, actor, t, f"{verb} {human(abs(seconds))} of time spent")
     return _stats(t)
 
 
@@ -126,7 +119,7 @@ def reset_spent(db: Session, actor: Actor, t: Trackable) -> TimeStats:
         total = t.target.total_time_spent or 0
         if total:
             _log(db, actor, t, -total, None)
-            _spent_note(db, actor, t, "removed time spent")
+            _note(db, actor, t, "removed time spent")
     return _stats(t)
 
 
@@ -157,13 +150,25 @@ def _log(db: Session, actor: Actor, t: Trackable, seconds: int, summary: str | N
     )
 
 
-def _spent_note(db: Session, actor: Actor, t: Trackable, body: str) -> None:
-    system_notes.add(
-        db, actor, noteable_type=t.target_type, noteable_id=t.target.id, body=body, project_id=t.project_id
-    )
+def _note(db: Session, actor: Actor, t: Trackable, body: str) -> None:
+    issuables.note(db, actor, t.target_type, t.target, body)
 
 
-# ----------------------------------------------------------------------------- issues
+# ----------------------------------------------------------------------------- issues, merge requests
+# Reading takes sight of the issue (merge request); changing, GitLab's admin_issue
+# (admin_merge_request). `kind`: ISSUE or MERGE_REQUEST (kiln.models.notes).
+
+_READ = {ISSUE: Action.READ_ISSUE, MERGE_REQUEST: Action.READ_MERGE_REQUEST}
+_ADMIN = {ISSUE: Action.ADMIN_ISSUE, MERGE_REQUEST: Action.ADMIN_MERGE_REQUEST}
+
+
+def _trackable(
+    db: Session, actor: Actor | None, kind: str, ident: str, iid: int, *, change: bool
+) -> Trackable:
+    action = (_ADMIN if change else _READ)[kind]
+    if kind == ISSUE:
+        return _of_issue(subjects.issue(db, actor, ident, iid, action).issue)
+    return _of_merge_request(subjects.merge_request(db, actor, ident, iid, action).merge_request)
 
 
 def _estimate_seconds(duration: str) -> int:
@@ -173,65 +178,30 @@ def _estimate_seconds(duration: str) -> int:
     return seconds
 
 
-def issue_time_stats(db: Session, actor: Actor | None, ident: str, iid: int) -> TimeStats:
-    s = subjects.issue(db, actor, ident, iid)
-    return TimeStats(s.issue.time_estimate or 0, s.issue.total_time_spent or 0)
+def time_stats_of(db: Session, actor: Actor | None, ident: str, iid: int, *, kind: str) -> TimeStats:
+    return _stats(_trackable(db, actor, kind, ident, iid, change=False))
 
 
-def set_issue_estimate(db: Session, actor: Actor, ident: str, iid: int, duration: str) -> TimeStats:
-    s = subjects.issue(db, actor, ident, iid, Action.ADMIN_ISSUE)
-    return set_estimate(db, actor, _of_issue(s.issue), _estimate_seconds(duration))
-
-
-def reset_issue_estimate(db: Session, actor: Actor, ident: str, iid: int) -> TimeStats:
-    s = subjects.issue(db, actor, ident, iid, Action.ADMIN_ISSUE)
-    return set_estimate(db, actor, _of_issue(s.issue), 0)
-
-
-def add_issue_spent(
-    db: Session, actor: Actor, ident: str, iid: int, duration: str, summary: str | None
+def set_estimate_of(
+    db: Session, actor: Actor, ident: str, iid: int, duration: str, *, kind: str
 ) -> TimeStats:
-    s = subjects.issue(db, actor, ident, iid, Action.ADMIN_ISSUE)
+    t = _trackable(db, actor, kind, ident, iid, change=True)
+    return set_estimate(db, actor, t, _estimate_seconds(duration))
+
+
+def reset_estimate_of(db: Session, actor: Actor, ident: str, iid: int, *, kind: str) -> TimeStats:
+    return set_estimate(db, actor, _trackable(db, actor, kind, ident, iid, change=True), 0)
+
+
+def add_spent_of(
+    db: Session, actor: Actor, ident: str, iid: int, duration: str, summary: str | None, *, kind: str
+) -> TimeStats:
+    t = _trackable(db, actor, kind, ident, iid, change=True)
     seconds = parse_duration(duration)
     if seconds is None:
         raise ValidationFailed({"timelogs.time_spent": [SPENT_INVALID]})
-    return spend(db, actor, _of_issue(s.issue), seconds, summary)
+    return spend(db, actor, t, seconds, summary)
 
 
-def reset_issue_spent(db: Session, actor: Actor, ident: str, iid: int) -> TimeStats:
-    s = subjects.issue(db, actor, ident, iid, Action.ADMIN_ISSUE)
-    return reset_spent(db, actor, _of_issue(s.issue))
-
-
-# ----------------------------------------------------------------------------- merge requests
-# The same, on a merge request: changing takes GitLab's admin_merge_request, reading sight of it.
-
-
-def merge_request_time_stats(db: Session, actor: Actor | None, ident: str, iid: int) -> TimeStats:
-    mr = subjects.merge_request(db, actor, ident, iid).merge_request
-    return TimeStats(mr.time_estimate or 0, mr.total_time_spent or 0)
-
-
-def set_merge_request_estimate(db: Session, actor: Actor, ident: str, iid: int, duration: str) -> TimeStats:
-    s = subjects.merge_request(db, actor, ident, iid, Action.ADMIN_MERGE_REQUEST)
-    return set_estimate(db, actor, _of_merge_request(s.merge_request), _estimate_seconds(duration))
-
-
-def reset_merge_request_estimate(db: Session, actor: Actor, ident: str, iid: int) -> TimeStats:
-    s = subjects.merge_request(db, actor, ident, iid, Action.ADMIN_MERGE_REQUEST)
-    return set_estimate(db, actor, _of_merge_request(s.merge_request), 0)
-
-
-def add_merge_request_spent(
-    db: Session, actor: Actor, ident: str, iid: int, duration: str, summary: str | None
-) -> TimeStats:
-    s = subjects.merge_request(db, actor, ident, iid, Action.ADMIN_MERGE_REQUEST)
-    seconds = parse_duration(duration)
-    if seconds is None:
-        raise ValidationFailed({"timelogs.time_spent": [SPENT_INVALID]})
-    return spend(db, actor, _of_merge_request(s.merge_request), seconds, summary)
-
-
-def reset_merge_request_spent(db: Session, actor: Actor, ident: str, iid: int) -> TimeStats:
-    s = subjects.merge_request(db, actor, ident, iid, Action.ADMIN_MERGE_REQUEST)
-    return reset_spent(db, actor, _of_merge_request(s.merge_request))
+def reset_spent_of(db: Session, actor: Actor, ident: str, iid: int, *, kind: str) -> TimeStats:
+    return reset_spent(db, actor, _trackable(db, actor, kind, ident, iid, change=True))
