@@ -78,12 +78,6 @@ def latest(db: Session, merge_request_id: int) -> MergeRequestDiff | None:
     return found
 
 
-def locked(db: Session, merge_request_id: int) -> MergeRequest | None:
-    """The merge request read afresh, its row locked for the caller's transaction."""
-    stmt = select(MergeRequest).where(MergeRequest.id == merge_request_id).with_for_update()
-    return db.scalars(stmt.execution_options(populate_existing=True)).one_or_none()
-
-
 def open_from_source(db: Session, source_project_id: int, branch: str) -> list[MergeRequest]:
     """Open merge requests whose source is `branch` of `source_project_id` (the models: a push
     changes them), oldest first, locked for the caller's transaction and read afresh: one

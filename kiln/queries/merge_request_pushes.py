@@ -24,12 +24,6 @@ def open_for_branch(db: Session, source_project_id: int, branch: str) -> MergeRe
     ).first()
 
 
-def locked(db: Session, merge_request_id: int) -> MergeRequest | None:
-    """The merge request read afresh, its row locked for the caller's transaction."""
-    stmt = select(MergeRequest).where(MergeRequest.id == merge_request_id).with_for_update()
-    return db.scalars(stmt.execution_options(populate_existing=True)).one_or_none()
-
-
 def default_branch(db: Session, project_id: int) -> str | None:
     return db.scalar(select(Project.default_branch).where(Project.id == project_id))
 

@@ -388,6 +388,14 @@ def ids_with_commit(db: Session, project_id: int, sha: str) -> list[int]:
     )
 
 
+def locked(db: Session, merge_request_id: int) -> MergeRequest | None:
+    """The merge request as the caller's transaction sees it now (read afresh), its row locked
+    against concurrent writers until that transaction ends (SQLite's one writer needs no
+    lock); None when it is gone."""
+    stmt = select(MergeRequest).where(MergeRequest.id == merge_request_id).with_for_update()
+    return db.scalars(stmt.execution_options(populate_existing=True)).one_or_none()
+
+
 def is_fork_of(db: Session, forked_from_id: int | None, upstream_id: int) -> bool:
     """`upstream_id` is an ancestor, in its fork network, of the project forked from
     `forked_from_id` (the walk up stops at the first match, a missing parent or a loop)."""

@@ -1,5 +1,5 @@
-"""What merging reads: a merge request's row locked for a write, its state, the merge requests
-waiting for a pipeline to merge them, and the open ones into a branch."""
+"""What merging reads: a merge request's state, the merge requests waiting for a pipeline
+to merge them, and the open ones into a branch."""
 
 from __future__ import annotations
 
@@ -8,13 +8,6 @@ from sqlalchemy.orm import Session
 
 from kiln.models import MergeRequest, Pipeline
 from kiln.models.merge_requests import OPENED
-
-
-def locked(db: Session, merge_request_id: int) -> MergeRequest | None:
-    """The merge request as the caller's transaction sees it now, its row locked against
-    concurrent writers until that transaction ends (SQLite's one writer needs no lock)."""
-    stmt = select(MergeRequest).where(MergeRequest.id == merge_request_id).with_for_update()
-    return db.scalars(stmt.execution_options(populate_existing=True)).one_or_none()
 
 
 def state_of(db: Session, merge_request_id: int) -> str | None:

@@ -30,9 +30,9 @@ from kiln.models.merge_requests import COLLECTED, EMPTY, MERGED, OPENED, OVERFLO
 from kiln.models.notes import MERGE_REQUEST as MERGE_REQUEST_NOTEABLE
 from kiln.pagination import Page, PageResult
 from kiln.queries import merge_request_diffs as reads
-from kiln.queries import users as user_finder
+from kiln.queries import merge_requests as mr_finder
 from kiln.queries.merge_request_diffs import Version, VersionCommit
-from kiln.services import merge_request_events, repositories, subjects, system_notes
+from kiln.services import merge_request_events, pipeline_creation, repositories, subjects, system_notes
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,18 +240,7 @@ def enqueue_refresh(
     """Queue the merge request work of one branch update (tags move no merge request)."""
     if not ref.startswith(_HEADS):
         return
-    jobs.enqueue(
-        db,
-        REFRESH,
-        {
-            "project_id": project_id,
-            "ref": ref,
-            "before": before,
-            "after": after,
-            "user_id": actor.id if actor is not None else None,
-            "push_options": list(push_options),
-        },
-    )
+    pipeline_creation.enqueue_push_job(db, REFRESH, project_id, actor, ref, before, after, push_options)
 
 
 def after_change(db: Session, actor: Actor | None, mr: MergeRequest) -> None:
@@ -261,23 +250,15 @@ def after_change(db: Session, actor: Actor | None, mr: MergeRequest) -> None:
     jobs.enqueue(db, AFTER_CHANGE, {"merge_request_id": mr.id, "user_id": actor.id if actor else None})
 
 
-def job_actor(db: Session, user_id: Any) -> Actor | None:
-    """The user a job acts for (the pusher), as an actor; None when gone."""
-    if user_id is None:
-        return None
-    user = user_finder.row_by_id(db, int(user_id))
-    return Actor(user=user, via="session", scopes=None) if user is not None else None
-
-
 @jobs.handler(AFTER_CHANGE)
 def _after_change(ctx: jobs.JobContext, payload: dict[str, Any]) -> None:
-    mr = reads.locked(ctx.db, int(payload["merge_request_id"]))
+    mr = mr_finder.locked(ctx.db, int(payload["merge_request_id"]))
     if mr is None or mr.state != OPENED:
         return
     from kiln.services import merge_request_pipelines
 
     merge_request_pipelines.create_quietly(
-        ctx.db, ctx.settings, job_actor(ctx.db, payload.get("user_id")), mr
+        ctx.db, ctx.settings, pipeline_creation.job_actor(ctx.db, payload.get("user_id")), mr
     )
 
 
@@ -287,7 +268,7 @@ def _refresh(ctx: jobs.JobContext, payload: dict[str, Any]) -> None:
     project_id = int(payload["project_id"])
     branch = str(payload["ref"])[len(_HEADS) :]
     before, after = str(payload.get("before") or ZERO), str(payload.get("after") or ZERO)
-    actor = job_actor(db, payload.get("user_id"))
+    actor = pipeline_creation.job_actor(db, payload.get("user_id"))
     options = [str(o) for o in payload.get("push_options") or []]
     # Each merge request is locked as it is read (a merge or close committed meanwhile is
     # seen, not overwritten) and checked still open before anything is written to it.
@@ -302,16 +283,21 @@ def _refresh(ctx: jobs.JobContext, payload: dict[str, Any]) -> None:
         merge_request_pushes.apply(db, settings, actor, project_id, branch, options)
 
 
-def _branch_note(db: Session, actor: Actor | None, mr: MergeRequest, verb: str) -> None:
-    """GitLab's note of a source branch deleted or pushed again."""
+def _note(db: Session, actor: Actor | None, mr: MergeRequest, body: str) -> None:
+    """A system note on the merge request."""
     system_notes.add(
         db,
         actor,
         noteable_type=MERGE_REQUEST_NOTEABLE,
         noteable_id=mr.id,
         project_id=mr.project_id,
-        body=f"{verb} source branch `{mr.source_branch}`",
+        body=body,
     )
+
+
+def _branch_note(db: Session, actor: Actor | None, mr: MergeRequest, verb: str) -> None:
+    """GitLab's note of a source branch deleted or pushed again."""
+    _note(db, actor, mr, f"{verb} source branch `{mr.source_branch}`")
 
 
 def _source_moved(
@@ -336,16 +322,9 @@ def _source_moved(
         return
     added = [c for c in reversed(reads.commits(db, version.id)) if c.sha not in known]
     if added:
-        system_notes.add(
-            db,
-            actor,
-            noteable_type=MERGE_REQUEST_NOTEABLE,
-            noteable_id=mr.id,
-            project_id=mr.project_id,
-            body=commits_note(db, mr, version.id, added, oldrev),
-        )
+        _note(db, actor, mr, commits_note(db, mr, version.id, added, oldrev))
     # Imported here: merges and approvals import this module.
-    from kiln.services import approvals, merge_request_pipelines, merges, pipeline_creation
+    from kiln.services import approvals, merge_request_pipelines, merges
 
     # The project's reset_approvals_on_push is read by the approvals service.
     approvals.reset_on_push(db, actor, mr)
@@ -428,12 +407,5 @@ def _merged_by_push(db: Session, actor: Actor | None, mr: MergeRequest) -> None:
     mr.merge_commit_sha = None
     mr.merge_when_pipeline_succeeds = False
     mr.lock_version = MergeRequest.lock_version + 1  # type: ignore[assignment]
-    system_notes.add(
-        db,
-        actor,
-        noteable_type=MERGE_REQUEST_NOTEABLE,
-        noteable_id=mr.id,
-        project_id=mr.project_id,
-        body="merged",
-    )
+    _note(db, actor, mr, "merged")
     merge_request_events.record(db, actor, mr, merge_request_events.MERGE)

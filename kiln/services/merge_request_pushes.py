@@ -22,8 +22,10 @@ from kiln.errors import KilnError
 from kiln.git import diffs as git_diffs
 from kiln.git.refs import branch_tip
 from kiln.models import MergeRequest, Project
-from kiln.models.merge_requests import OPENED
+from kiln.models.merge_requests import OPENED, draft_title
 from kiln.queries import merge_request_pushes as reads
+from kiln.queries import merge_requests as mr_finder
+from kiln.schemas.merge_requests import MergeRequestCreate, MergeRequestUpdate
 from kiln.services import repositories
 
 log = logging.getLogger(__name__)
@@ -144,8 +146,7 @@ def _create(
     branch: str,
     options: Options,
 ) -> None:
-    from kiln.schemas.merge_requests import MergeRequestCreate
-    from kiln.services import merge_requests
+    from kiln.services import merge_requests  # it imports merges, which imports this module
 
     target_branch = options.target or reads.default_branch(db, target_project_id) or "main"
     title = options.title or _title(settings, project, target_project_id, branch, target_branch)
@@ -178,15 +179,12 @@ def _create(
 
 
 def _update(db: Session, settings: Settings, actor: Actor, mr: MergeRequest, options: Options) -> None:
-    from kiln.schemas.merge_requests import MergeRequestUpdate
     from kiln.services import merge_requests
 
     body: dict[str, Any] = {"id": str(mr.project_id), "merge_request_iid": mr.iid}
     title = options.title if options.title is not None else None
     if options.draft:
         base = title if title is not None else mr.title
-        from kiln.models.merge_requests import draft_title
-
         title = base if draft_title(base) else f"Draft: {base}"
     if title is not None:
         body["title"] = title
@@ -222,6 +220,6 @@ def _auto_merge(db: Session, settings: Settings, actor: Actor, mr: MergeRequest)
     from kiln.services import merges
 
     with transaction(db):
-        locked = reads.locked(db, mr.id)
+        locked = mr_finder.locked(db, mr.id)
         if locked is not None and locked.state == OPENED:
             merges.enable_auto_merge(db, actor, locked)

@@ -36,7 +36,6 @@ from kiln.pagination import Page, PageResult
 from kiln.policy import Action, MergeRequestSubject, ProjectSubject
 from kiln.queries import issues as issue_finder
 from kiln.queries import merge_requests as finder
-from kiln.queries import merges as merge_finder
 from kiln.queries import pipelines as pipeline_finder
 from kiln.queries import projects as project_finder
 from kiln.queries import users as user_finder
@@ -269,8 +268,8 @@ def _set_people(
 
 def _locked(db: Session, merge_request_id: int) -> MergeRequest:
     """The merge request as the write's transaction sees it, locked against concurrent
-    writers (queries.merges.locked); gone meanwhile, the 404 of one never found."""
-    found = merge_finder.locked(db, merge_request_id)
+    writers (queries.merge_requests.locked); gone meanwhile, the 404 of one never found."""
+    found = finder.locked(db, merge_request_id)
     if found is None:
         raise NotFound("Merge Request")
     return found

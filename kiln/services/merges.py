@@ -40,6 +40,7 @@ from kiln.git import merges as git_merges
 from kiln.git import picks
 from kiln.git.errors import ConcurrentUpdate, GitError
 from kiln.git.refs import branch_tip, delete_ref, update_ref
+from kiln.git.writes import Person
 from kiln.models import MergeRequest, Pipeline, Project, User
 from kiln.models.ci import ACTIVE, CREATED, SCHEDULED, SUCCESS
 from kiln.models.merge_requests import (
@@ -214,9 +215,8 @@ def _clean(text: str) -> str:
     return "".join(c for c in text if c not in "<>\n\r\0").strip() or "unknown"
 
 
-def _signature(user: Any, when: datetime | None = None) -> pygit2.Signature:
-    moment = when or datetime.now(UTC)
-    return pygit2.Signature(_clean(user.name or ""), _clean(user.email or ""), int(moment.timestamp()), 0)
+def _signature(user: Any) -> pygit2.Signature:
+    return Person(_clean(user.name or ""), _clean(user.email or "")).signature()
 
 
 def _squash_of(
@@ -552,7 +552,7 @@ def _auto_merge(ctx: jobs.JobContext, payload: dict[str, Any]) -> None:
     the automatic merge off with GitLab's note saying why."""
     db = ctx.db
     # Locked for the job's transaction: what is read here is what is merged or cancelled.
-    mr = reads.locked(db, int(payload["merge_request_id"]))
+    mr = finder.locked(db, int(payload["merge_request_id"]))
     if mr is None or mr.state != OPENED or not mr.merge_when_pipeline_succeeds:
         return
     pipeline = head_pipeline(db, mr)

@@ -504,9 +504,25 @@ def enqueue_for_push(
     """Queue the pipeline of one ref update (branches and tags, not deletions)."""
     if after == ZERO or not ref.startswith(("refs/heads/", "refs/tags/")):
         return
+    enqueue_push_job(db, CREATE_FROM_PUSH, project_id, actor, ref, before, after, push_options)
+
+
+def enqueue_push_job(
+    db: Session,
+    kind: str,
+    project_id: int,
+    actor: Actor | None,
+    ref: str,
+    before: str,
+    after: str,
+    push_options: Sequence[str],
+) -> None:
+    """Queue job `kind` with what a job acting on one ref update is given (this module's
+    pipeline, kiln.services.merge_request_diffs' merge request refresh); the pusher comes
+    back through job_actor."""
     jobs.enqueue(
         db,
-        CREATE_FROM_PUSH,
+        kind,
         {
             "project_id": project_id,
             "ref": ref,
@@ -516,6 +532,14 @@ def enqueue_for_push(
             "push_options": list(push_options),
         },
     )
+
+
+def job_actor(db: Session, user_id: Any) -> Actor | None:
+    """The user a job acts for (the pusher), as an actor; None when gone."""
+    if user_id is None:
+        return None
+    user = user_finder.row_by_id(db, int(user_id))
+    return Actor(user=user, via="session", scopes=None) if user is not None else None
 
 
 @jobs.handler(CREATE_FROM_PUSH)
@@ -532,12 +556,7 @@ def _create_from_push(ctx: jobs.JobContext, payload: dict[str, Any]) -> None:
         commit = repo[after].peel(pygit2.Commit)
     except (KeyError, ValueError, pygit2.GitError):
         return
-    actor: Actor | None = None
-    user_id = payload.get("user_id")
-    if user_id is not None:
-        user = user_finder.row_by_id(db, int(user_id))
-        if user is not None:
-            actor = Actor(user=user, via="session", scopes=None)
+    actor = job_actor(db, payload.get("user_id"))
     message = _message(commit)
     options = [str(o) for o in payload.get("push_options") or []]
     skip = skip_requested(message, options)
