@@ -74,7 +74,7 @@ def at(names: dict[int, str], ids: list[int]) -> str:
     return " and ".join(", ".join(f"@{names[i]}" for i in ids if i in names).rsplit(", ", 1))
 
 
-def note(db: Session, actor: Actor, kind: str, target: Any, body: str) -> None:
+def note(db: Session, actor: Actor | None, kind: str, target: Any, body: str) -> None:
     """A system note on `target` (an issue or merge request model) of type `kind`."""
     system_notes.add(
         db, actor, noteable_type=kind, noteable_id=target.id, body=body, project_id=target.project_id

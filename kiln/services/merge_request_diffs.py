@@ -32,7 +32,13 @@ from kiln.pagination import Page, PageResult
 from kiln.queries import merge_request_diffs as reads
 from kiln.queries import merge_requests as mr_finder
 from kiln.queries.merge_request_diffs import Version, VersionCommit
-from kiln.services import merge_request_events, pipeline_creation, repositories, subjects, system_notes
+from kiln.services import (
+    issuables,
+    merge_request_events,
+    pipeline_creation,
+    repositories,
+    subjects,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,15 +290,7 @@ def _refresh(ctx: jobs.JobContext, payload: dict[str, Any]) -> None:
 
 
 def _note(db: Session, actor: Actor | None, mr: MergeRequest, body: str) -> None:
-    """A system note on the merge request."""
-    system_notes.add(
-        db,
-        actor,
-        noteable_type=MERGE_REQUEST_NOTEABLE,
-        noteable_id=mr.id,
-        project_id=mr.project_id,
-        body=body,
-    )
+    issuables.note(db, actor, MERGE_REQUEST_NOTEABLE, mr, body)
 
 
 def _branch_note(db: Session, actor: Actor | None, mr: MergeRequest, verb: str) -> None:

@@ -59,6 +59,7 @@ from kiln.queries import users as user_finder
 from kiln.schemas.merges import MergeParams, RebaseParams
 from kiln.services import (
     approvals,
+    issuables,
     issues,
     merge_request_diffs,
     merge_request_events,
@@ -66,7 +67,6 @@ from kiln.services import (
     repositories,
     resource_events,
     subjects,
-    system_notes,
 )
 from kiln.services.merge_requests import OneMergeRequest
 
@@ -375,14 +375,7 @@ def _execute(db: Session, settings: Settings, actor: Actor, s: MergeRequestSubje
                 remove = bool(mr.force_remove_source_branch)
             if remove:
                 _remove_source(db, settings, actor, s, undo)
-            system_notes.add(
-                db,
-                actor,
-                noteable_type=MERGE_REQUEST,
-                noteable_id=mr.id,
-                body="merged",
-                project_id=mr.project_id,
-            )
+            issuables.note(db, actor, MERGE_REQUEST, mr, "merged")
             resource_events.state_changed(db, actor, MERGE_REQUEST, mr.id, MERGED)
             merge_request_events.record(db, actor, mr, merge_request_events.MERGE)
             issues.close_by_merge_request(db, actor, settings, s)
@@ -491,14 +484,8 @@ def enable_auto_merge(db: Session, actor: Actor, mr: MergeRequest, asked: Reques
     mr.merge_params = {**stored, "sha": mr.head_sha}
     mr.lock_version = MergeRequest.lock_version + 1  # type: ignore[assignment]
     if not already:
-        system_notes.add(
-            db,
-            actor,
-            noteable_type=MERGE_REQUEST,
-            noteable_id=mr.id,
-            body=f"enabled an automatic merge when the pipeline for {mr.head_sha} succeeds",
-            project_id=mr.project_id,
-        )
+        body = f"enabled an automatic merge when the pipeline for {mr.head_sha} succeeds"
+        issuables.note(db, actor, MERGE_REQUEST, mr, body)
 
 
 def cancel_auto_merge(
@@ -516,9 +503,7 @@ def cancel_auto_merge(
     body = (
         "canceled the automatic merge" if reason is None else f"aborted the automatic merge because {reason}"
     )
-    system_notes.add(
-        db, actor, noteable_type=MERGE_REQUEST, noteable_id=mr.id, body=body, project_id=mr.project_id
-    )
+    issuables.note(db, actor, MERGE_REQUEST, mr, body)
     return True
 
 
