@@ -39,13 +39,16 @@ class GrapeMessage(ValueError):
     """A validator's message that becomes the whole 400 `error` text, verbatim."""
 
 
-def mutually_exclusive(data: Any, *names: str) -> None:
+def mutually_exclusive(data: Any, *names: str, blank: bool = True, prefix: str = "") -> None:
     """Grape's mutually_exclusive, checked on what was sent (before the types): more than one
-    of `names` given (not null) is refused with "a, b are mutually exclusive"."""
+    of `names` given (not null) is refused with "a, b are mutually exclusive". `blank=False`:
+    an empty value is not given either (a list filter left empty, `author_id=`); `prefix`:
+    the names are members of that hash (`not[author_id]`)."""
     if isinstance(data, dict):
-        given = [n for n in names if data.get(n) is not None]
+        given = [n for n in names if data.get(n) is not None and (blank or data.get(n) != "")]
         if len(given) > 1:
-            raise GrapeMessage(f"{', '.join(given)} are mutually exclusive")
+            shown = [f"{prefix}[{n}]" for n in given] if prefix else given
+            raise GrapeMessage(f"{', '.join(shown)} are mutually exclusive")
 
 
 class Params(BaseModel):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, create_model, field_validator, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
+from kiln.schemas._issuable import IdList, IdOrKeyword, IssuableFilters, in_fields, with_in_and_not
 from kiln.schemas._types import (
     CommaList,
     Day,
@@ -57,50 +58,22 @@ class Negated(Params):
     milestone: str | None = None
     author_id: OptionalInt = None
     author_username: str | None = None
-    assignee_id: str | None = None
+    assignee_id: IdOrKeyword = None
     assignee_username: StrArray | None = None
     my_reaction_emoji: str | None = None
     search: SearchText | None = None
     in_: CommaList | None = Field(default=None, alias="in")
-    weight: str | None = None
+    weight: IdOrKeyword = None
     iids: IntArray | None = None
-
-    @field_validator("assignee_id", "weight")
-    @classmethod
-    def _id_or_keyword(cls, value: str | None) -> str | None:
-        return _id_or_keyword(value)
 
     @model_validator(mode="before")
     @classmethod
     def _in_fields(cls, data: Any) -> Any:
-        _in_fields(data, "not[in]")
+        in_fields(data, "not[in]")
         return data
 
 
-def _id_or_keyword(value: Any) -> Any:
-    """An integer, or `None` / `Any` (any capitalisation)."""
-    if value is None:
-        return None
-    text = str(value).strip()
-    if text.lower() in ("none", "any") or text.lstrip("-").isdigit():
-        return text
-    raise ValueError("not an id")
-
-
-def _exclusive(data: Any, *names: str) -> None:
-    if isinstance(data, dict) and all(data.get(n) not in (None, "") for n in names):
-        raise GrapeMessage(f"{', '.join(names)} are mutually exclusive")
-
-
-def _in_fields(data: Any, shown: str = "in") -> None:
-    """`in` names title and description only (comma-joined or an array)."""
-    value = data.get("in") if isinstance(data, dict) else None
-    names = value.split(",") if isinstance(value, str) else value if isinstance(value, list) else []
-    if any(str(n).strip() not in ("title", "description") for n in names if str(n).strip()):
-        raise GrapeMessage(f"{shown} does not have a valid value")
-
-
-class IssueFilters(PageParams):
+class IssueFilters(IssuableFilters):
     """GET /issues, /groups/:id/issues, /projects/:id/issues (`in` and `not` are added below:
     Python keywords, they cannot be written as fields here)."""
 
@@ -113,10 +86,10 @@ class IssueFilters(PageParams):
     scope: Literal[SCOPES] | None = None  # type: ignore[valid-type]
     author_id: OptionalInt = None
     author_username: str | None = None
-    assignee_id: str | None = None
+    assignee_id: IdOrKeyword = None
     assignee_username: StrArray | None = None
     my_reaction_emoji: str | None = None
-    weight: str | None = None
+    weight: IdOrKeyword = None
     iids: IntArray | None = None
     order_by: Literal[ORDERS] = "created_at"  # type: ignore[valid-type]
     sort: Literal["asc", "desc"] = "desc"  # type: ignore[assignment]
@@ -130,38 +103,9 @@ class IssueFilters(PageParams):
     issue_type: Literal[ISSUE_TYPES] | None = None  # type: ignore[valid-type]
     non_archived: Flag = True
 
-    @field_validator("assignee_id", "weight")
-    @classmethod
-    def _id_or_keyword(cls, value: str | None) -> str | None:
-        return _id_or_keyword(value)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _one_of_each(cls, data: Any) -> Any:
-        _exclusive(data, "author_id", "author_username")
-        _exclusive(data, "assignee_id", "assignee_username")
-        _in_fields(data)
-        if isinstance(data, dict) and data.get("state") == "":
-            data = {**data, "state": None}
-        return data
-
-    @property
-    def in_(self) -> list[str] | None:
-        """The `in` parameter: which texts `search` looks in."""
-        return getattr(self, "in")  # type: ignore[no-any-return]
-
-    @property
-    def not_(self) -> Negated | None:
-        """The `not[...]` parameters."""
-        return getattr(self, "not")  # type: ignore[no-any-return]
-
 
 # The route's contract: IssueFilters with `in` and `not` (type hints name IssueFilters).
-IssueList: type[IssueFilters] = create_model(
-    "IssueList",
-    __base__=IssueFilters,
-    **{"in": (CommaList | None, None), "not": (Negated | None, None)},  # type: ignore[call-overload]
-)
+IssueList = with_in_and_not("IssueList", IssueFilters, Negated)
 
 
 class IssueGet(Params):
@@ -171,20 +115,6 @@ class IssueGet(Params):
 
 class IssueById(Params):
     id: Int
-
-
-def _ids_value(value: Any) -> Any:
-    """assignee_ids: an array, a comma string, or one id; 0 / "" / [] / null mean nobody."""
-    if value is None or value == "":
-        return []
-    if isinstance(value, str):
-        return [p.strip() for p in value.split(",") if p.strip()]
-    if isinstance(value, int):
-        return [value]
-    return value
-
-
-IdList = Annotated[list[Int], BeforeValidator(_ids_value)]
 
 
 class _IssueFields(Params):

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, create_model, field_validator, model_validator
+from pydantic import BeforeValidator, field_validator, model_validator
 
+from kiln.schemas._issuable import IdList, IdOrKeyword, IssuableFilters, with_in_and_not
 from kiln.schemas._types import (
     CommaList,
     Flag,
@@ -21,7 +22,6 @@ from kiln.schemas._types import (
     StrArray,
     When,
 )
-from kiln.schemas.issues import IdList, _exclusive, _id_or_keyword, _in_fields
 
 STATES = ("opened", "closed", "locked", "merged", "all")
 ORDERS = ("created_at", "updated_at", "title", "merged_at", "label_priority", "milestone_due", "popularity")
@@ -52,19 +52,14 @@ class MergeRequestNegated(Params):
     milestone: str | None = None
     author_id: OptionalInt = None
     author_username: str | None = None
-    assignee_id: str | None = None
+    assignee_id: IdOrKeyword = None
     assignee_username: StrArray | None = None
-    reviewer_id: str | None = None
+    reviewer_id: IdOrKeyword = None
     reviewer_username: str | None = None
     my_reaction_emoji: str | None = None
 
-    @field_validator("assignee_id", "reviewer_id")
-    @classmethod
-    def _id_or_keyword(cls, value: str | None) -> str | None:
-        return _id_or_keyword(value)
 
-
-class MergeRequestFilters(PageParams):
+class MergeRequestFilters(IssuableFilters):
     """GET /merge_requests, /groups/:id/merge_requests, /projects/:id/merge_requests."""
 
     id: str | None = None
@@ -83,9 +78,9 @@ class MergeRequestFilters(PageParams):
     scope: Literal[SCOPES] | None = None  # type: ignore[valid-type]
     author_id: OptionalInt = None
     author_username: str | None = None
-    assignee_id: str | None = None
+    assignee_id: IdOrKeyword = None
     assignee_username: StrArray | None = None
-    reviewer_id: str | None = None
+    reviewer_id: IdOrKeyword = None
     reviewer_username: str | None = None
     approver_ids: IdsOrKeyword = None
     approved_by_ids: IdsOrKeyword = None
@@ -101,10 +96,7 @@ class MergeRequestFilters(PageParams):
     deployed_after: str | None = None
     environment: str | None = None
 
-    @field_validator("assignee_id", "reviewer_id")
-    @classmethod
-    def _id_or_keyword(cls, value: str | None) -> str | None:
-        return _id_or_keyword(value)
+    exclusive = (*IssuableFilters.exclusive, ("reviewer_id", "reviewer_username"))
 
     @field_validator("approved_by_ids")
     @classmethod
@@ -113,31 +105,9 @@ class MergeRequestFilters(PageParams):
             raise GrapeMessage("approved_by_ids is too long (maximum is 5 elements)")
         return value
 
-    @model_validator(mode="before")
-    @classmethod
-    def _one_of_each(cls, data: Any) -> Any:
-        _exclusive(data, "author_id", "author_username")
-        _exclusive(data, "assignee_id", "assignee_username")
-        _exclusive(data, "reviewer_id", "reviewer_username")
-        _in_fields(data)
-        if isinstance(data, dict) and data.get("state") == "":
-            data = {**data, "state": None}
-        return data
 
-    @property
-    def in_(self) -> list[str] | None:
-        return getattr(self, "in")  # type: ignore[no-any-return]
-
-    @property
-    def not_(self) -> MergeRequestNegated | None:
-        return getattr(self, "not")  # type: ignore[no-any-return]
-
-
-MergeRequestList: type[MergeRequestFilters] = create_model(
-    "MergeRequestList",
-    __base__=MergeRequestFilters,
-    **{"in": (CommaList | None, None), "not": (MergeRequestNegated | None, None)},  # type: ignore[call-overload]
-)
+# The route's contract: MergeRequestFilters with `in` and `not` (type hints name MergeRequestFilters).
+MergeRequestList = with_in_and_not("MergeRequestList", MergeRequestFilters, MergeRequestNegated)
 
 
 class MergeRequestGet(Params):
@@ -155,9 +125,7 @@ class MergeRequestChanges(MergeRequestGet):
     unidiff: Flag = False
 
 
-class MergeRequestDiffs(PageParams):
-    id: str
-    merge_request_iid: Int
+class MergeRequestDiffs(MergeRequestPage):
     unidiff: Flag = False
 
 
