@@ -33,14 +33,13 @@ PROJECT = "/projects/{id:str}"
 MR = "/projects/{id:str}/merge_requests/{merge_request_iid:str}"
 
 
-def _configuration(request: Req, found: tuple[Any, WrappedRule | None]) -> Response[bytes]:
+def _configuration(request: Req, found: tuple[Any, WrappedRule | None], status: int = 200) -> Response[bytes]:
     settings, default = found
-    return render(views.configuration(settings, default, base_url(request)))
+    return render(views.configuration(settings, default, base_url(request)), status=status)
 
 
 def _status(request: Req, state: ApprovalState, status: int = 200) -> Response[bytes]:
-    require = bool(state.project.require_password_to_approve)
-    return render(views.status(state, base_url(request), require), status=status)
+    return render(views.status(state, base_url(request)), status=status)
 
 
 @get(f"{PROJECT}/approvals", params=ProjectApprovals)
@@ -54,9 +53,7 @@ async def get_approval_configuration(request: Req, db: Db, actor: Authenticated)
 async def update_approval_configuration(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
     """Change a project's approval settings (Maintainers)."""
     p: ApprovalConfigUpdate = await params(request)
-    found = await in_thread(service.update_configuration, db, actor, p.id, p)
-    settings, default = found
-    return render(views.configuration(settings, default, base_url(request)), status=201)
+    return _configuration(request, await in_thread(service.update_configuration, db, actor, p.id, p), 201)
 
 
 @put(f"{PROJECT}/approvers", params=ApproversUpdate)

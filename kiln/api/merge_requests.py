@@ -17,7 +17,7 @@ from kiln.api._routes import delete, get, post, put
 from kiln.auth.actor import Actor
 from kiln.entities.compare import diff_entry
 from kiln.entities.issues import issues
-from kiln.entities.merge_requests import diff_commit, merge_requests, reviewer, single
+from kiln.entities.merge_requests import diff_commit, merge_requests, reviewer, single, with_changes
 from kiln.entities.users import user_basic
 from kiln.schemas.merge_requests import (
     CommitMergeRequests,
@@ -37,11 +37,13 @@ Req = Request[Any, Any, Any]
 PROJECT_MR = "/projects/{id:str}/merge_requests/{merge_request_iid:str}"
 
 
+def _single(request: Req, one: OneMergeRequest) -> dict[str, Any]:
+    return single(one.row, one.related, base_url(request), one.single, context=one.context)
+
+
 def render_one(request: Req, one: OneMergeRequest, status: int = 200) -> Response[bytes]:
     """The single view of a merge request (other merge request routes answer with it too)."""
-    return render(
-        single(one.row, one.related, base_url(request), one.single, context=one.context), status=status
-    )
+    return render(_single(request, one), status=status)
 
 
 def _list_of(
@@ -168,10 +170,7 @@ async def merge_request_changes(request: Req, db: Db, viewer: Viewer) -> Respons
     p: MergeRequestChanges = await params(request)
     settings = runtime(request).settings
     one, found = service.changes(db, viewer, settings, p.id, p.merge_request_iid, raw=p.access_raw_diffs)
-    view = single(one.row, one.related, base_url(request), one.single, context=one.context)
-    view["changes"] = [diff_entry(d, unidiff=p.unidiff) for d in found.files]
-    view["overflow"] = found.overflow
-    return render(view)
+    return render(with_changes(_single(request, one), found, unidiff=p.unidiff))
 
 
 @get(f"{PROJECT_MR}/diffs", auth="optional", params=MergeRequestDiffs)

@@ -14,7 +14,6 @@ from kiln.api._params import params
 from kiln.api._render import no_content, render
 from kiln.api._routes import delete, get, post, put
 from kiln.entities.issues import Context, issues
-from kiln.entities.merge_requests import Context as MergeRequestContext
 from kiln.entities.merge_requests import merge_requests
 from kiln.entities.milestones import burndown_event, milestone
 from kiln.schemas.milestones import (
@@ -74,7 +73,7 @@ def _routes(kind: Kind, singular: str) -> list[HTTPRouteHandler]:
         q: MilestonePage = await params(request)
         page = page_of(q)
         found = service.milestone_merge_requests(db, actor, kind, q.id, q.milestone_id, page)
-        context = MergeRequestContext(project_id=found.project_id, namespace_id=found.namespace_id)
+        context = Context(project_id=found.project_id, namespace_id=found.namespace_id)
         views = merge_requests(found.page.items, found.related, base_url(request), context=context)
         return paginated(request, views, page, found.page)
 

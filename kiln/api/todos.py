@@ -21,6 +21,13 @@ from kiln.services import todos as service
 Req = Request[Any, Any, Any]
 
 
+def _one(request: Req, found: service.TodoSet | None) -> Response[bytes]:
+    """The to-do marked or set (201); None: the caller had a pending one there already (304)."""
+    if found is None:
+        return not_modified()
+    return render(todo(found.todos[0], found, base_url(request)), status=201)
+
+
 @get("/todos", params=TodoList)
 async def list_todos(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
     """The caller's to-dos, pending ones unless asked otherwise, newest first."""
@@ -35,8 +42,7 @@ async def list_todos(request: Req, db: Db, actor: Authenticated) -> Response[byt
 async def mark_todo_done(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
     """Mark one of the caller's to-dos done."""
     p: TodoGet = await params(request)
-    found = await in_thread(service.mark_done, db, actor, p.id)
-    return render(todo(found.todos[0], found, base_url(request)), status=201)
+    return _one(request, await in_thread(service.mark_done, db, actor, p.id))
 
 
 @post("/todos/mark_as_done", status=204)
@@ -50,20 +56,14 @@ async def mark_all_todos_done(request: Req, db: Db, actor: Authenticated) -> Res
 async def create_issue_todo(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
     """Add a to-do for the caller on an issue; 304 when they have a pending one there."""
     p: IssueTodo = await params(request)
-    found = await in_thread(service.mark_issue, db, actor, p.id, p.issue_iid)
-    if found is None:
-        return not_modified()
-    return render(todo(found.todos[0], found, base_url(request)), status=201)
+    return _one(request, await in_thread(service.mark_issue, db, actor, p.id, p.issue_iid))
 
 
 @post("/projects/{id:str}/merge_requests/{merge_request_iid:str}/todo", params=MergeRequestTodo)
 async def create_merge_request_todo(request: Req, db: Db, actor: Authenticated) -> Response[bytes]:
     """Add a to-do for the caller on a merge request; 304 when they have a pending one there."""
     p: MergeRequestTodo = await params(request)
-    found = await in_thread(service.mark_merge_request, db, actor, p.id, p.merge_request_iid)
-    if found is None:
-        return not_modified()
-    return render(todo(found.todos[0], found, base_url(request)), status=201)
+    return _one(request, await in_thread(service.mark_merge_request, db, actor, p.id, p.merge_request_iid))
 
 
 ROUTES: list[HTTPRouteHandler] = [

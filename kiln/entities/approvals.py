@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kiln.entities._format import iso
 from kiln.entities.approval_rules import group_view, rule_view
+from kiln.entities.issues import issuable_head
 from kiln.entities.users import user_basic
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ def configuration(settings: dict[str, Any], default: WrappedRule | None, base: s
     return out
 
 
-def status(state: ApprovalState, base: str, require_password: bool) -> dict[str, Any]:
+def status(state: ApprovalState, base: str) -> dict[str, Any]:
     mr = state.mr
     groups: dict[int, Any] = {}
     for w in state.rules:
@@ -33,19 +33,12 @@ def status(state: ApprovalState, base: str, require_password: bool) -> dict[str,
             for g in w.groups:
                 groups.setdefault(g.id, g)
     return {
-        "id": mr.id,
-        "iid": mr.iid,
-        "project_id": mr.project_id,
-        "title": mr.title,
-        "description": mr.description,
-        "state": mr.state,
-        "created_at": iso(mr.created_at),
-        "updated_at": iso(mr.updated_at),
+        **issuable_head(mr),
         "merge_status": mr.merge_status,
         "approved": state.approved,
         "approvals_required": state.approvals_required,
         "approvals_left": state.approvals_left,
-        "require_password_to_approve": require_password,
+        "require_password_to_approve": bool(state.project.require_password_to_approve),
         "approved_by": [{"user": user_basic(a.user, base)} for a in state.approvals],
         "suggested_approvers": [user_basic(u, base) for u in state.suggested_approvers],
         "approvers": [{"user": user_basic(u, base)} for u in state.unactioned],

@@ -103,6 +103,20 @@ def references_of(mark: str, row: Any, context: Context) -> dict[str, str]:
     return {"short": short, "relative": relative, "full": full}
 
 
+def issuable_head(row: Any) -> dict[str, Any]:
+    """The fields every view of an issue or merge request opens with, in GitLab's order."""
+    return {
+        "id": row.id,
+        "iid": row.iid,
+        "project_id": row.project_id,
+        "title": row.title,
+        "description": row.description,
+        "state": row.state,
+        "created_at": iso(row.created_at),
+        "updated_at": iso(row.updated_at),
+    }
+
+
 def issue_url(base: str, row: IssueRow) -> str:
     return f"{base}/{row.project_path}/-/issues/{row.iid}"
 
@@ -132,14 +146,7 @@ def issue(
         dup_project, dup_iid = row.duplicate_ref.split("/")
         duplicate = f"{base}/api/v4/projects/{dup_project}/issues/{dup_iid}"
     view: dict[str, Any] = {
-        "id": row.id,
-        "iid": row.iid,
-        "project_id": row.project_id,
-        "title": row.title,
-        "description": row.description,
-        "state": row.state,
-        "created_at": iso(row.created_at),
-        "updated_at": iso(row.updated_at),
+        **issuable_head(row),
         "closed_at": iso(row.closed_at),
         "closed_by": user_basic(closer, base) if closer is not None else None,
         "labels": [label_basic(label) for label in labels]

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kiln.entities._format import iso
-from kiln.entities.commits import commit_title
 from kiln.entities.compare import diff_entry
+from kiln.entities.merge_requests import diff_commit
 from kiln.models.merge_requests import OVERFLOW
 
 if TYPE_CHECKING:
@@ -35,25 +35,7 @@ def version_view(v: MergeRequestDiff) -> dict[str, Any]:
 
 
 def version_commit(c: VersionCommit, web_base: str) -> dict[str, Any]:
-    r = c.row
-    committed = iso(r.committed_date)
-    return {
-        "id": r.sha,
-        "short_id": r.sha[:8],
-        "created_at": committed,
-        "parent_ids": c.parent_ids,
-        "title": commit_title(r.message),
-        "message": r.message,
-        "author_name": r.author_name,
-        "author_email": r.author_email,
-        "authored_date": iso(r.authored_date),
-        "committer_name": r.committer_name,
-        "committer_email": r.committer_email,
-        "committed_date": committed,
-        "trailers": {},
-        "extended_trailers": {},
-        "web_url": f"{web_base}/-/commit/{r.sha}",
-    }
+    return diff_commit(c.row, web_base, c.parent_ids)
 
 
 def version_full(found: Version, external_url: str) -> dict[str, Any]:

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from kiln.entities._format import iso
 from kiln.entities.commits import commit_title
-from kiln.entities.issues import ANYWHERE, Context, references_of, task_counts, time_stats
+from kiln.entities.compare import diff_entry
+from kiln.entities.issues import ANYWHERE, Context, issuable_head, references_of, task_counts, time_stats
 from kiln.entities.labels import label_basic
 from kiln.entities.milestones import milestone as milestone_view
 from kiln.entities.pipelines import basic_fields
@@ -80,14 +81,7 @@ def merge_request(
     params = row.merge_params or {}
     merged_by = person(row.merged_by_id)
     view: dict[str, Any] = {
-        "id": row.id,
-        "iid": row.iid,
-        "project_id": row.project_id,
-        "title": row.title,
-        "description": row.description,
-        "state": row.state,
-        "created_at": iso(row.created_at),
-        "updated_at": iso(row.updated_at),
+        **issuable_head(row),
         "merged_by": merged_by,
         "merge_user": person(row.merge_user_id) or merged_by,
         "merged_at": iso(row.merged_at),
@@ -215,14 +209,7 @@ def merge_requests(
 def simple_view(row: MergeRequestRow, base: str) -> dict[str, Any]:
     """GitLab's MergeRequestSimple."""
     return {
-        "id": row.id,
-        "iid": row.iid,
-        "project_id": row.project_id,
-        "title": row.title,
-        "description": row.description,
-        "state": row.state,
-        "created_at": iso(row.created_at),
-        "updated_at": iso(row.updated_at),
+        **issuable_head(row),
         "web_url": merge_request_url(base, row),
     }
 
@@ -271,20 +258,28 @@ def single(
     return view
 
 
+def with_changes(view: dict[str, Any], found: Any, *, unidiff: bool = False) -> dict[str, Any]:
+    """The single view with the files the latest version changes (GitLab's
+    MergeRequestChanges); `found`: the version's git DiffSet."""
+    view["changes"] = [diff_entry(d, unidiff=unidiff) for d in found.files]
+    view["overflow"] = found.overflow
+    return view
+
+
 def reviewer(user: Any, state: str, created_at: Any, base: str) -> dict[str, Any]:
     """A reviewer of a merge request and where their review stands."""
     return {"user": user_basic(user, base), "state": state, "created_at": iso(created_at)}
 
 
-def diff_commit(c: Any, web_base: str) -> dict[str, Any]:
+def diff_commit(c: Any, web_base: str, parent_ids: list[str] | None = None) -> dict[str, Any]:
     """A commit of a merge request version (GitLab's Commit entity read from the version's
-    stored commit; no parents are kept there)."""
+    stored commit; no parents are kept there: `parent_ids` where the caller read them)."""
     message = c.message or ""
     return {
         "id": c.sha,
         "short_id": c.sha[:8],
         "created_at": iso(c.committed_date),
-        "parent_ids": [],
+        "parent_ids": [] if parent_ids is None else parent_ids,
         "title": commit_title(message),
         "message": message,
         "author_name": c.author_name,
