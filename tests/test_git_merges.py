@@ -143,8 +143,7 @@ def test_the_merged_tree_is_the_one_git_merge_makes(tmp_path: Path) -> None:
     theirs = git(Path(repo.path), "merge-tree", "--write-tree", main, feature).stdout.decode().split()[0]
     assert str(ours) == theirs
     merged = _show(repo, done.tip, "shared.txt")
-    assert "main 2\n" in merged
-    assert "feature 19\n" in merged
+    assert merged == lines.replace("line 2\n", "main 2\n").replace("line 19\n", "feature 19\n")
 
 
 def test_rebase_merge_makes_a_merge_commit_when_ff_is_possible(

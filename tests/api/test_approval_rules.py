@@ -7,6 +7,7 @@ from sqlalchemy import select
 
 from kiln.models import ApprovalRule, ProtectedBranch
 from kiln.models.namespaces import DEVELOPER, MAINTAINER, REPORTER
+from tests.api.test_members import basic
 from tests.statements import count
 
 
@@ -33,24 +34,19 @@ def setup(make, **project_fields):
     return p, owner, dev, dev2, maint
 
 
-def user_view(u, base: str) -> dict:
-    return {
-        "id": u.id,
-        "username": u.username,
-        "name": u.row.name,
-        "state": "active",
-        "locked": False,
-        "avatar_url": None,
-        "web_url": f"{base}/{u.username}",
-    }
-
-
 def create(api, who, p, **body):
     body.setdefault("name", "rule")
     body.setdefault("approvals_required", 1)
     r = api(who).post(rules_url(p), json=body)
     assert r.status_code == 201, r.text
     return r.json()
+
+
+def listed(api, who, url: str) -> list[tuple[str, int]]:
+    """The name and approvals_required of each rule the list at `url` holds."""
+    r = api(who).get(url)
+    assert r.status_code == 200, r.text
+    return [(x["name"], x["approvals_required"]) for x in r.json()]
 
 
 # ----------------------------------------------------------------------------- project rules
@@ -79,9 +75,9 @@ def test_a_new_rule_has_the_specs_shape(api, make, db, settings):
         "id": body["id"],
         "name": "Security",
         "rule_type": "regular",
-        "eligible_approvers": sorted([user_view(maint, base), user_view(dev2, base)], key=lambda u: u["id"]),
+        "eligible_approvers": sorted([basic(maint), basic(dev2)], key=lambda u: u["id"]),
         "approvals_required": 2,
-        "users": [user_view(maint, base)],
+        "users": [basic(maint)],
         "groups": [
             {
                 "id": g.id,
@@ -125,6 +121,7 @@ def test_name_and_approvals_required_are_required(api, make):
     assert (r.status_code, r.json()) == (400, {"error": "name is missing"})
     r = api(owner).post(rules_url(p), json={"name": "x"})
     assert (r.status_code, r.json()) == (400, {"error": "approvals_required is missing"})
+    assert listed(api, owner, rules_url(p)) == []
 
 
 def test_approvals_required_may_not_be_negative(api, make):
@@ -134,13 +131,15 @@ def test_approvals_required_may_not_be_negative(api, make):
         400,
         {"message": {"approvals_required": ["must be greater than or equal to 0"]}},
     )
+    assert listed(api, owner, rules_url(p)) == []
 
 
 def test_names_are_unique_in_a_project(api, make):
     p, owner, *_ = setup(make)
     create(api, owner, p, name="same")
-    r = api(owner).post(rules_url(p), json={"name": "same", "approvals_required": 1})
+    r = api(owner).post(rules_url(p), json={"name": "same", "approvals_required": 2})
     assert (r.status_code, r.json()) == (400, {"message": {"name": ["has already been taken"]}})
+    assert listed(api, owner, rules_url(p)) == [("same", 1)]
 
 
 def test_one_any_approver_rule_per_project(api, make):
@@ -150,8 +149,11 @@ def test_one_any_approver_rule_per_project(api, make):
     r = api(owner).post(
         rules_url(p), json={"name": "any2", "approvals_required": 1, "rule_type": "any_approver"}
     )
-    assert r.status_code == 400
-    assert r.json()["message"]["rule_type"]
+    assert (r.status_code, r.json()) == (
+        400,
+        {"message": {"rule_type": ["any-approver for the project already exists"]}},
+    )
+    assert listed(api, owner, rules_url(p)) == [("any", 1)]
 
 
 def test_only_members_are_named_and_usernames_count(api, make):
@@ -221,8 +223,9 @@ def test_a_partial_put_changes_only_what_it_sends(api, make):
 def test_a_put_with_a_blank_name_is_refused(api, make):
     p, owner, *_ = setup(make)
     made = create(api, owner, p)
-    r = api(owner).put(rules_url(p, made["id"]), json={"name": " ", "approvals_required": 1})
+    r = api(owner).put(rules_url(p, made["id"]), json={"name": " ", "approvals_required": 2})
     assert (r.status_code, r.json()) == (400, {"message": {"name": ["can't be blank"]}})
+    assert listed(api, owner, rules_url(p)) == [("rule", 1)]
 
 
 def test_delete_removes_the_rule(api, make):
@@ -247,6 +250,7 @@ def test_rules_by_role(api, make):
             == 403
         )
         assert api(who).delete(rules_url(p, made["id"])).status_code == 403
+    assert listed(api, maint, rules_url(p)) == [("rule", 1)]
     r = api(make.user()).get(rules_url(p))
     assert (r.status_code, r.json()) == (404, {"message": "404 Project Not Found"})
 
@@ -385,6 +389,7 @@ def test_merge_request_rules_are_refused_when_overriding_is_disabled(api, make):
         == 403
     )
     assert api(owner).delete(mr_rules_url(p, mr, made["id"])).status_code == 403
+    assert listed(api, owner, mr_rules_url(p, mr)) == [("Security", 1)]
 
 
 def test_own_rules_are_ignored_once_overriding_is_disabled(api, make, db):
@@ -406,7 +411,8 @@ def test_reporters_may_not_write_merge_request_rules(api, make):
     mr = make.merge_request(p, dev)
     assert api(reporter).get(mr_rules_url(p, mr)).status_code == 200
     r = api(reporter).post(mr_rules_url(p, mr), json={"name": "n", "approvals_required": 1})
-    assert r.status_code == 403
+    assert (r.status_code, r.json()) == (403, {"message": "403 Forbidden"})
+    assert listed(api, dev, mr_rules_url(p, mr)) == []
 
 
 def test_deleting_a_merge_request_rule(api, make, db):

@@ -54,6 +54,14 @@ def events_of(db, mr) -> list[str]:
     ]
 
 
+def approvers(db, mr) -> list[int]:
+    """Who approved `mr`, in the order the approvals were written."""
+    db.expire_all()
+    return list(
+        db.scalars(select(Approval.user_id).where(Approval.merge_request_id == mr.id).order_by(Approval.id))
+    )
+
+
 # ----------------------------------------------------------------------------- configuration
 
 
@@ -95,12 +103,14 @@ def test_developers_may_not_change_the_configuration(api, make):
     p, _, _owner, dev, *_ = setup(make)
     r = api(dev).post(cfg_url(p), json={"approvals_before_merge": 2})
     assert (r.status_code, r.json()) == (403, {"message": "403 Forbidden"})
+    assert api(dev).get(cfg_url(p)).json()["approvals_before_merge"] == 0
 
 
 def test_a_negative_approvals_before_merge_is_refused(api, make):
     p, _, owner, *_ = setup(make)
     r = api(owner).post(cfg_url(p), json={"approvals_before_merge": -1})
     assert r.status_code == 400
+    assert api(owner).get(cfg_url(p)).json()["approvals_before_merge"] == 0
 
 
 def test_outsiders_do_not_see_a_private_projects_configuration(api, make):
@@ -227,11 +237,12 @@ def test_an_approval_that_does_not_complete_sends_no_approved(api, make, db):
     assert events_of(db, mr) == ["approval"]
 
 
-def test_approving_twice_is_unauthorized(api, make):
+def test_approving_twice_is_unauthorized(api, make, db):
     p, mr, _owner, _dev, dev2, _maint = setup(make)
     assert api(dev2).post(mr_url(p, mr, "approve")).status_code == 201
     r = api(dev2).post(mr_url(p, mr, "approve"))
     assert (r.status_code, r.json()) == (401, {"message": "401 Unauthorized"})
+    assert approvers(db, mr) == [dev2.id]
 
 
 def test_unapprove_without_an_approval_is_not_found(api, make):
@@ -240,33 +251,39 @@ def test_unapprove_without_an_approval_is_not_found(api, make):
     assert (r.status_code, r.json()) == (404, {"message": "404 Not Found"})
 
 
-def test_a_sha_other_than_the_head_is_a_conflict(api, make):
+def test_a_sha_other_than_the_head_is_a_conflict(api, make, db):
     p, mr, _owner, _dev, dev2, _maint = setup(make)
     r = api(dev2).post(mr_url(p, mr, "approve"), json={"sha": "0" * 40})
     assert (r.status_code, r.json()) == (
         409,
         {"message": f"SHA does not match HEAD of source branch: {mr.head_sha}"},
     )
+    assert approvers(db, mr) == []
     assert api(dev2).post(mr_url(p, mr, "approve"), json={"sha": mr.head_sha}).status_code == 201
 
 
-def test_the_author_approves_unless_the_project_refuses(api, make):
+def test_the_author_approves_unless_the_project_refuses(api, make, db):
     p, mr, _owner, dev, *_ = setup(make)
     assert api(dev).get(mr_url(p, mr)).json()["user_can_approve"] is True
     assert api(dev).post(mr_url(p, mr, "approve")).status_code == 201
+    assert approvers(db, mr) == [dev.id]
 
 
-def test_merge_requests_author_approval_true_refuses_the_author(api, make):
+def test_merge_requests_author_approval_true_refuses_the_author(api, make, db):
     p, mr, _owner, dev, *_ = setup(make, merge_requests_author_approval=True)
     assert api(dev).get(mr_url(p, mr)).json()["user_can_approve"] is False
     r = api(dev).post(mr_url(p, mr, "approve"))
     assert (r.status_code, r.json()) == (401, {"message": "401 Unauthorized"})
+    assert approvers(db, mr) == []
 
 
-def test_the_instance_setting_refuses_the_author(api, make):
+def test_the_instance_setting_refuses_the_author(api, make, db):
     p, mr, _owner, dev, *_ = setup(make)
-    api("root").put("/application/settings", json={"prevent_merge_requests_author_approval": True})
-    assert api(dev).post(mr_url(p, mr, "approve")).status_code == 401
+    r = api("root").put("/application/settings", json={"prevent_merge_requests_author_approval": True})
+    assert r.status_code == 200, r.text
+    r = api(dev).post(mr_url(p, mr, "approve"))
+    assert (r.status_code, r.json()) == (401, {"message": "401 Unauthorized"})
+    assert approvers(db, mr) == []
 
 
 def _committed(make, p, who, author_email):
@@ -277,18 +294,21 @@ def _committed(make, p, who, author_email):
     return make.merge_request(p, who, source_branch=branch)
 
 
-def test_committers_approve_unless_the_project_refuses(api, make):
+def test_committers_approve_unless_the_project_refuses(api, make, db):
     p, _mr, _owner, dev, dev2, _maint = setup(make)
     mine = _committed(make, p, dev, dev2.email)
     assert api(dev2).post(mr_url(p, mine, "approve")).status_code == 201
+    assert approvers(db, mine) == [dev2.id]
 
 
-def test_committers_are_refused_when_the_project_disables_their_approval(api, make):
+def test_committers_are_refused_when_the_project_disables_their_approval(api, make, db):
     p, _mr, _owner, dev, dev2, maint = setup(make, merge_requests_disable_committers_approval=True)
     mine = _committed(make, p, dev, dev2.email.upper())
     r = api(dev2).post(mr_url(p, mine, "approve"))
     assert (r.status_code, r.json()) == (401, {"message": "401 Unauthorized"})
+    assert approvers(db, mine) == []
     assert api(maint).post(mr_url(p, mine, "approve")).status_code == 201
+    assert approvers(db, mine) == [maint.id]
 
 
 def test_a_committers_further_confirmed_address_counts(api, make, db):
@@ -296,21 +316,24 @@ def test_a_committers_further_confirmed_address_counts(api, make, db):
     db.add(Email(user_id=dev2.id, email="other@elsewhere.test", confirmed_at=datetime.now(UTC)))
     db.commit()
     mine = _committed(make, p, dev, "other@elsewhere.test")
-    api("root").put("/application/settings", json={"prevent_merge_requests_committers_approval": True})
+    r = api("root").put("/application/settings", json={"prevent_merge_requests_committers_approval": True})
+    assert r.status_code == 200, r.text
     assert api(dev2).post(mr_url(p, mine, "approve")).status_code == 401
+    assert approvers(db, mine) == []
 
 
-def test_password_is_checked_where_the_project_asks(api, make):
+def test_password_is_checked_where_the_project_asks(api, make, db):
     p, mr, _owner, _dev, dev2, _maint = setup(make, require_password_to_approve=True)
     r = api(dev2).post(mr_url(p, mr, "approve"), json={"approval_password": "wrong"})
     assert (r.status_code, r.json()) == (401, {"message": "401 Unauthorized"})
     assert api(dev2).post(mr_url(p, mr, "approve")).status_code == 401
+    assert approvers(db, mr) == []
     r = api(dev2).post(mr_url(p, mr, "approve"), json={"approval_password": dev2.password})
     assert r.status_code == 201
     assert r.json()["require_password_to_approve"] is True
 
 
-def test_approvals_by_role(api, make):
+def test_approvals_by_role(api, make, db):
     p, mr, owner, _dev, _dev2, maint = setup(make, visibility="public")
     reporter, guest, outsider = make.user(), make.user(), make.user()
     make.member(p, reporter, REPORTER)
@@ -320,9 +343,11 @@ def test_approvals_by_role(api, make):
     assert api(guest).post(mr_url(p, mr, "approve")).status_code == 403
     assert api(outsider).post(mr_url(p, mr, "approve")).status_code == 403
     assert api(outsider).get(mr_url(p, mr)).json()["user_can_approve"] is False
+    assert approvers(db, mr) == []
     assert api(maint).post(mr_url(p, mr, "approve")).status_code == 201
     assert api(owner).post(mr_url(p, mr, "approve")).status_code == 201
     assert api("root").post(mr_url(p, mr, "approve")).status_code == 201
+    assert approvers(db, mr) == [maint.id, owner.id, api("root").get("/user").json()["id"]]
 
 
 def test_anonymous_callers_are_unauthorized(api, make):
@@ -350,7 +375,7 @@ def test_a_reviewer_who_approves_is_shown_approved(api, make, db):
 # ----------------------------------------------------------------------------- rules and the count
 
 
-def test_a_rule_names_who_may_approve_while_it_waits(api, make):
+def test_a_rule_names_who_may_approve_while_it_waits(api, make, db):
     p, mr, owner, _dev, dev2, maint = setup(make)
     rule(api, owner, p, name="Security", approvals_required=1, user_ids=[maint.id])
     body = api(dev2).get(mr_url(p, mr)).json()
@@ -360,6 +385,7 @@ def test_a_rule_names_who_may_approve_while_it_waits(api, make):
     assert body["approval_rules_left"][0]["name"] == "Security"
     assert body["user_can_approve"] is False
     assert api(dev2).post(mr_url(p, mr, "approve")).status_code == 401
+    assert approvers(db, mr) == []
     body = api(maint).post(mr_url(p, mr, "approve")).json()
     assert (body["approvals_left"], body["approved"]) == (0, True)
     # Once the rules are met, anyone who may approve adds an approval.

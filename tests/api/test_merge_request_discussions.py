@@ -10,6 +10,7 @@ from sqlalchemy import select
 from kiln.models import MergeRequestDiff, Note
 from kiln.models.namespaces import DEVELOPER, GUEST, REPORTER
 from kiln.queries.discussions import unresolved_count
+from tests.merge_requests import public_mr
 from tests.statements import count
 
 CODE = "".join(f"line {n}\n" for n in range(1, 11))
@@ -21,12 +22,6 @@ LINE_CODE_ERROR = {
 def threads_url(project, mr, discussion_id=None):
     url = f"/projects/{project.id}/merge_requests/{mr.iid}/discussions"
     return url if discussion_id is None else f"{url}/{discussion_id}"
-
-
-def public_mr(make, **fields):
-    owner = make.user()
-    project = make.project_with_repository(owner=owner, visibility="public")
-    return owner, project, make.merge_request(project, owner, **fields)
 
 
 def changed_mr(make):
@@ -132,8 +127,11 @@ def test_the_author_or_a_developer_resolves_and_others_are_refused(api, make, db
     assert api(reporter).put(url, json={"resolved": True}).status_code == 403
     assert unresolved_count(db, mr.id) == 1
     assert api(author).put(url, json={"resolved": True}).status_code == 200
+    assert unresolved_count(db, mr.id) == 0
     assert api(developer).put(url, json={"resolved": False}).status_code == 200
+    assert unresolved_count(db, mr.id) == 1
     assert api().put(url, json={"resolved": True}).status_code == 401
+    assert unresolved_count(db, mr.id) == 1
 
 
 def test_a_diff_thread_keeps_and_shows_its_position(api, make, db):
@@ -232,7 +230,18 @@ def test_a_thread_on_a_commit_of_the_merge_request(api, make, db):
         assert (r.status_code, r.json()) == (400, LINE_CODE_ERROR)
 
 
-def test_a_guest_of_a_private_project_may_not_start_threads(api, make):
+def note_bodies(db, mr) -> list[str]:
+    db.expire_all()
+    return list(
+        db.scalars(
+            select(Note.body)
+            .where(Note.noteable_type == "MergeRequest", Note.noteable_id == mr.id)
+            .order_by(Note.id)
+        )
+    )
+
+
+def test_a_guest_of_a_private_project_may_not_start_threads(api, make, db):
     owner = make.user()
     p = make.project_with_repository(owner=owner, visibility="private")
     mr = make.merge_request(p, owner)
@@ -240,14 +249,17 @@ def test_a_guest_of_a_private_project_may_not_start_threads(api, make):
     make.member(p, guest, GUEST)
     assert api(guest).get(threads_url(p, mr)).status_code == 403
     assert api(guest).post(threads_url(p, mr), json={"body": "x"}).status_code == 403
+    assert note_bodies(db, mr) == []
 
 
-def test_a_locked_merge_request_takes_a_reporter_to_start_a_thread(api, make):
+def test_a_locked_merge_request_takes_a_reporter_to_start_a_thread(api, make, db):
     _owner, p, mr = public_mr(make, discussion_locked=True)
     someone, reporter = make.user(), make.user()
     make.member(p, reporter, REPORTER)
     assert api(someone).post(threads_url(p, mr), json={"body": "x"}).status_code == 403
-    assert api(reporter).post(threads_url(p, mr), json={"body": "x"}).status_code == 201
+    assert note_bodies(db, mr) == []
+    assert api(reporter).post(threads_url(p, mr), json={"body": "y"}).status_code == 201
+    assert note_bodies(db, mr) == ["y"]
 
 
 def test_list_is_constant_in_threads_and_notes(api, make, runtime):

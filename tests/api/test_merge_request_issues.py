@@ -12,10 +12,11 @@ from typing import Any
 from sqlalchemy import select, update
 
 from kiln.db import transaction
-from kiln.models import Event, Issue, Note, Project, ResourceStateEvent
+from kiln.models import Event, Issue, Project, ResourceStateEvent
 from kiln.models.namespaces import GUEST, REPORTER
 from kiln.models.notes import ISSUE
 from kiln.services import merge_requests as mr_service
+from tests.merge_requests import owned, system_notes
 from tests.statements import count
 
 BASE = "http://kiln.test"
@@ -36,21 +37,6 @@ def full_path(api: Any, user: Any, p: Any) -> str:
 def ids(r: Any) -> list[int]:
     assert r.status_code == 200, r.text
     return [item["id"] for item in r.json()]
-
-
-def owned(make: Any, **fields: Any) -> tuple[Any, Any]:
-    owner = make.user()
-    return owner, make.project_with_repository(owner=owner, **fields)
-
-
-def system_notes(db: Any, issue: Any) -> list[str]:
-    return list(
-        db.scalars(
-            select(Note.body)
-            .where(Note.noteable_type == ISSUE, Note.noteable_id == issue.id, Note.system.is_(True))
-            .order_by(Note.id)
-        )
-    )
 
 
 def fresh(db: Any, issue: Any) -> Issue:

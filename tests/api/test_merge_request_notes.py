@@ -8,18 +8,13 @@ from sqlalchemy import select
 
 from kiln.models import Event, MergeRequest
 from kiln.models.namespaces import DEVELOPER, GUEST, MAINTAINER, REPORTER
+from tests.merge_requests import public_mr
 from tests.statements import count
 
 
 def notes_url(project, mr, note_id=None):
     url = f"/projects/{project.id}/merge_requests/{mr.iid}/notes"
     return url if note_id is None else f"{url}/{note_id}"
-
-
-def public_mr(make, **fields):
-    owner = make.user()
-    project = make.project_with_repository(owner=owner, visibility="public")
-    return owner, project, make.merge_request(project, owner, **fields)
 
 
 def test_commenting_on_a_merge_request(api, make, db):
@@ -63,11 +58,14 @@ def test_another_persons_note_takes_a_maintainer_to_change(api, make):
     note = api(writer).post(notes_url(p, mr), json={"body": "mine"}).json()
     assert api(developer).put(notes_url(p, mr, note["id"]), json={"body": "x"}).status_code == 403
     assert api(developer).delete(notes_url(p, mr, note["id"])).status_code == 403
+    assert api(writer).get(notes_url(p, mr, note["id"])).json()["body"] == "mine"
     assert api(maintainer).put(notes_url(p, mr, note["id"]), json={"body": "fixed"}).status_code == 200
+    assert api(writer).get(notes_url(p, mr, note["id"])).json()["body"] == "fixed"
     assert api(maintainer).delete(notes_url(p, mr, note["id"])).status_code == 204
+    assert api(writer).get(notes_url(p, mr, note["id"])).status_code == 404
 
 
-def test_a_private_projects_merge_request_is_hidden_from_non_members(api, make):
+def test_a_private_projects_merge_request_is_hidden_from_non_members(api, make, db):
     owner = make.user()
     p = make.project_with_repository(owner=owner, visibility="private")
     mr = make.merge_request(p, owner)
@@ -75,6 +73,7 @@ def test_a_private_projects_merge_request_is_hidden_from_non_members(api, make):
     assert api(stranger).get(notes_url(p, mr)).status_code == 404
     assert api(stranger).post(notes_url(p, mr), json={"body": "hi"}).status_code == 404
     assert api().get(notes_url(p, mr)).status_code == 404
+    assert db.scalar(select(MergeRequest.user_notes_count).where(MergeRequest.id == mr.id)) == 0
 
 
 def test_a_guest_of_a_private_project_is_refused_merge_request_notes(api, make, db):
@@ -90,11 +89,13 @@ def test_a_guest_of_a_private_project_is_refused_merge_request_notes(api, make, 
 
 
 def test_a_locked_merge_request_takes_a_reporter_to_comment(api, make):
-    _owner, p, mr = public_mr(make, discussion_locked=True)
+    owner, p, mr = public_mr(make, discussion_locked=True)
     someone, reporter = make.user(), make.user()
     make.member(p, reporter, REPORTER)
     assert api(someone).post(notes_url(p, mr), json={"body": "hi"}).status_code == 403
+    assert api(owner).get(notes_url(p, mr)).json() == []
     assert api(reporter).post(notes_url(p, mr), json={"body": "hi"}).status_code == 201
+    assert [n["author"]["id"] for n in api(owner).get(notes_url(p, mr)).json()] == [reporter.id]
 
 
 def test_an_unknown_merge_request_is_not_found(api, make):

@@ -9,21 +9,16 @@ from types import SimpleNamespace
 from sqlalchemy import select
 
 from kiln.db import transaction
-from kiln.models import Event, Member, MergeRequest, Note, Timelog, Todo
+from kiln.models import AwardEmoji, Event, Member, MergeRequest, Note, Timelog, Todo
 from kiln.models.namespaces import GUEST, REPORTER
 from kiln.models.todos import DONE, MARKED, PENDING
 from kiln.services import resource_events
+from tests.merge_requests import public_mr
 from tests.statements import count
 
 
 def mr_url(project, mr, what: str) -> str:
     return f"/projects/{project.id}/merge_requests/{mr.iid}/{what}"
-
-
-def public_mr(make, **fields):
-    owner = make.user()
-    project = make.project_with_repository(owner=owner, visibility="public")
-    return owner, project, make.merge_request(project, owner, **fields)
 
 
 # ----------------------------------------------------------------------------- emoji
@@ -62,13 +57,14 @@ def test_reacting_to_a_merge_requests_note(api, make, db):
     assert db.scalar(select(MergeRequest.upvotes).where(MergeRequest.id == mr.id)) == 0
 
 
-def test_a_guest_of_a_private_project_may_not_react(api, make):
+def test_a_guest_of_a_private_project_may_not_react(api, make, db):
     owner = make.user()
     p = make.project_with_repository(owner=owner, visibility="private")
     mr = make.merge_request(p, owner)
     guest = make.user()
     make.member(p, guest, GUEST)
     assert api(guest).post(mr_url(p, mr, "award_emoji"), json={"name": "thumbsup"}).status_code == 403
+    assert db.scalars(select(AwardEmoji).where(AwardEmoji.awardable_id == mr.id)).all() == []
 
 
 # ----------------------------------------------------------------------------- resource events
@@ -256,6 +252,8 @@ def test_tracking_time_on_a_merge_request_takes_a_reporter(api, make, db):
     make.member(p, reporter, REPORTER)
     assert api(someone).post(mr_url(p, mr, "time_estimate"), json={"duration": "1h"}).status_code == 403
     assert api(someone).post(mr_url(p, mr, "add_spent_time"), json={"duration": "1h"}).status_code == 403
-    assert api(someone).get(mr_url(p, mr, "time_stats")).status_code == 200
+    r = api(someone).get(mr_url(p, mr, "time_stats"))
+    assert (r.status_code, r.json()["time_estimate"], r.json()["total_time_spent"]) == (200, 0, 0)
+    assert db.scalars(select(Timelog)).all() == []
     assert api(reporter).post(mr_url(p, mr, "time_estimate"), json={"duration": "1h"}).status_code == 200
     assert db.scalar(select(MergeRequest.time_estimate).where(MergeRequest.id == mr.id)) == 3600

@@ -25,6 +25,7 @@ from kiln.models.namespaces import DEVELOPER, GUEST, REPORTER
 from kiln.models.notes import MERGE_REQUEST
 from kiln.services import merges, pipeline_processing, repositories
 from tests.api.test_merge_request_diffs import push_commit
+from tests.merge_requests import owned, system_notes
 from tests.repositories import fsck_errors
 from tests.statements import count
 from tests.threads import STUCK_S, Blocked
@@ -41,21 +42,6 @@ def repo_of(settings: Any, p: Any) -> pygit2.Repository:
 def tip(settings: Any, p: Any, branch: str) -> str | None:
     ref = repo_of(settings, p).references.get(f"refs/heads/{branch}")
     return str(ref.target) if ref is not None else None
-
-
-def notes_of(db: Any, mr: MergeRequest) -> list[str]:
-    return list(
-        db.scalars(
-            select(Note.body)
-            .where(Note.noteable_type == MERGE_REQUEST, Note.noteable_id == mr.id, Note.system.is_(True))
-            .order_by(Note.id)
-        )
-    )
-
-
-def owned(make: Any, **fields: Any) -> tuple[Any, Any]:
-    owner = make.user()
-    return owner, make.project_with_repository(owner=owner, **fields)
 
 
 def diverge(make: Any, p: Any, files: dict[str, str] | None = None) -> str:
@@ -99,7 +85,7 @@ def test_merge_makes_gitlabs_merge_commit(api, make, settings, db):
         merged,
         "can_be_merged",
     )
-    assert "merged" in notes_of(db, mr)
+    assert system_notes(db, mr) == ["merged"]
     states = db.scalars(
         select(ResourceStateEvent.state).where(
             ResourceStateEvent.target_type == MERGE_REQUEST, ResourceStateEvent.target_id == mr.id
@@ -109,11 +95,10 @@ def test_merge_makes_gitlabs_merge_commit(api, make, settings, db):
     actions = db.scalars(
         select(Event.action).where(Event.target_type == MERGE_REQUEST, Event.target_id == mr.id)
     ).all()
-    assert "merged" in actions
+    assert actions == ["merged"]
     pushes = db.scalars(select(Event.data).where(Event.project_id == p.id, Event.action == "pushed")).all()
-    assert any(
-        d["ref"] == "refs/heads/main" and d["after"] == merged and d["before"] == before for d in pushes
-    )
+    # the first: the factory's initial commit on main
+    assert [(d["ref"], d["before"], d["after"]) for d in pushes[1:]] == [("refs/heads/main", before, merged)]
     assert_sound(settings, p)
 
 
@@ -137,7 +122,7 @@ def test_merge_with_conflicts_is_406_and_changes_nothing(api, make, settings, db
     db.expire_all()
     row = db.get(MergeRequest, mr.id)
     assert (row.state, row.lock_version, row.merge_commit_sha) == ("opened", lock, None)
-    assert notes_of(db, mr) == []
+    assert system_notes(db, mr) == []
 
 
 @pytest.mark.parametrize("method", ["rebase_merge", "ff"])
@@ -470,7 +455,8 @@ def test_rebase_with_skip_ci_pushes_with_ci_skip(api, make, settings, db):
     diverge(make, p)
     assert api(owner).put(url(p, mr, "/rebase"), json={"skip_ci": True}).status_code == 202
     pushes = db.scalars(select(Event.data).where(Event.project_id == p.id, Event.action == "pushed")).all()
-    assert any(d["ref"] == "refs/heads/skip" and d["push_options"] == ["ci.skip"] for d in pushes)
+    # the first: the factory's initial commit on main
+    assert [(d["ref"], d["push_options"]) for d in pushes[1:]] == [("refs/heads/skip", ["ci.skip"])]
 
 
 # ----------------------------------------------------------------------------- merge when the pipeline succeeds
@@ -505,11 +491,12 @@ def test_merge_when_pipeline_succeeds_merges_once_it_does(api, make, settings, d
     row = db.get(MergeRequest, mr.id)
     assert row.state == "merged"
     assert row.merged_by_id == owner.id
-    assert row.squash_commit_sha is not None
     main = repo_of(settings, p)[tip(settings, p, "main")].peel(pygit2.Commit)
-    assert str(main.parent_ids[0]) == before
+    assert [str(x) for x in main.parent_ids] == [before, row.squash_commit_sha]
+    assert row.merge_commit_sha == str(main.id)
     assert tip(settings, p, "auto") is None
-    assert any(n.startswith("enabled an automatic merge") for n in notes_of(db, mr))
+    notes = system_notes(db, mr)
+    assert [n.split(" when ")[0] for n in notes] == ["enabled an automatic merge", "merged"]
     assert_sound(settings, p)
 
 
@@ -554,7 +541,7 @@ def test_cancel_merge_when_pipeline_succeeds(api, make, settings, db):
     db.expire_all()
     row = db.get(MergeRequest, mr.id)
     assert (row.merge_when_pipeline_succeeds, row.merge_user_id, row.merge_params) == (False, None, {})
-    assert notes_of(db, mr)[-1] == "canceled the automatic merge"
+    assert system_notes(db, mr)[-1] == "canceled the automatic merge"
     outsider = make.user()
     make.member(p, outsider, REPORTER)
     assert api(outsider).post(cancel).status_code == 401
@@ -576,7 +563,7 @@ def test_cancel_auto_merge_for_a_push(api, make, settings, db):
     row = db.get(MergeRequest, mr.id)
     with transaction(db):
         assert merges.cancel_auto_merge(db, row, "the source branch was updated") is True
-    assert notes_of(db, mr)[-1] == "aborted the automatic merge because the source branch was updated"
+    assert system_notes(db, mr)[-1] == "aborted the automatic merge because the source branch was updated"
     with transaction(db):
         assert merges.cancel_auto_merge(db, row, "again") is False
 
@@ -705,7 +692,9 @@ def test_an_automatic_merge_that_cannot_merge_any_more_is_aborted(api, make, set
     db.expire_all()
     row = db.get(MergeRequest, mr.id)
     assert (row.state, row.merge_when_pipeline_succeeds) == ("opened", False)
-    assert notes_of(db, mr)[-1] == "aborted the automatic merge because the merge request cannot be merged"
+    assert (
+        system_notes(db, mr)[-1] == "aborted the automatic merge because the merge request cannot be merged"
+    )
     assert tip(settings, p, "main") == before
 
 
@@ -815,7 +804,7 @@ def test_a_merge_already_merged_by_a_push_is_left_as_the_api_merged_it(api, make
     r = api(owner).put(url(p, mr))
     assert r.status_code == 200, r.text
     merged = r.json()["merge_commit_sha"]
-    notes = notes_of(db, mr)
+    notes = system_notes(db, mr)
     drain()
     db.expire_all()
     row = db.get(MergeRequest, mr.id)
@@ -825,7 +814,7 @@ def test_a_merge_already_merged_by_a_push_is_left_as_the_api_merged_it(api, make
         owner.id,
         mr.head_sha,
     )
-    assert notes_of(db, mr) == notes
+    assert system_notes(db, mr) == notes
     merges_recorded = db.scalars(
         select(Event.id).where(
             Event.target_type == MERGE_REQUEST, Event.target_id == mr.id, Event.action == "merged"
@@ -941,11 +930,11 @@ def test_rebase_is_refreshed_as_a_push_new_version_and_automatic_merge_aborted(
     assert (row.head_sha, row.merge_when_pipeline_succeeds) == (new, False)
     versions = api(owner).get(url(p, mr, "/versions")).json()
     assert [v["head_commit_sha"] for v in versions] == [new, old_head]
-    assert "aborted the automatic merge because source branch was updated" in notes_of(db, mr)
+    assert system_notes(db, mr)[-1] == "aborted the automatic merge because source branch was updated"
     actions = db.scalars(
         select(Event.action).where(Event.target_type == MERGE_REQUEST, Event.target_id == mr.id)
     ).all()
-    assert "updated" in actions
+    assert actions == ["updated"]
 
 
 # ----------------------------------------------------------------------------- who reads

@@ -100,7 +100,8 @@ def test_a_whole_review_from_branch_to_merge(review, tmp_path: Path):
     assert [n["body"] for n in thread.attributes["notes"]] == ["Why two?", "Because."]
     thread.resolved = True
     thread.save()
-    assert all(n["resolved"] for n in maintainer_mr.discussions.get(thread.id).attributes["notes"])
+    notes = maintainer_mr.discussions.get(thread.id).attributes["notes"]
+    assert [(n["resolved"], n["resolved_by"]["id"]) for n in notes] == [(True, review.maintainer.id)] * 2
     assert review.project.mergerequests.get(mr.iid).blocking_discussions_resolved is True
 
     # One approval from the maintainer is required, and given.
@@ -122,7 +123,7 @@ def test_a_whole_review_from_branch_to_merge(review, tmp_path: Path):
     assert [d["new_path"] for d in version.diffs] == ["app.py"]
     changes = maintainer_mr.changes()
     assert [c["new_path"] for c in changes["changes"]] == ["app.py"]
-    assert "+    return 2" in changes["changes"][0]["diff"]
+    assert changes["changes"][0]["diff"] == "@@ -0,0 +1,2 @@\n+def main():\n+    return 2\n"
 
     merged = maintainer_mr.merge(should_remove_source_branch=True)
     assert merged["state"] == "merged"
@@ -130,8 +131,9 @@ def test_a_whole_review_from_branch_to_merge(review, tmp_path: Path):
     with pytest.raises(GitlabMRClosedError) as again:
         maintainer_mr.merge()
     assert again.value.response_code == 405
-    with pytest.raises(GitlabGetError):
+    with pytest.raises(GitlabGetError) as gone:
         review.project.branches.get("feature")
+    assert gone.value.response_code == 404
     main = review.project.branches.get("main")
     assert main.commit["id"] == merged["merge_commit_sha"]
 
@@ -142,7 +144,6 @@ def test_a_whole_review_from_branch_to_merge(review, tmp_path: Path):
     work = tmp_path / "clone"
     git.run("clone", "-q", url, str(work))
     shas = git.run("log", "--format=%H %P", "-1", cwd=work).stdout.split()
-    assert shas[0] == merged["merge_commit_sha"]
-    assert shas[2] == head
+    assert (len(shas), shas[0], shas[2]) == (3, merged["merge_commit_sha"], head)
     assert (work / "app.py").read_text() == "def main():\n    return 2\n"
     git.run("fsck", "--strict", cwd=work)
