@@ -9,7 +9,10 @@ write leaves every repository sound.
 
 A write that succeeded may have deleted, renamed, archived or blocked what the world holds:
 the world is restored before the next example (a savepoint, a copy of the data dir), so
-every example meets the same objects.
+every example meets the same objects. A worker seeds each world once (with and without a
+merge request) and writes its rows again into each later test's rolled-back transaction,
+with a fresh copy of its data dir: every operation meets the same world, none sees what
+another did.
 
 `KNOWN_5XX` lists the failures kiln still has; a 5xx that is not in it fails the run, and an
 entry that no longer fails fails `test_a_known_5xx_still_fails`: delete it then.
@@ -31,6 +34,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC
+from pathlib import Path
 from typing import Any, cast
 from urllib.parse import quote, unquote
 
@@ -38,12 +42,12 @@ import pytest
 from hypothesis import HealthCheck, Phase, assume, given, seed, settings
 from hypothesis import strategies as st
 from litestar import Litestar, Router
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, Table, select, text
 from sqlalchemy.orm import Session
 
 from kiln.api import API_PREFIX, API_ROUTES, ROOT_ROUTES, _openapi
 from kiln.api._deps import DEPENDENCIES
-from kiln.models import PersonalAccessToken
+from kiln.models import Base, PersonalAccessToken
 from kiln.runtime import Runtime
 from tests.api.test_users import PNG
 from tests.factories import Factory
@@ -896,31 +900,126 @@ def record(findings: dict[str, Finding], found: Finding) -> None:
 # The tests
 
 
+def _review(request: pytest.FixtureRequest) -> bool:
+    """Whether the test's operation gets a merge request in its world (REVIEW_PATHS)."""
+    callspec = getattr(request.node, "callspec", None)
+    path = str(callspec.params.get("path", "")) if callspec is not None else ""
+    return not path or any(word in path for word in REVIEW_PATHS)
+
+
 @pytest.fixture
 def world_maker(
     make: Factory, db: Session, client: Any, request: pytest.FixtureRequest
 ) -> Callable[[], World]:
-    callspec = getattr(request.node, "callspec", None)
-    path = str(callspec.params.get("path", "")) if callspec is not None else ""
-    review = not path or any(word in path for word in REVIEW_PATHS)
+    review = _review(request)
     return lambda: seed_world(make, db, client, review=review)
+
+
+Rows = dict[str, dict[tuple[Any, ...], dict[str, Any]]]
+
+
+def _rows(conn: Connection) -> Rows:
+    """Every row of every table, by table name and primary key."""
+    rows: Rows = {}
+    for table in Base.metadata.sorted_tables:
+        key = list(table.primary_key.columns)
+        rows[table.name] = {
+            tuple(row[c.name] for c in key): dict(row) for row in conn.execute(select(table)).mappings()
+        }
+    return rows
+
+
+@dataclass
+class Frozen:
+    """A seeded world as it was written, kept for the rest of the worker: the rows seeding
+    added to the baseline (and the baseline rows it changed or deleted), where PostgreSQL's
+    sequences stood after it, and a copy of its data dir. Written again into a test's
+    rolled-back transaction, it is the same world, at a fraction of a seeding's cost."""
+
+    world: World
+    data: Path
+    added: list[tuple[Table, list[dict[str, Any]]]]
+    changed: list[tuple[Table, list[dict[str, Any]]]]
+    removed: list[tuple[Table, list[dict[str, Any]]]]
+    sequences: str | None
+
+    @classmethod
+    def seed(cls, make_world: Callable[[], World], conn: Connection, runtime: Runtime, data: Path) -> Frozen:
+        """Seeds a world in the test's transaction and keeps what it wrote."""
+        before = _rows(conn)
+        world = make_world()
+        after = _rows(conn)
+        added, changed, removed = [], [], []
+        for table in Base.metadata.sorted_tables:
+            old, new = before[table.name], after[table.name]
+            if rows := [row for key, row in new.items() if key not in old]:
+                added.append((table, rows))
+            if rows := [row for key, row in new.items() if key in old and old[key] != row]:
+                changed.append((table, rows))
+            if rows := [row for key, row in old.items() if key not in new]:
+                removed.insert(0, (table, rows))
+        shutil.copytree(runtime.settings.data_dir, data, symlinks=True)
+        return cls(world, data, added, changed, removed, _sequences(conn))
+
+    def write(self, conn: Connection) -> None:
+        """The world's rows into the test's transaction (which holds the baseline)."""
+        for table, rows in self.added:
+            conn.execute(table.insert(), rows)
+        for table, rows in self.changed:
+            for row in rows:
+                conn.execute(table.update().where(*_key_of(table, row)).values(row))
+        for table, rows in self.removed:
+            for row in rows:
+                conn.execute(table.delete().where(*_key_of(table, row)))
+        if self.sequences:
+            conn.exec_driver_sql(self.sequences)
+
+
+def _key_of(table: Table, row: dict[str, Any]) -> list[Any]:
+    return [c == row[c.name] for c in table.primary_key.columns]
+
+
+def _sequences(conn: Connection) -> str | None:
+    """On PostgreSQL, one statement putting every sequence where it stands now (the test's
+    rewind puts them back to the baseline's)."""
+    if conn.dialect.name != "postgresql":
+        return None
+    rows = conn.execute(text("SELECT schemaname, sequencename, last_value FROM pg_sequences")).all()
+    calls = [
+        f"setval('{schema}.{name}', {last}, true)"
+        if last is not None
+        else f"setval('{schema}.{name}', 1, false)"
+        for schema, name, last in rows
+    ]
+    return f"SELECT {', '.join(calls)}" if calls else None
+
+
+@pytest.fixture(scope="session")
+def frozen_worlds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[bool, Frozen]]:
+    """This worker's seeded worlds (with and without a merge request), each seeded once."""
+    return tmp_path_factory.mktemp("fuzz-worlds"), {}
 
 
 class Arena:
     """A seeded world, and the way back to it after an example wrote: the database to a
-    savepoint taken once the world was made, the data dir to a copy of it made then (at a
-    new path, so that no repository kiln holds open is one an example changed)."""
+    savepoint taken once the world was written, the data dir to a fresh copy of the world's
+    (at a new path, so that no repository kiln holds open is one an example changed)."""
 
-    def __init__(self, world: World, db: Session, runtime: Runtime) -> None:
+    def __init__(self, world: World, db: Session, runtime: Runtime, snapshot: Path) -> None:
         self.world = world
         self.runtime = runtime
         self.conn = cast(Connection, db.get_bind())
         live = runtime.settings.data_dir
         self.base = live.with_name(live.name + "-fuzz")
-        self.snapshot = self.base / "world"
-        shutil.copytree(live, self.snapshot, symlinks=True)
+        self.snapshot = snapshot
         self.copies = 0
+        self._fresh()
         self.savepoint = self.conn.begin_nested()
+
+    def _fresh(self) -> None:
+        fresh = self.base / str(self.copies)
+        shutil.copytree(self.snapshot, fresh, symlinks=True)
+        self.runtime.settings = self.runtime.settings.model_copy(update={"data_dir": fresh})
 
     def restore(self) -> dict[str, str]:
         """Back to the world; returns what `git fsck` finds wrong with the repositories the
@@ -929,16 +1028,30 @@ class Arena:
         unsound = unsound_repositories(left / "repositories")
         self.savepoint.rollback()
         self.copies += 1
-        fresh = self.base / str(self.copies)
-        shutil.copytree(self.snapshot, fresh, symlinks=True)
-        self.runtime.settings = self.runtime.settings.model_copy(update={"data_dir": fresh})
+        self._fresh()
         self.savepoint = self.conn.begin_nested()
         return unsound
 
 
 @pytest.fixture
-def arena(world_maker: Callable[[], World], db: Session, runtime: Runtime) -> Arena:
-    return Arena(world_maker(), db, runtime)
+def arena(
+    world_maker: Callable[[], World],
+    db: Session,
+    runtime: Runtime,
+    frozen_worlds: tuple[Path, dict[bool, Frozen]],
+    request: pytest.FixtureRequest,
+) -> Arena:
+    """The worker's world for this operation: seeded by its first test, written again into
+    each later one's transaction (the same rows, the same ids, a copy of the same data dir)."""
+    root, kept = frozen_worlds
+    review = _review(request)
+    conn = cast(Connection, db.get_bind())
+    frozen = kept.get(review)
+    if frozen is None:
+        frozen = kept[review] = Frozen.seed(world_maker, conn, runtime, root / f"review-{review}")
+    else:
+        frozen.write(conn)
+    return Arena(frozen.world, db, runtime, frozen.data)
 
 
 @pytest.mark.parametrize(("method", "path"), OPERATIONS, ids=[f"{m} {p}" for m, p in OPERATIONS])
