@@ -10,6 +10,7 @@ from sqlalchemy import func, select
 
 from kiln.models.ci import CiJob, Pipeline
 from kiln.models.namespaces import DEVELOPER, GUEST, MAINTAINER, REPORTER
+from tests.api.test_pipelines import LIST_FIELDS
 from tests.statements import count
 
 
@@ -299,19 +300,7 @@ def test_the_commit_shows_its_latest_pipelines_status_and_record(api, make):
     assert last["web_url"].endswith(f"/-/pipelines/{newest.id}")
     assert {"created_at", "updated_at"} <= last.keys()
     assert last["web_url"] == f"http://kiln.test/{owner.username}/{project.path}/-/pipelines/{newest.id}"
-    assert set(last) == {
-        "id",
-        "iid",
-        "project_id",
-        "sha",
-        "ref",
-        "status",
-        "source",
-        "created_at",
-        "updated_at",
-        "web_url",
-        "name",
-    }
+    assert set(last) == LIST_FIELDS
     assert (
         api(owner).get(f"/projects/{project.id}/pipelines/{newest.id}").json()["updated_at"]
         == last["updated_at"]

@@ -13,6 +13,7 @@ from kiln.models.ci import CiJob, Pipeline
 from kiln.models.namespaces import DEVELOPER, REPORTER
 from kiln.services import merge_request_pipelines
 from tests.api.test_merge_request_diffs import push_commit
+from tests.api.test_pipelines import LIST_FIELDS
 from tests.merge_requests import fork_id
 from tests.statements import count
 
@@ -242,19 +243,7 @@ def test_the_list_holds_merge_request_and_branch_pipelines_newest_first(api, mak
         ("merge_request_event", f"refs/merge-requests/{mr['iid']}/head"),
         ("push", "feature"),
     ]
-    assert set(listed[0]) == {
-        "id",
-        "iid",
-        "project_id",
-        "sha",
-        "ref",
-        "status",
-        "source",
-        "name",
-        "created_at",
-        "updated_at",
-        "web_url",
-    }
+    assert set(listed[0]) == LIST_FIELDS
     assert all(x["sha"] == mr["sha"] for x in listed)
 
 
