@@ -65,7 +65,10 @@ class Server:
             tls.sni_callback = lambda sock, name, ctx: seen.sni.append(name)
             self.httpd.socket = tls.wrap_socket(self.httpd.socket, server_side=True)
         self.port = self.httpd.server_address[1]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        # A short poll: stop() waits for the loop to look (half a second by default, per server).
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
         self.thread.start()
 
     def stop(self) -> None:

@@ -93,7 +93,8 @@ def kiln_url(client: Any) -> Iterator[str]:
     """The app at a real `http://127.0.0.1:<port>`, one request at a time."""
     handler = type("Relay", (_Relay,), {"client": client})
     server = http.server.HTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # A short poll: shutdown() waits for the loop to look (half a second by default, per test).
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()

@@ -34,7 +34,8 @@ def listener() -> Iterator[tuple[str, list[str]]]:
     and records whoever came."""
     handler = type("Recorder", (_Recorder,), {"hits": []})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # A short poll: shutdown() waits for the loop to look (half a second by default).
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}", handler.hits
     server.shutdown()
