@@ -5,6 +5,10 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8080
 PYTEST_WORKERS ?= 3
+# Bytecode caches are written even where the environment says not to: without them every
+# pytest worker rewrites the tests' asserts again (about 13 s each) and every `kiln serve` a
+# test starts compiles kiln again.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: install install-dev run test lint test-sqlite test-postgres system-deps bench clean
 
