@@ -39,9 +39,10 @@ def nodes(
     first.stop()
 
 
-def new_project(url: str) -> int:
-    r = httpx.post(f"{url}/api/v4/projects", headers=ROOT, json={"name": f"iids-{uuid.uuid4().hex[:8]}"})
-    assert r.status_code == 201, r.text
+def new_project(node: Server) -> int:
+    r = httpx.post(f"{node.url}/api/v4/projects", headers=ROOT, json={"name": f"iids-{uuid.uuid4().hex[:8]}"})
+    # The node's log goes with a failure: the temporary directory holding it goes with the run.
+    assert r.status_code == 201, f"{r.text}\n{node.output()[-4000:]}"
     return int(r.json()["id"])
 
 
@@ -66,7 +67,7 @@ def listed_iids(url: str, project_id: int) -> list[int]:
 
 def test_concurrent_creates_through_two_nodes_take_iids_1_to_n(nodes):
     first, second = nodes
-    project_id = new_project(first.url)
+    project_id = new_project(first)
     taken: list[int] = []
     failures: list[str] = []
     lock = threading.Lock()
@@ -99,7 +100,7 @@ def test_concurrent_creates_through_two_nodes_take_iids_1_to_n(nodes):
 
 def test_a_refused_create_in_between_leaves_no_gap(nodes):
     first, second = nodes
-    project_id = new_project(second.url)
+    project_id = new_project(second)
     with httpx.Client(timeout=60) as client:
         assert create_issue(client, first.url, project_id, "one").json()["iid"] == 1
         refused = client.post(
@@ -115,7 +116,7 @@ def test_a_refused_create_in_between_leaves_no_gap(nodes):
 
 def test_refused_creates_among_concurrent_ones_leave_no_gap(nodes):
     first, second = nodes
-    project_id = new_project(first.url)
+    project_id = new_project(first)
     created: list[int] = []
     statuses: list[int] = []
     lock = threading.Lock()
