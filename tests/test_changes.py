@@ -102,7 +102,8 @@ def test_rolling_back_a_write_changes_the_stamp_again(runtime, db):
 
 
 @pytest.fixture
-def postgresql(runtime: Runtime) -> Runtime:
+def postgresql(runtime: Runtime, baseline: object) -> Runtime:
+    """The worker's PostgreSQL runtime, its baseline (root's row, which the tests touch) in place."""
     if runtime.engine.dialect.name != "postgresql":
         pytest.skip("PostgreSQL's notifications")
     return runtime
