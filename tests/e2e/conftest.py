@@ -26,14 +26,16 @@ from tests.repositories import unsound_repositories
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """python-gitlab's end-to-end tests check what a client sees of kiln's API, which the
-    database does not change (every rule is tested on both databases in tests/api): they run
-    in the SQLite pass of `make test` only."""
+    """python-gitlab's and git's end-to-end tests check what a client sees of kiln's API and
+    of git over HTTP, which the database does not change (every rule is tested on both
+    databases in tests/api, pushes' also in tests/hostile/test_pushes.py): they run in the
+    SQLite pass of `make test` only."""
     if config.getoption("--db") != "postgres":
         return
     skip = pytest.mark.skip(reason="client compatibility: run once, on the SQLite pass")
     for item in items:
-        if "/tests/e2e/test_python_gitlab" in str(item.fspath):
+        path = str(item.fspath)
+        if "/tests/e2e/test_python_gitlab" in path or path.endswith("/tests/e2e/test_git_http.py"):
             item.add_marker(skip)
 
 

@@ -10,17 +10,6 @@ from kiln.runner.job import JobSettings
 from kiln.runner.run import Results, RunnerProcess
 from tests.runner.protocol_server import ProtocolServer
 
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The runner touches no database: its tests run in the SQLite pass of `make test` only."""
-    if config.getoption("--db") != "postgres":
-        return
-    skip = pytest.mark.skip(reason="kiln runner uses no database: run once, on the SQLite pass")
-    for item in items:
-        if "tests/runner/" in str(item.fspath):
-            item.add_marker(skip)
-
-
 # Short intervals: the protocol allows any, and the tests should not wait on GitLab's 3 s.
 FAST = JobSettings(trace_interval=0.05, keepalive=0.2, update_pause=0.01, update_deadline=5.0)
 
