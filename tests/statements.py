@@ -63,13 +63,18 @@ def statements(
     for _ in range(warm_up):
         r = call()
         assert r.status_code == status, r.text
-    if fresh:
-        reads.forget_reused()
-        _answers.forget()
     left_out = tuple(leaving_out)
-    with recording(runtime.engine) as seen:
-        r = call()
-    assert r.status_code == status, r.text
+    for attempt in range(2):
+        if fresh:
+            reads.forget_reused()
+            _answers.forget()
+        with recording(runtime.engine) as seen:
+            r = call()
+        assert r.status_code == status, r.text
+        # The token's use, when the warm-up found its row locked, is written by this call, and
+        # a write ends the reuse of rows for the rest of the request: counted again, once.
+        if attempt or not any(s.lstrip().startswith(TOKEN_USE) for s in seen):
+            break
     return [
         s for s in seen if not any(table in s for table in left_out) and not s.lstrip().startswith(TOKEN_USE)
     ]
