@@ -101,6 +101,19 @@ def test_settings(database_url: str, data_dir: Path, **extra: Any) -> Settings:
     )
 
 
+def sequence_positions(conn: Connection) -> str | None:
+    """PostgreSQL: one statement that puts every sequence back where it stands now (None
+    without sequences)."""
+    rows = conn.execute(text("SELECT schemaname, sequencename, last_value FROM pg_sequences")).all()
+    calls = [
+        f"setval('{schema}.{name}', {last}, true)"
+        if last is not None
+        else f"setval('{schema}.{name}', 1, false)"
+        for schema, name, last in rows
+    ]
+    return f"SELECT {', '.join(calls)}" if calls else None
+
+
 class Baseline:
     """The committed state every test starts from (root only), and how to get back to it."""
 
@@ -130,14 +143,7 @@ class Baseline:
     def _sequence_reset(self) -> str | None:
         """One statement putting every sequence back where the baseline left it."""
         with self.rt.engine.connect() as conn:
-            rows = conn.execute(text("SELECT schemaname, sequencename, last_value FROM pg_sequences")).all()
-        calls = [
-            f"setval('{schema}.{name}', {last}, true)"
-            if last is not None
-            else f"setval('{schema}.{name}', 1, false)"
-            for schema, name, last in rows
-        ]
-        return f"SELECT {', '.join(calls)}" if calls else None
+            return sequence_positions(conn)
 
     def isolated(self, conn: Connection) -> sessionmaker[Session]:
         """Sessions that commit into savepoints of `conn`'s transaction."""

@@ -42,7 +42,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, assume, given, seed, settings
 from hypothesis import strategies as st
 from litestar import Litestar, Router
-from sqlalchemy import Connection, Table, select, text
+from sqlalchemy import Connection, Table, select
 from sqlalchemy.orm import Session
 
 from kiln.api import API_PREFIX, API_ROUTES, ROOT_ROUTES, _openapi
@@ -50,6 +50,7 @@ from kiln.api._deps import DEPENDENCIES
 from kiln.models import Base, PersonalAccessToken
 from kiln.runtime import Runtime
 from tests.api.test_users import PNG
+from tests.conftest import sequence_positions
 from tests.factories import Factory
 from tests.factories.repositories import open_repository
 from tests.factories.users import DEFAULT_PASSWORD
@@ -982,16 +983,7 @@ def _key_of(table: Table, row: dict[str, Any]) -> list[Any]:
 def _sequences(conn: Connection) -> str | None:
     """On PostgreSQL, one statement putting every sequence where it stands now (the test's
     rewind puts them back to the baseline's)."""
-    if conn.dialect.name != "postgresql":
-        return None
-    rows = conn.execute(text("SELECT schemaname, sequencename, last_value FROM pg_sequences")).all()
-    calls = [
-        f"setval('{schema}.{name}', {last}, true)"
-        if last is not None
-        else f"setval('{schema}.{name}', 1, false)"
-        for schema, name, last in rows
-    ]
-    return f"SELECT {', '.join(calls)}" if calls else None
+    return sequence_positions(conn) if conn.dialect.name == "postgresql" else None
 
 
 @pytest.fixture(scope="session")
