@@ -316,6 +316,9 @@ def try_transaction(db: Session) -> Iterator[bool]:
         with transaction(db, heard=False):
             db.execute(_NO_LOCK_WAIT)
             yield True
+            # SET LOCAL lasts until the outermost transaction ends: where this write is a
+            # savepoint of a longer one, later statements of that one wait for locks again.
+            db.execute(_LOCK_WAIT)
     except OperationalError as exc:
         if not isinstance(exc.orig, psycopg.errors.LockNotAvailable):
             raise
@@ -325,6 +328,7 @@ def try_transaction(db: Session) -> Iterator[bool]:
 _NOTIFY = text("SELECT pg_notify(:channel, :payload)")
 # PostgreSQL's shortest wait for a lock (0 would mean forever), for this transaction only.
 _NO_LOCK_WAIT = text("SET LOCAL lock_timeout = 1")
+_LOCK_WAIT = text("SET LOCAL lock_timeout = DEFAULT")
 
 
 # What a database says when it has no connection or no write for us right now (SQLite's

@@ -8,11 +8,11 @@ from typing import Any
 
 import psycopg
 import pytest
-from sqlalchemy import Engine, delete, func, select
+from sqlalchemy import Engine, delete, func, select, text
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session
 
-from kiln.db import make_engine, make_engine_unpooled, make_sessionmaker, transaction
+from kiln.db import make_engine, make_engine_unpooled, make_sessionmaker, transaction, try_transaction
 from kiln.models import Job, User
 from kiln.runtime import Runtime
 
@@ -122,6 +122,27 @@ def test_sessions_read_outside_any_transaction_and_write_inside_one_on_postgresq
             assert transaction_status(db) == in_transaction
         db.execute(select(func.count(User.id))).scalar_one()
         assert transaction_status(db) == idle
+
+
+def test_a_write_that_would_not_wait_leaves_later_statements_waiting_for_locks(postgresql):
+    """try_transaction refuses to wait for a lock; joined into a longer transaction as a
+    savepoint, its limit ends with it, or every later read of that transaction fails as soon
+    as it meets a lock (autovacuum truncating a table holds one for a moment)."""
+    with postgresql.engine.connect() as conn:
+        outer = conn.begin()
+        try:
+            before = conn.exec_driver_sql("SHOW lock_timeout").scalar_one()
+            with Session(bind=conn, join_transaction_mode="create_savepoint") as db:
+                with try_transaction(db) as free:
+                    assert free
+                    during = db.execute(text("SHOW lock_timeout")).scalar_one()
+                    db.add(Job(kind=PROBE, payload={}))
+                    db.flush()
+                after = db.execute(text("SHOW lock_timeout")).scalar_one()
+                assert db.execute(select(func.count(Job.id)).where(Job.kind == PROBE)).scalar_one() == 1
+        finally:
+            outer.rollback()
+    assert (before, during, after) == (before, "1ms", before)
 
 
 PROBE = "kiln-test-probe"
