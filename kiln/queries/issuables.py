@@ -15,7 +15,21 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import ColumnElement, Select, String, bindparam, cast, delete, exists, false, func, select
 from sqlalchemy.orm import Session
 
-from kiln.models import AwardEmoji, Label, LabelLink, Namespace, Note, Project, Subscription, Todo, User
+from kiln.models import (
+    AwardEmoji,
+    Label,
+    LabelLink,
+    Namespace,
+    Note,
+    Project,
+    ResourceLabelEvent,
+    ResourceMilestoneEvent,
+    ResourceStateEvent,
+    ResourceWeightEvent,
+    Subscription,
+    Todo,
+    User,
+)
 from kiln.queries import access
 from kiln.queries.reads import reusable, run
 
@@ -299,8 +313,9 @@ def project_level(db: Session, user_id: int, project_id: int, today: date) -> in
 
 def delete_dependents(db: Session, kind: str, target_id: int) -> None:
     """What hangs off a `kind` target by (type, id): award emoji on it and on its notes, its
-    notes, label links, to-dos and subscriptions."""
+    notes, label links, to-dos, subscriptions and resource events."""
     note_ids = select(Note.id).where(Note.noteable_type == kind, Note.noteable_id == target_id)
+    events = (ResourceLabelEvent, ResourceMilestoneEvent, ResourceStateEvent, ResourceWeightEvent)
     for stmt in (
         delete(AwardEmoji).where(AwardEmoji.awardable_type == "Note", AwardEmoji.awardable_id.in_(note_ids)),
         delete(AwardEmoji).where(AwardEmoji.awardable_type == kind, AwardEmoji.awardable_id == target_id),
@@ -310,5 +325,6 @@ def delete_dependents(db: Session, kind: str, target_id: int) -> None:
         delete(Subscription).where(
             Subscription.subscribable_type == kind, Subscription.subscribable_id == target_id
         ),
+        *(delete(event).where(event.target_type == kind, event.target_id == target_id) for event in events),
     ):
         db.execute(stmt, execution_options={"synchronize_session": False})

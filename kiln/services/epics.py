@@ -24,17 +24,11 @@ from kiln.db import transaction
 from kiln.entities.epics import Related, Seen
 from kiln.errors import Conflict, KilnError, NotFound, ValidationFailed
 from kiln.models import (
-    AwardEmoji,
     Epic,
     EpicIssue,
     Issue,
-    LabelLink,
     Milestone,
     Namespace,
-    Note,
-    ResourceLabelEvent,
-    ResourceStateEvent,
-    Subscription,
     Todo,
 )
 from kiln.models.base import utcnow
@@ -701,26 +695,6 @@ def _day(value: date | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def _forget(db: Session, epic_id: int) -> None:
-    """What hangs off an epic by (type, id) rather than a foreign key."""
-    for stmt in (
-        delete(LabelLink).where(LabelLink.target_type == EPIC, LabelLink.target_id == epic_id),
-        delete(AwardEmoji).where(AwardEmoji.awardable_type == EPIC, AwardEmoji.awardable_id == epic_id),
-        delete(Note).where(Note.noteable_type == EPIC, Note.noteable_id == epic_id),
-        delete(Todo).where(Todo.target_type == EPIC, Todo.target_id == epic_id),
-        delete(Subscription).where(
-            Subscription.subscribable_type == EPIC, Subscription.subscribable_id == epic_id
-        ),
-        delete(ResourceLabelEvent).where(
-            ResourceLabelEvent.target_type == EPIC, ResourceLabelEvent.target_id == epic_id
-        ),
-        delete(ResourceStateEvent).where(
-            ResourceStateEvent.target_type == EPIC, ResourceStateEvent.target_id == epic_id
-        ),
-    ):
-        db.execute(stmt, execution_options={"synchronize_session": False})
-
-
 def delete_epic(db: Session, actor: Actor, ident: str, iid: int) -> None:
     """Delete an epic (its group's Owner): its issues leave it, its children lose their
     parent (GitLab 16.11 and later), and its parent's dates follow."""
@@ -738,7 +712,7 @@ def delete_epic(db: Session, actor: Actor, ident: str, iid: int) -> None:
             delete(EpicIssue).where(EpicIssue.epic_id == epic.id),
             execution_options={"synchronize_session": False},
         )
-        _forget(db, epic.id)
+        issuables.delete_dependents(db, EPIC, epic.id)
         db.delete(epic)
         db.flush()
         refresh_dates(db, [parent_id])

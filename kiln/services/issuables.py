@@ -262,7 +262,7 @@ def update_lock(
 
 
 def delete_dependents(db: Session, kind: str, target_id: int) -> None:
-    """What hangs off a deleted issue or merge request by (type, id) (queries.issuables)."""
+    """What hangs off a deleted issue, merge request or epic by (type, id) (queries.issuables)."""
     finder.delete_dependents(db, kind, target_id)
 
 

@@ -7,7 +7,18 @@ from datetime import date
 import pytest
 from sqlalchemy import func, select
 
-from kiln.models import Epic, Event, Label, LabelLink, Note, ResourceLabelEvent, ResourceStateEvent, Todo
+from kiln.models import (
+    AwardEmoji,
+    Epic,
+    Event,
+    Label,
+    LabelLink,
+    Note,
+    ResourceLabelEvent,
+    ResourceStateEvent,
+    Subscription,
+    Todo,
+)
 from kiln.models.namespaces import GUEST, REPORTER
 from tests.statements import count
 
@@ -814,6 +825,26 @@ def test_the_owner_deletes_an_epic(api, make, db):
     assert db.get(Epic, child.id).parent_id is None
     assert count_of(db, LabelLink, LabelLink.target_type == "Epic") == 0
     assert api(owner).get(url(g, 1)).status_code == 404
+
+
+def test_deleting_an_epic_leaves_nothing_of_it_behind(api, make, db):
+    owner, g = owned(make)
+    label = make.label(group=g)
+    make.epic(g, owner)
+    assert (
+        api(owner).put(url(g, 1), json={"add_labels": label.title, "state_event": "close"}).status_code == 200
+    )
+    note = api(owner).post(url(g, 1, "/notes"), json={"body": "Agreed"}).json()
+    assert api(owner).post(url(g, 1, "/award_emoji"), json={"name": "rocket"}).status_code == 201
+    r = api(owner).post(url(g, 1, f"/notes/{note['id']}/award_emoji"), json={"name": "thumbsup"})
+    assert r.status_code == 201
+    assert api(owner).post(url(g, 1, "/todo")).status_code == 201
+    assert api(owner).delete(url(g, 1)).status_code == 204
+    left = [
+        count_of(db, model)
+        for model in (AwardEmoji, Note, LabelLink, ResourceLabelEvent, ResourceStateEvent, Subscription, Todo)
+    ]
+    assert left == [0] * 7
 
 
 def test_a_reporter_may_not_delete_an_epic(api, make, db):

@@ -11,6 +11,7 @@ from sqlalchemy import func, select
 
 from kiln.auth.actor import Actor
 from kiln.models import (
+    AwardEmoji,
     EpicIssue,
     Event,
     Issue,
@@ -543,6 +544,25 @@ def test_delete_is_for_owners_and_administrators(api, make, db):
     make.issue(p, owner)
     assert api("root").delete(url(p, 2)).status_code == 204
     assert counted(db, Issue) == 0
+
+
+def test_deleting_an_issue_leaves_nothing_of_it_behind(api, make, db):
+    owner = make.user()
+    p = make.project(owner=owner)
+    label, milestone = make.label(project=p), make.milestone(project=p)
+    make.issue(p, owner)
+    changes = {"add_labels": label.title, "milestone_id": milestone.id, "weight": 3, "state_event": "close"}
+    assert api(owner).put(url(p, 1), json=changes).status_code == 200
+    note = api(owner).post(url(p, 1, "/notes"), json={"body": "Agreed"}).json()
+    assert (
+        api(owner).post(url(p, 1, f"/notes/{note['id']}/award_emoji"), json={"name": "rocket"}).status_code
+        == 201
+    )
+    assert api(owner).post(url(p, 1, "/todo")).status_code == 201
+    assert api(owner).delete(url(p, 1)).status_code == 204
+    kept = (AwardEmoji, Note, LabelLink, Todo, Subscription)
+    events = (ResourceLabelEvent, ResourceMilestoneEvent, ResourceStateEvent, ResourceWeightEvent)
+    assert [counted(db, model) for model in kept + events] == [0] * 9
 
 
 # ----------------------------------------------------------------------------- subscriptions
