@@ -34,6 +34,7 @@ from kiln.services.users import bootstrap_root
 from tests.factories import Factory, MadeUser
 from tests.pg import PostgresServer
 from tests.repositories import unsound_repositories
+from tests.scheduling import FewAhead
 
 ROOT_TOKEN = "kiln-test-root-token"
 ROOT_PASSWORD = "root-password-123"
@@ -54,6 +55,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "db_kind" not in getattr(item, "fixturenames", ()):
             item.add_marker(skip)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist's `load` (the default of `-n`), handing out a few tests at a time
+    (tests.scheduling)."""
+    if config.getvalue("dist") != "load":
+        return None
+    return FewAhead(config, log)
 
 
 @pytest.fixture(scope="session")
