@@ -16,10 +16,9 @@ from sqlalchemy import (
     TypeDecorator,
     event,
     func,
-    insert,
     select,
-    update,
 )
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -121,19 +120,18 @@ def numeric_id(text: str) -> int | None:
 def never_reuse_ids(model: type[Base]) -> None:
     """Rows of `model` draw their ids from IdHighWater on SQLite, inside the insert's write
     transaction (SQLite's one writer), so two inserts never draw the same id; PostgreSQL's
-    sequences never hand an id out twice."""
+    sequences never hand an id out twice. One statement: past both the largest id in use
+    and the last one drawn."""
     table: Table = model.__table__  # type: ignore[assignment]
     marks: Table = IdHighWater.__table__  # type: ignore[assignment]
-    name = table.name
+    above_in_use = select(func.coalesce(func.max(table.c.id), 0) + 1).scalar_subquery()
+    upsert = sqlite_insert(marks).values(table_name=table.name, last_id=above_in_use)
+    next_id = upsert.on_conflict_do_update(
+        index_elements=[marks.c.table_name],
+        set_={"last_id": func.max(upsert.excluded.last_id, marks.c.last_id + 1)},
+    ).returning(marks.c.last_id)
 
     @event.listens_for(model, "before_insert")
     def draw(_mapper: Any, connection: Connection, row: Any) -> None:
-        if row.id is not None or connection.dialect.name != "sqlite":
-            return
-        in_use = connection.execute(select(func.max(table.c.id))).scalar() or 0
-        last = connection.execute(select(marks.c.last_id).where(marks.c.table_name == name)).scalar()
-        row.id = max(in_use, last or 0) + 1
-        if last is None:
-            connection.execute(insert(marks).values(table_name=name, last_id=row.id))
-        else:
-            connection.execute(update(marks).where(marks.c.table_name == name).values(last_id=row.id))
+        if row.id is None and connection.dialect.name == "sqlite":
+            row.id = connection.execute(next_id).scalar_one()
