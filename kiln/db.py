@@ -347,12 +347,17 @@ _BUSY = (
 )
 
 
+# PostgreSQL's answers to contention that passes: a lock not had within the wait allowed,
+# a deadlock broken by ending this transaction.
+_CONTENDED = (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected)
+
+
 def database_unavailable(exc: Exception) -> bool:
     """The pool had no connection in time, or the database could not take the statement now."""
     if isinstance(exc, PoolTimeout):
         return True
     if isinstance(exc, OperationalError):
-        if exc.connection_invalidated:
+        if exc.connection_invalidated or isinstance(exc.orig, _CONTENDED):
             return True
         message = str(exc.orig).lower()
         return any(marker in message for marker in _BUSY)

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 from litestar import Litestar, Request, get
 from litestar.testing import TestClient
@@ -31,11 +32,26 @@ def database_errors() -> Iterator[TestClient[Any]]:
     def locked(request: Request[Any, Any, Any]) -> None:
         raise OperationalError("UPDATE users SET x=1", {}, Exception("database is locked"))
 
+    @get("/lock-timeout", sync_to_thread=False)
+    def lock_timeout(request: Request[Any, Any, Any]) -> None:
+        error = psycopg.errors.LockNotAvailable("canceling statement due to lock timeout")
+        raise OperationalError("SELECT 1 FROM projects", {}, error)
+
+    @get("/deadlock", sync_to_thread=False)
+    def deadlock(request: Request[Any, Any, Any]) -> None:
+        raise OperationalError(
+            "UPDATE projects SET x=1", {}, psycopg.errors.DeadlockDetected("deadlock detected")
+        )
+
     @get("/broken", sync_to_thread=False)
     def broken(request: Request[Any, Any, Any]) -> None:
         raise OperationalError("SELECT nope FROM users", {}, Exception("no such column: nope"))
 
-    app = Litestar(route_handlers=[pool, locked, broken], exception_handlers=HANDLERS, logging_config=None)
+    app = Litestar(
+        route_handlers=[pool, locked, lock_timeout, deadlock, broken],
+        exception_handlers=HANDLERS,
+        logging_config=None,
+    )
     with TestClient(app) as c:
         yield c
 
@@ -48,6 +64,13 @@ def test_a_pool_timeout_is_503_with_retry_after(database_errors):
 
 def test_a_locked_database_is_503_with_retry_after(database_errors):
     r = database_errors.get("/locked")
+
+    assert (r.status_code, r.json(), r.headers["retry-after"]) == (503, UNAVAILABLE, "1")
+
+
+@pytest.mark.parametrize("path", ["/lock-timeout", "/deadlock"])
+def test_a_lock_not_had_in_time_or_a_deadlock_is_503_with_retry_after(database_errors, path):
+    r = database_errors.get(path)
 
     assert (r.status_code, r.json(), r.headers["retry-after"]) == (503, UNAVAILABLE, "1")
 
