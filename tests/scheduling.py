@@ -10,6 +10,7 @@ module, start once, and their long tests are never what is left at the end."""
 from __future__ import annotations
 
 from xdist.scheduler import LoadScheduling
+from xdist.workermanage import WorkerController
 
 # Tests a worker holds beyond the one it runs: it needs the next to run one (pytest's teardown
 # looks ahead), and a few more spare it waiting for the controller between tests.
@@ -41,15 +42,15 @@ class FewAhead(LoadScheduling):
             for node in self.nodes:
                 node.shutdown()
 
-    def check_schedule(self, node: object, duration: float = 0) -> None:
-        if node.shutting_down:  # type: ignore[attr-defined]
+    def check_schedule(self, node: WorkerController, duration: float = 0) -> None:
+        if node.shutting_down:
             return
         if not self.pending:
-            node.shutdown()  # type: ignore[attr-defined]
+            node.shutdown()
             return
-        queued = self.node2pending[node]  # type: ignore[index]
+        queued = self.node2pending[node]
         while self.pending and len(queued) < AHEAD:
-            self._send_tests(node, self._next_unit())  # type: ignore[arg-type]
+            self._send_tests(node, self._next_unit())
 
     def _next_unit(self) -> int:
         """How many of the pending tests go together: a WHOLE module's, or one."""
