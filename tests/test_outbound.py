@@ -485,14 +485,11 @@ def test_a_slow_server_times_out_within_the_bound(serve):
     assert "timed out" in str(failed.value)
 
 
-def test_a_slow_dns_answer_is_a_refusal_within_the_bound():
-    def slow(host: str, port: int) -> list[str]:
-        time.sleep(3)
-        return ["93.184.216.34"]
-
+def test_a_slow_dns_answer_is_a_refusal_within_the_bound(hanging):
+    dns = hanging("slow-dns.test")
     started = time.monotonic()
     with pytest.raises(BlockedUrl) as refused:
-        outbound.request("GET", "http://slow-dns.test/", BLOCKING, timeout=0.5, resolve=slow)
+        outbound.request("GET", "http://slow-dns.test/", BLOCKING, timeout=0.5, resolve=dns)
     assert refused.value.reason == outbound.UNRESOLVED
     assert time.monotonic() - started < 2.5
 
@@ -515,8 +512,18 @@ class Hanging:
         return ["93.184.216.34"]
 
 
+def lookups_ended() -> None:
+    """Wait (at most 5 s) until no given-up lookup runs: the bound on them is the process's."""
+    deadline = time.monotonic() + 5
+    while outbound._slow and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 @pytest.fixture
 def hanging() -> Iterator[Callable[..., Hanging]]:
+    """DNS stand-ins that never answer their names; released, and their lookups ended, after
+    the test (and none of an earlier test's still running before it)."""
+    lookups_ended()
     made: list[Hanging] = []
 
     def make(*names: str) -> Hanging:
@@ -526,9 +533,7 @@ def hanging() -> Iterator[Callable[..., Hanging]]:
     yield make
     for dns in made:
         dns.release.set()
-    deadline = time.monotonic() + 5
-    while outbound._slow and time.monotonic() < deadline:
-        time.sleep(0.01)
+    lookups_ended()
 
 
 def test_names_that_never_answer_do_not_keep_other_names_from_resolving(hanging):
@@ -550,9 +555,7 @@ def test_a_name_still_being_looked_up_is_refused_without_another_lookup(hanging)
             outbound.check("http://never.test/", BLOCKING, resolve=dns, resolve_timeout=0.1)
     assert dns.asked == ["never.test"]
     dns.release.set()
-    deadline = time.monotonic() + 5
-    while outbound._slow and time.monotonic() < deadline:
-        time.sleep(0.01)
+    lookups_ended()
     dns.names.clear()
     assert outbound.check("http://never.test/", BLOCKING, resolve=dns).addresses
 
@@ -565,9 +568,7 @@ def test_lookups_given_up_on_are_bounded(hanging, monkeypatch):
             outbound.check(f"http://{name}/", BLOCKING, resolve=dns, resolve_timeout=0.1)
     assert dns.asked == ["a.test", "b.test", "c.test"]
     dns.release.set()
-    deadline = time.monotonic() + 5
-    while outbound._slow and time.monotonic() < deadline:
-        time.sleep(0.01)
+    lookups_ended()
     assert outbound.check("http://answers.test/", BLOCKING, resolve=dns).addresses
 
 
