@@ -8,7 +8,7 @@ from collections import namedtuple
 from functools import cache
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, bindparam, false, select, true
+from sqlalchemy import ColumnElement, Select, and_, bindparam, false, select, true, tuple_
 from sqlalchemy.orm import Session
 
 from kiln.models import Note
@@ -105,3 +105,15 @@ def note_of(
     values = {**noteable_values(noteable_type, noteable_id), "note_id": note_id}
     row = run(db, _one_statement(internal), values).first()
     return None if row is None else NoteRow._make(row)
+
+
+def system_notes_present(db: Session, wanted: list[tuple[str, int, str]]) -> set[tuple[str, int, str]]:
+    """Which of (noteable type, noteable id, body) already have that system note."""
+    if not wanted:
+        return set()
+    stmt = select(Note.noteable_type, Note.noteable_id, Note.body).where(
+        Note.system.is_(True),
+        tuple_(Note.noteable_type, Note.noteable_id).in_({(kind, target) for kind, target, _ in wanted}),
+        Note.body.in_({body for _, _, body in wanted}),
+    )
+    return {(kind, target, body) for kind, target, body in db.execute(stmt)}

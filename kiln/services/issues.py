@@ -46,6 +46,7 @@ from kiln.schemas.issues import (
     IssueUpdate,
 )
 from kiln.services import (
+    cross_references,
     epics,
     internal_ids,
     issuables,
@@ -380,6 +381,15 @@ def create_issue(db: Session, actor: Actor, p: IssueCreate) -> OneIssue:
         mentions.record(
             db, actor, p.description, target_type=ISSUE, target_id=issue.id, project_id=issue.project_id
         )
+        cross_references.record(
+            db,
+            actor,
+            cross_references.text_of(issue.title, issue.description),
+            kind=ISSUE,
+            target_id=issue.id,
+            iid=issue.iid,
+            subject=s,
+        )
         _event(db, actor, issue, "opened", "open")
         db.flush()
         issue_id = issue.id
@@ -402,6 +412,7 @@ def update_issue(db: Session, actor: Actor, p: IssueUpdate) -> OneIssue:
     given = p.given()
     with transaction(db):
         issue = _locked(db, s.issue.id)
+        named_before = cross_references.text_of(issue.title, issue.description)
         current_assignees = list(
             db.scalars(
                 select(IssueAssignee.user_id)
@@ -466,6 +477,16 @@ def update_issue(db: Session, actor: Actor, p: IssueUpdate) -> OneIssue:
             if p.updated_at is not None and policy.may_backdate(actor, project):
                 issue.updated_at = p.updated_at
             _event(db, actor, issue, action, hook_action, changes)
+        cross_references.record(
+            db,
+            actor,
+            cross_references.text_of(issue.title, issue.description),
+            kind=ISSUE,
+            target_id=issue.id,
+            iid=issue.iid,
+            subject=project,
+            previous_text=named_before,
+        )
         db.flush()
     return _reloaded(db, actor, project, s.issue.id)
 

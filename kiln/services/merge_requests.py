@@ -45,6 +45,7 @@ from kiln.queries.users import UserRow
 from kiln.schemas.merge_requests import MergeRequestCreate, MergeRequestFilters, MergeRequestUpdate
 from kiln.services import (
     approvals,
+    cross_references,
     internal_ids,
     issuables,
     label_links,
@@ -393,6 +394,15 @@ def create_merge_request(
         mentions.record(
             db, actor, p.description, target_type=MERGE_REQUEST, target_id=mr.id, project_id=mr.project_id
         )
+        cross_references.record(
+            db,
+            actor,
+            cross_references.text_of(mr.title, mr.description),
+            kind=MERGE_REQUEST,
+            target_id=mr.id,
+            iid=mr.iid,
+            subject=target,
+        )
         merge_request_events.record(db, actor, mr, merge_request_events.OPEN)
         _after_change(db, actor, mr)
         db.flush()
@@ -418,6 +428,7 @@ def update_merge_request(
     given = p.given()
     with transaction(db):
         mr = _locked(db, s.merge_request.id)
+        named_before = cross_references.text_of(mr.title, mr.description)
         changes: dict[str, Any] = {}
         touched = False
         branches_moved = False
@@ -520,6 +531,16 @@ def update_merge_request(
         if branches_moved and mr.state == OPENED:
             merge_request_diffs.record_version(db, settings, mr)
             _after_change(db, actor, mr)
+        cross_references.record(
+            db,
+            actor,
+            cross_references.text_of(mr.title, mr.description),
+            kind=MERGE_REQUEST,
+            target_id=mr.id,
+            iid=mr.iid,
+            subject=project,
+            previous_text=named_before,
+        )
         db.flush()
     return _reloaded(db, actor, settings, project, s.merge_request.id)
 

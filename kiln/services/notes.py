@@ -32,7 +32,7 @@ from kiln.queries import users as user_finder
 from kiln.queries.notes import NoteRow
 from kiln.queries.users import UserRow
 from kiln.schemas.notes import BODY_LIMIT, NoteCreate, NoteList, NoteUpdate
-from kiln.services import mentions
+from kiln.services import cross_references, mentions
 from kiln.services.subjects import Kind, Noteable, noteable
 from kiln.services.system_notes import new_discussion_id
 
@@ -202,8 +202,26 @@ def add_note(
     mentions.record(
         db, actor, body, target_type=n.kind.noteable_type, target_id=n.id, note_id=note.id, **n.owner
     )
+    if not internal:
+        _cross_reference(db, actor, n, body)
     _event(db, actor, n, "commented", "create", note.id, internal=internal)
     return note.id
+
+
+def _cross_reference(db: Session, actor: Actor, n: Noteable, body: str, previous: str | None = None) -> None:
+    """What a note on an issue or merge request names is noted as mentioned in that one (an
+    internal note's never: the note would tell of it)."""
+    if isinstance(n.subject, ProjectSubject):
+        cross_references.record(
+            db,
+            actor,
+            body,
+            kind=n.kind.noteable_type,
+            target_id=n.id,
+            iid=n.iid,
+            subject=n.subject,
+            previous_text=previous,
+        )
 
 
 def _event(
@@ -256,6 +274,8 @@ def change_note(db: Session, actor: Actor, n: Noteable, note_id: int, body: str 
         previous_text=previous,
         **n.owner,
     )
+    if not note.internal:
+        _cross_reference(db, actor, n, body, previous)
     _event(db, actor, n, "updated", "update", note.id, internal=note.internal)
 
 
