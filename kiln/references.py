@@ -180,18 +180,18 @@ class References:
         self._resolve(refs)
         return any(self._found[ref.kind].get(ref.key) is None for ref in refs)
 
-    def named(self, refs: Sequence[Reference]) -> list[tuple[str, ProjectSubject, Any]]:
-        """The issues and merge requests `refs` name that the viewer may read: kind, project,
-        row (id, iid, project_id, ...), each once, in the order named."""
-        wanted = [ref for ref in refs if ref.kind in (ISSUE, MERGE_REQUEST)]
-        self._resolve(wanted)
-        out: list[tuple[str, ProjectSubject, Any]] = []
+    def named(self, wanted: Iterable[tuple[str, Any]]) -> list[tuple[str, _Project, Any]]:
+        """The issues and merge requests that (kind, key) pairs name and the viewer may read:
+        kind, project, row (id, iid, project_id, ...), each once, in the order named."""
+        refs = [Reference(kind, key, 0, 0, "") for kind, key in wanted if kind in (ISSUE, MERGE_REQUEST)]
+        self._resolve(refs)
+        out: list[tuple[str, _Project, Any]] = []
         seen: set[tuple[str, int]] = set()
-        for ref in wanted:
+        for ref in refs:
             found = self._found[ref.kind].get(ref.key)
             if found is not None and (ref.kind, found[1].id) not in seen:
                 seen.add((ref.kind, found[1].id))
-                out.append((ref.kind, found[0].subject, found[1]))
+                out.append((ref.kind, found[0], found[1]))
         return out
 
     # -- lookups -------------------------------------------------------------------------------

@@ -60,13 +60,15 @@ def record(
         namespace_id=namespace.id,
     )
     wanted: dict[tuple[str, int, str], int] = {}
-    for ref_kind, where, row in references.References(db, actor, "", project=subject).named(refs):
+    named = references.References(db, actor, "", project=subject).named((ref.kind, ref.key) for ref in refs)
+    for ref_kind, where, row in named:
         noteable_type = _NOTEABLE[ref_kind]
         if (noteable_type, row.id) == (kind, target_id):
             continue
-        seen_from = Context(project_id=where.project.id, namespace_id=where.project.namespace_id)
+        there = where.subject.project
+        seen_from = Context(project_id=there.id, namespace_id=there.namespace_id)
         body = f"mentioned in {word} {references_of(mark, mentioner, seen_from)['relative']}"
-        wanted[(noteable_type, row.id, body)] = where.project.id
+        wanted[(noteable_type, row.id, body)] = there.id
     present = note_finder.system_notes_present(db, list(wanted))
     for (noteable_type, noteable_id, body), project_id in wanted.items():
         if (noteable_type, noteable_id, body) not in present:

@@ -798,17 +798,7 @@ def _visible_issues(
     """The issues `keys` name that exist and `actor` may read, as (project, issue row) of
     kiln.references (one statement per kind, whatever their number)."""
     found = references.References(db, actor, settings.external_url, project=s.project)
-    found.prefetch([" ".join(f"{path}#{iid}" for path, iid in keys)])
-    # What References resolved each key to (None: absent or hidden from the actor).
-    resolved = found._found[references.ISSUE]
-    out = []
-    seen: set[int] = set()
-    for key in keys:
-        hit = resolved.get(key)
-        if hit is not None and hit[1].id not in seen:
-            seen.add(hit[1].id)
-            out.append(hit)
-    return out
+    return [(project, row) for _, project, row in found.named((references.ISSUE, key) for key in keys)]
 
 
 def _issues_page(db: Session, s: MergeRequestSubject, ids: list[int], page: Page) -> IssuesOf:
