@@ -1,5 +1,5 @@
-"""Cross references: an issue or merge request named in another one's description, or in a
-note on another one, gets the system note "mentioned in issue #4" or "mentioned in merge
+"""Cross references: an issue or merge request named in another one's title or description,
+or in a note on another one, gets the system note "mentioned in issue #4" or "mentioned in merge
 request group/project!3" (GitLab's cross_reference system note), the mentioner's reference
 as seen from the named one's project. Written by whoever wrote the text, in the transaction
 of the write, once per pair, and only where that author may read what they named (a
