@@ -13,6 +13,7 @@ from kiln.models.base import Base, Timestamps, contribution, never_reuse_ids
 
 # noteable_type / awardable_type / target_type values, spelled as GitLab's API spells them.
 ISSUE, EPIC, MERGE_REQUEST, NOTE, SNIPPET = "Issue", "Epic", "MergeRequest", "Note", "Snippet"
+COMMIT = "Commit"
 
 
 class Discussed:

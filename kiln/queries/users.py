@@ -15,7 +15,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Session, aliased
 from sqlalchemy.sql.functions import FunctionElement
 
-from kiln.models import Identity, Member, Namespace, Project, User
+from kiln.models import Email, Identity, Member, Namespace, Project, User
 from kiln.models.base import is_numeric, numeric_id
 from kiln.models.namespaces import KIND_GROUP, OWNER
 from kiln.models.users import USER_TYPE_GHOST, USER_TYPE_HUMAN
@@ -326,3 +326,17 @@ def solely_owned_group_ids(db: Session, user_id: int) -> list[int]:
         .where(Namespace.kind == KIND_GROUP, Member.access_level >= OWNER, ~other_owner)
     )
     return list(db.scalars(stmt))
+
+
+def id_by_email(db: Session, email: str) -> int | None:
+    """The user whose primary or confirmed further address `email` is (case aside), as GitLab
+    finds a commit's author."""
+    address = email.strip().lower()
+    if not address:
+        return None
+    primary = select(User.id).where(func.lower(User.email) == address)
+    found = db.scalars(primary.limit(1)).first()
+    if found is not None:
+        return found
+    further = select(Email.user_id).where(func.lower(Email.email) == address, Email.confirmed_at.is_not(None))
+    return db.scalars(further.limit(1)).first()

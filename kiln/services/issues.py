@@ -6,6 +6,7 @@ so a refused or invalid request changes nothing."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 from typing import Any, Literal
@@ -13,7 +14,7 @@ from typing import Any, Literal
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from kiln import events, policy
+from kiln import events, policy, references
 from kiln.auth.actor import Actor
 from kiln.config import Settings
 from kiln.db import transaction
@@ -867,8 +868,43 @@ def close_by_merge_request(
     if not s.project.project.autoclose_referenced_issues:
         return []
     mr = s.merge_request
+
+    def how(project_id: int) -> str:
+        here = project_id == mr.project_id
+        return f"closed via merge request {f'!{mr.iid}' if here else f'{_full_path(s.project)}!{mr.iid}'}"
+
+    return _close_named(db, actor, merge_requests.closing_issues(db, actor, settings, s), how)
+
+
+def close_by_commit(
+    db: Session, actor: Actor, settings: Settings, s: ProjectSubject, commit: Any
+) -> list[int]:
+    """A commit pushed to the default branch closes the issues its message closes (GitLab's
+    closing pattern), when autoclose_referenced_issues is on: those its author may read and
+    update, with "closed via commit <sha>" (the commit as the issue's project names it). The
+    ids of the issues closed."""
+    if not s.project.autoclose_referenced_issues:
+        return []
+    keys = merge_requests.closing_keys([commit.message], settings.external_url)
+    if not keys:
+        return []
+    found = references.References(db, actor, settings.external_url, project=s)
+    named = [(project, row) for _, project, row in found.named((references.ISSUE, key) for key in keys)]
+    sha = str(commit.id)
+
+    def how(project_id: int) -> str:
+        return f"closed via commit {sha if project_id == s.project.id else f'{_full_path(s)}@{sha}'}"
+
+    return _close_named(db, actor, named, how)
+
+
+def _close_named(
+    db: Session, actor: Actor, named: list[tuple[Any, Any]], how: Callable[[int], str]
+) -> list[int]:
+    """Close the open issues of `named` (kiln.references' project and row) the actor may
+    update, each with the note `how(its project id)`; the ids of those closed."""
     closed = []
-    for project, row in merge_requests.closing_issues(db, actor, settings, s):
+    for project, row in named:
         assignees = [actor.id] if row.assigned else []
         if row.state == CLOSED or not policy.may_update_issue(
             actor, project.subject, row.author_id, assignees
@@ -877,9 +913,7 @@ def close_by_merge_request(
         issue = _locked(db, row.id)
         if issue.state == CLOSED:
             continue
-        here = project.id == mr.project_id
-        reference = f"!{mr.iid}" if here else f"{_full_path(s.project)}!{mr.iid}"
-        _close(db, actor, issue, f"closed via merge request {reference}")
+        _close(db, actor, issue, how(project.id))
         issue.updated_at = _now()
         _event(db, actor, issue, "closed", "close", {"state_id": {"previous": OPENED, "current": CLOSED}})
         closed.append(issue.id)

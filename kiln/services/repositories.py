@@ -28,7 +28,14 @@ from kiln.git.store import RepositoryStore, store_for
 from kiln.models import Event, Project, ProjectStatistics, ProtectedBranch
 from kiln.models.repository import DEVELOPER_ACCESS, MAINTAINER_ACCESS
 from kiln.policy import Action, ProjectSubject
-from kiln.services import instance_settings, languages, merge_request_diffs, pipeline_creation, subjects
+from kiln.services import (
+    cross_references,
+    instance_settings,
+    languages,
+    merge_request_diffs,
+    pipeline_creation,
+    subjects,
+)
 from kiln.services import protected_branches as protection
 
 PUSH_REFUSED = "You are not allowed to push into this branch"
@@ -167,6 +174,32 @@ def _commit_of(repo: pygit2.Repository, oid: str) -> pygit2.Oid | None:
         return None
 
 
+def new_commits(
+    repo: pygit2.Repository, ref: str, before: str, after: str, limit: int
+) -> list[pygit2.Commit]:
+    """The commits a ref update brings, newest first, at most `limit`: those after `before`,
+    or for a new ref those no other branch already has."""
+    tip = _commit_of(repo, after)
+    if tip is None:
+        return []
+    walker = repo.walk(tip, pygit2.enums.SortMode.TOPOLOGICAL)
+    if before != ZERO:
+        with contextlib.suppress(KeyError, ValueError, pygit2.GitError):
+            walker.hide(pygit2.Oid(hex=before))
+    else:
+        for name in repo.branches.local:
+            other = repo.references.get(f"refs/heads/{name}")
+            if other is not None and f"refs/heads/{name}" != ref:
+                with contextlib.suppress(KeyError, ValueError, pygit2.GitError):
+                    walker.hide(other.resolve().target)
+    out = []
+    for commit in walker:
+        if len(out) >= limit:
+            break
+        out.append(commit)
+    return out
+
+
 def record_push(
     db: Session,
     project: Project,
@@ -184,26 +217,10 @@ def record_push(
     before = before or ZERO
     after = after or ZERO
     ref_type = "tag" if ref.startswith("refs/tags/") else "branch"
-    commits: list[dict[str, str]] = []
-    tip = _commit_of(repo, after)
-    if tip is not None:
-        walker = repo.walk(tip, pygit2.enums.SortMode.TOPOLOGICAL)
-        if before != ZERO:
-            with contextlib.suppress(KeyError, ValueError, pygit2.GitError):
-                walker.hide(pygit2.Oid(hex=before))
-        else:
-            # A new ref: only the commits no other branch already has are new.
-            for name in repo.branches.local:
-                other = repo.references.get(f"refs/heads/{name}")
-                if other is not None and f"refs/heads/{name}" != ref:
-                    with contextlib.suppress(KeyError, ValueError, pygit2.GitError):
-                        walker.hide(other.resolve().target)
-        for n, commit in enumerate(walker):
-            if n >= 20:
-                break
-            commits.append(
-                {"id": str(commit.id), "message": commit.message, "title": commit.message.split("\n", 1)[0]}
-            )
+    commits = [
+        {"id": str(commit.id), "message": commit.message, "title": commit.message.split("\n", 1)[0]}
+        for commit in new_commits(repo, ref, before, after, 20)
+    ]
     event = events.record(
         db,
         "pushed",
@@ -224,6 +241,7 @@ def record_push(
     jobs.enqueue(db, MAINTAIN, {"project_id": project.id})
     pipeline_creation.enqueue_for_push(db, project.id, actor, ref, before, after, push_options or [])
     merge_request_diffs.enqueue_refresh(db, project.id, actor, ref, before, after, push_options or [])
+    cross_references.enqueue_for_push(db, project.id, actor, ref, before, after)
     languages.after_push(db, project, ref, after)
     project = model_of(db, project)
     project.last_activity_at = datetime.now(UTC)

@@ -104,3 +104,52 @@ def test_an_internal_note_names_nothing(api, make, db):
     r = api(dev).post(issues_url(p, 2, "/notes"), json={"body": "About #1", "internal": True})
     assert r.status_code == 201, r.text
     assert system_notes(db, first) == []
+
+
+def commit(api, caller, p, message: str, branch: str = "main", **fields) -> str:
+    """A commit through the API (a push's bookkeeping, as `git push` has it); its sha."""
+    body = {
+        "branch": branch,
+        "commit_message": message,
+        "actions": [{"action": "create", "file_path": f"{len(message)}-{branch}.txt", "content": message}],
+        **fields,
+    }
+    r = api(caller).post(f"/projects/{p.id}/repository/commits", json=body)
+    assert r.status_code == 201, r.text
+    return r.json()["id"]
+
+
+def test_a_commit_on_the_default_branch_closes_what_it_says_and_names_the_rest(api, make, db, drain):
+    owner = make.user()
+    p = make.project_with_repository(owner=owner)
+    fixed, named = make.issue(p, owner), make.issue(p, owner)
+    sha = commit(api, owner, p, "Fixes #1\n\nSee also #2")
+    drain()
+    db.expire_all()
+    assert (db.get(Issue, fixed.id).state, db.get(Issue, named.id).state) == ("closed", "opened")
+    assert system_notes(db, fixed) == [f"closed via commit {sha}"]
+    assert system_notes(db, named) == [f"mentioned in commit {sha}"]
+    notes = api(owner).get(issues_url(p, 1, "/notes")).json()
+    assert [(n["body"], n["author"]["id"]) for n in notes] == [(f"closed via commit {sha}", owner.id)]
+
+
+def test_a_commit_on_another_branch_closes_nothing(api, make, db, drain):
+    owner = make.user()
+    p = make.project_with_repository(owner=owner)
+    issue = make.issue(p, owner)
+    sha = commit(api, owner, p, "Fixes #1", branch="topic", start_branch="main")
+    drain()
+    db.expire_all()
+    assert db.get(Issue, issue.id).state == "opened"
+    assert system_notes(db, issue) == [f"mentioned in commit {sha}"]
+
+
+def test_a_commit_of_another_project_is_named_with_its_path(api, make, db, drain):
+    owner = make.user()
+    team = make.group(owners=[owner], path="team")
+    app = make.project_with_repository(namespace=team, path="app", owner=owner)
+    tracker = make.project(namespace=team, path="tracker", owner=owner)
+    issue = make.issue(tracker, owner)
+    sha = commit(api, owner, app, "Work on team/tracker#1")
+    drain()
+    assert system_notes(db, issue) == [f"mentioned in commit app@{sha}"]

@@ -496,7 +496,12 @@ def test_merge_when_pipeline_succeeds_merges_once_it_does(api, make, settings, d
     assert row.merge_commit_sha == str(main.id)
     assert tip(settings, p, "auto") is None
     notes = system_notes(db, mr)
-    assert [n.split(" when ")[0] for n in notes] == ["enabled an automatic merge", "merged"]
+    # The merge commit's message names the merge request ("See merge request …!1").
+    assert [n.split(" when ")[0] for n in notes] == [
+        "enabled an automatic merge",
+        "merged",
+        f"mentioned in commit {row.merge_commit_sha}",
+    ]
     assert_sound(settings, p)
 
 
@@ -814,7 +819,8 @@ def test_a_merge_already_merged_by_a_push_is_left_as_the_api_merged_it(api, make
         owner.id,
         mr.head_sha,
     )
-    assert system_notes(db, mr) == notes
+    # Only the merge commit's mention of it ("See merge request …!1") is noted.
+    assert system_notes(db, mr) == [*notes, f"mentioned in commit {merged}"]
     merges_recorded = db.scalars(
         select(Event.id).where(
             Event.target_type == MERGE_REQUEST, Event.target_id == mr.id, Event.action == "merged"
