@@ -123,8 +123,8 @@ def _pushed(ctx: jobs.JobContext, payload: dict[str, Any]) -> None:
     pusher = pipeline_creation.job_actor(db, payload.get("user_id"))
     default = ref == f"refs/heads/{project.default_branch}"
     for commit in reversed(repositories.new_commits(repo, ref, before, after, MAX_PUSHED_COMMITS)):
-        if not references.scan(commit.message):
-            continue
+        if not references.scan(commit.message) and "/issues/" not in commit.message:
+            continue  # names nothing (an issue's URL closes as `#1` does)
         author_id = user_finder.id_by_email(db, commit.author.email)
         author = pipeline_creation.job_actor(db, author_id) if author_id is not None else pusher
         s = subjects.find_project(db, author, str(project.id), rows=True) if author is not None else None

@@ -153,3 +153,15 @@ def test_a_commit_of_another_project_is_named_with_its_path(api, make, db, drain
     sha = commit(api, owner, app, "Work on team/tracker#1")
     drain()
     assert system_notes(db, issue) == [f"mentioned in commit app@{sha}"]
+
+
+def test_a_commit_closes_an_issue_named_by_its_url(api, make, db, drain, settings):
+    owner = make.user()
+    p = make.project_with_repository(owner=owner)
+    issue = make.issue(p, owner)
+    link = f"{settings.external_url}/{owner.username}/{p.path}/-/issues/1"
+    sha = commit(api, owner, p, f"Closes {link}")
+    drain()
+    db.expire_all()
+    assert db.get(Issue, issue.id).state == "closed"
+    assert system_notes(db, issue) == [f"closed via commit {sha}"]
