@@ -97,6 +97,13 @@ def record(
             )
 
 
+def names_anything(message: str) -> bool:
+    """Whether a commit's message may name an issue or merge request (a reference, or an
+    issue's URL, which closes as `#1` does): a push whose new commits name nothing queues no
+    job."""
+    return "/issues/" in message or any(ref.kind in _NOTEABLE for ref in references.scan(message))
+
+
 def enqueue_for_push(
     db: Session, project_id: int, actor: Actor | None, ref: str, before: str, after: str
 ) -> None:
@@ -123,8 +130,8 @@ def _pushed(ctx: jobs.JobContext, payload: dict[str, Any]) -> None:
     pusher = pipeline_creation.job_actor(db, payload.get("user_id"))
     default = ref == f"refs/heads/{project.default_branch}"
     for commit in reversed(repositories.new_commits(repo, ref, before, after, MAX_PUSHED_COMMITS)):
-        if not references.scan(commit.message) and "/issues/" not in commit.message:
-            continue  # names nothing (an issue's URL closes as `#1` does)
+        if not names_anything(commit.message):
+            continue
         author_id = user_finder.id_by_email(db, commit.author.email)
         author = pipeline_creation.job_actor(db, author_id) if author_id is not None else pusher
         s = subjects.find_project(db, author, str(project.id), rows=True) if author is not None else None

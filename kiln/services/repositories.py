@@ -217,9 +217,10 @@ def record_push(
     before = before or ZERO
     after = after or ZERO
     ref_type = "tag" if ref.startswith("refs/tags/") else "branch"
+    walked = new_commits(repo, ref, before, after, 21)
     commits = [
         {"id": str(commit.id), "message": commit.message, "title": commit.message.split("\n", 1)[0]}
-        for commit in new_commits(repo, ref, before, after, 20)
+        for commit in walked[:20]
     ]
     event = events.record(
         db,
@@ -241,7 +242,8 @@ def record_push(
     jobs.enqueue(db, MAINTAIN, {"project_id": project.id})
     pipeline_creation.enqueue_for_push(db, project.id, actor, ref, before, after, push_options or [])
     merge_request_diffs.enqueue_refresh(db, project.id, actor, ref, before, after, push_options or [])
-    cross_references.enqueue_for_push(db, project.id, actor, ref, before, after)
+    if len(walked) > 20 or any(cross_references.names_anything(commit.message) for commit in walked):
+        cross_references.enqueue_for_push(db, project.id, actor, ref, before, after)
     languages.after_push(db, project, ref, after)
     project = model_of(db, project)
     project.last_activity_at = datetime.now(UTC)
