@@ -40,6 +40,29 @@ def text_of(title: str | None, description: str | None) -> str:
     return "\n\n".join(part for part in (title, description) if part)
 
 
+def record_issuable(
+    db: Session,
+    actor: Actor,
+    kind: str,
+    issuable: Any,
+    subject: ProjectSubject,
+    previous_text: str | None = None,
+) -> None:
+    """`record` for an issue or merge request (`kind`) as its title and description now
+    read; `previous_text`: its `text_of` before the change."""
+    text = text_of(issuable.title, issuable.description)
+    record(
+        db,
+        actor,
+        text,
+        kind=kind,
+        target_id=issuable.id,
+        iid=issuable.iid,
+        subject=subject,
+        previous_text=previous_text,
+    )
+
+
 def record(
     db: Session,
     actor: Actor,

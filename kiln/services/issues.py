@@ -382,15 +382,7 @@ def create_issue(db: Session, actor: Actor, p: IssueCreate) -> OneIssue:
         mentions.record(
             db, actor, p.description, target_type=ISSUE, target_id=issue.id, project_id=issue.project_id
         )
-        cross_references.record(
-            db,
-            actor,
-            cross_references.text_of(issue.title, issue.description),
-            kind=ISSUE,
-            target_id=issue.id,
-            iid=issue.iid,
-            subject=s,
-        )
+        cross_references.record_issuable(db, actor, ISSUE, issue, s)
         _event(db, actor, issue, "opened", "open")
         db.flush()
         issue_id = issue.id
@@ -478,16 +470,7 @@ def update_issue(db: Session, actor: Actor, p: IssueUpdate) -> OneIssue:
             if p.updated_at is not None and policy.may_backdate(actor, project):
                 issue.updated_at = p.updated_at
             _event(db, actor, issue, action, hook_action, changes)
-        cross_references.record(
-            db,
-            actor,
-            cross_references.text_of(issue.title, issue.description),
-            kind=ISSUE,
-            target_id=issue.id,
-            iid=issue.iid,
-            subject=project,
-            previous_text=named_before,
-        )
+        cross_references.record_issuable(db, actor, ISSUE, issue, project, named_before)
         db.flush()
     return _reloaded(db, actor, project, s.issue.id)
 

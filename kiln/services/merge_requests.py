@@ -394,15 +394,7 @@ def create_merge_request(
         mentions.record(
             db, actor, p.description, target_type=MERGE_REQUEST, target_id=mr.id, project_id=mr.project_id
         )
-        cross_references.record(
-            db,
-            actor,
-            cross_references.text_of(mr.title, mr.description),
-            kind=MERGE_REQUEST,
-            target_id=mr.id,
-            iid=mr.iid,
-            subject=target,
-        )
+        cross_references.record_issuable(db, actor, MERGE_REQUEST, mr, target)
         merge_request_events.record(db, actor, mr, merge_request_events.OPEN)
         _after_change(db, actor, mr)
         db.flush()
@@ -531,16 +523,7 @@ def update_merge_request(
         if branches_moved and mr.state == OPENED:
             merge_request_diffs.record_version(db, settings, mr)
             _after_change(db, actor, mr)
-        cross_references.record(
-            db,
-            actor,
-            cross_references.text_of(mr.title, mr.description),
-            kind=MERGE_REQUEST,
-            target_id=mr.id,
-            iid=mr.iid,
-            subject=project,
-            previous_text=named_before,
-        )
+        cross_references.record_issuable(db, actor, MERGE_REQUEST, mr, project, named_before)
         db.flush()
     return _reloaded(db, actor, settings, project, s.merge_request.id)
 
